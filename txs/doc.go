@@ -1,0 +1,26 @@
+// Package txs defines S-Chain's transactions, their one canonical encoding and
+// their owner signature.
+//
+// There are two kinds, a closed set visited through Visitor:
+//
+//   - AllocateTx reserves ids [base, base+count) from each entry's range.
+//   - PutManifestTx commits object manifests whose chunks point at ids
+//     already reserved.
+//
+// Either kind carries many entries of one owner under a single BLS signature
+// (group commit), so one signature check is amortised over the whole batch.
+//
+// # Wire format (version 1, all integers big endian)
+//
+//	u16 version | u8 kind | u32 networkID | [32] chainID | u64 epoch
+//	[32] fingerprint | [20] owner | u32 entries | entries... | [96] signature
+//
+//	allocate entry:  str range | u64 count | u64 floor
+//	manifest entry:  str bucket | str key | u64 size | [32] contentHash
+//	                 u8 deleted | u16 chunks | chunks...
+//	chunk:           str range | u64 id | u64 size | [32] hash
+//	str:             u16 length | bytes
+//
+// Parse accepts a byte string only if encoding the result gives the same
+// bytes back, so every transaction has exactly one encoding and one ID.
+package txs
