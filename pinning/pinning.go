@@ -94,12 +94,12 @@ func owner(rangeKey string, members []Member) (ids.NodeID, error) {
 		bestD    uint64
 		haveBest bool
 	)
-	prefix := scorePrefix(rangeKey)
+	buf := scorePrefix(rangeKey)
 	for _, m := range members {
 		if m.Weight == 0 {
 			continue
 		}
-		d := distance(scoreHash(prefix, m.NodeID))
+		d := distance(scoreHash(buf, m.NodeID))
 		if !haveBest || beats(m.Weight, d, m.NodeID, bestW, bestD, best) {
 			best, bestW, bestD, haveBest = m.NodeID, m.Weight, d, true
 		}
@@ -126,19 +126,21 @@ func beats(wa, da uint64, a ids.NodeID, wb, db uint64, b ids.NodeID) bool {
 	}
 }
 
-// scorePrefix encodes the range part of the hash input once per lookup:
-// domain, then the range length-prefixed so no (range, node) pair can collide
-// with another.
+// scorePrefix encodes the hash input of one lookup: the domain, the range
+// length-prefixed (so no (range, node) pair can collide with another), then
+// room for the fixed-size NodeID that scoreHash fills in per member.
 func scorePrefix(rangeKey string) []byte {
 	b := make([]byte, 0, len(scoreDomain)+4+len(rangeKey)+ids.NodeIDLen)
 	b = append(b, scoreDomain...)
 	b = binary.BigEndian.AppendUint32(b, uint32(len(rangeKey)))
-	return append(b, rangeKey...)
+	b = append(b, rangeKey...)
+	return b[:len(b)+ids.NodeIDLen]
 }
 
-func scoreHash(prefix []byte, nodeID ids.NodeID) uint64 {
-	in := append(prefix[:len(prefix):len(prefix)], nodeID[:]...)
-	sum := sha256.Sum256(in)
+// scoreHash hashes buf with its last NodeIDLen bytes set to nodeID.
+func scoreHash(buf []byte, nodeID ids.NodeID) uint64 {
+	copy(buf[len(buf)-ids.NodeIDLen:], nodeID[:])
+	sum := sha256.Sum256(buf)
 	return binary.BigEndian.Uint64(sum[:8])
 }
 

@@ -13,7 +13,8 @@
 // # Wire format (version 1, all integers big endian)
 //
 //	u16 version | u8 kind | u32 networkID | [32] chainID | u64 epoch
-//	[32] fingerprint | [20] owner | u32 entries | entries... | [96] signature
+//	[32] fingerprint | [20] owner | u64 nonce | u32 entries | entries...
+//	[96] signature
 //
 //	allocate entry:  str range | u64 count | u64 floor
 //	manifest entry:  str bucket | str key | u64 size | [32] contentHash

@@ -1,12 +1,16 @@
 package txs
 
-import "errors"
+import (
+	"errors"
+
+	"github.com/s-chain/schain/internal/wire"
+)
 
 // Decoding and stateless-validation errors. Each names one rule so that a
 // rejected transaction says exactly why.
 var (
 	ErrTooLarge           = errors.New("txs: transaction exceeds the size limit")
-	ErrTruncated          = errors.New("txs: transaction bytes end early")
+	ErrTruncated          = wire.ErrTruncated
 	ErrTrailingBytes      = errors.New("txs: trailing bytes after the transaction")
 	ErrUnknownVersion     = errors.New("txs: unknown codec version")
 	ErrUnknownKind        = errors.New("txs: unknown transaction kind")
@@ -23,7 +27,7 @@ var (
 	ErrDuplicateChunk     = errors.New("txs: chunk listed twice in a manifest")
 	ErrSizeMismatch       = errors.New("txs: chunk sizes do not add up to the object size")
 	ErrBadTombstone       = errors.New("txs: a deleted manifest has no size, hash or chunks")
-	ErrBadBool            = errors.New("txs: boolean byte is neither 0 nor 1")
+	ErrBadBool            = wire.ErrBadBool
 	ErrDuplicateEntry     = errors.New("txs: object written twice in one transaction")
 	ErrBadSignature       = errors.New("txs: signature does not verify")
 	ErrNotCanonical       = errors.New("txs: bytes are not the canonical encoding")

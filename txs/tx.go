@@ -9,6 +9,8 @@ import (
 
 	"github.com/ava-labs/avalanchego/ids"
 	"github.com/ava-labs/avalanchego/utils/crypto/bls"
+
+	"github.com/s-chain/schain/internal/wire"
 )
 
 // Header is what every transaction commits to besides its entries: where it
@@ -20,6 +22,11 @@ type Header struct {
 	Epoch       uint64     `json:"epoch"`
 	Fingerprint ids.ID     `json:"fingerprint"`
 	Owner       ids.NodeID `json:"owner"`
+	// Nonce tells apart two otherwise identical intents of one owner in one
+	// epoch (say, two separate requests for one id in the same range): BLS
+	// signatures are deterministic, so without it the second would be the
+	// same transaction and rejected as a replay.
+	Nonce uint64 `json:"nonce"`
 }
 
 // AllocateEntry asks for Count ids from Range, starting no lower than Floor.
@@ -67,7 +74,7 @@ type Unsigned interface {
 	Ranges() []string
 	kind() byte
 	entries() int
-	encodeEntries(*writer)
+	encodeEntries(*wire.Writer)
 	verifyEntries(Limits) error
 }
 

@@ -166,7 +166,7 @@ func TestParseRejectsMalformedBytes(t *testing.T) {
 	good := tx.Bytes()
 	l := txs.DefaultLimits()
 	with := func(f func(b []byte) []byte) []byte { return f(bytes.Clone(good)) }
-	// Offsets into the header: version 0..2, kind 2, entry count 99..103.
+	// Offsets into the header: version 0..2, kind 2, entry count 107..111.
 	tests := []struct {
 		name string
 		b    []byte
@@ -179,9 +179,9 @@ func TestParseRejectsMalformedBytes(t *testing.T) {
 		{"trailing byte", append(bytes.Clone(good), 0), l, txs.ErrTrailingBytes},
 		{"version", with(func(b []byte) []byte { b[1] = 2; return b }), l, txs.ErrUnknownVersion},
 		{"kind", with(func(b []byte) []byte { b[2] = 9; return b }), l, txs.ErrUnknownKind},
-		{"zero entries", with(func(b []byte) []byte { b[102] = 0; return b }), l, txs.ErrNoEntries},
-		{"entry count beyond data", with(func(b []byte) []byte { b[102] = 200; return b }), l, txs.ErrTruncated},
-		{"entry count over limit", with(func(b []byte) []byte { b[100] = 1; return b }), l, txs.ErrTooManyEntries},
+		{"zero entries", with(func(b []byte) []byte { b[110] = 0; return b }), l, txs.ErrNoEntries},
+		{"entry count beyond data", with(func(b []byte) []byte { b[110] = 200; return b }), l, txs.ErrTruncated},
+		{"entry count over limit", with(func(b []byte) []byte { b[108] = 1; return b }), l, txs.ErrTooManyEntries},
 		{"tx bytes over limit", good, txs.Limits{MaxTxBytes: len(good) - 1, MaxEntries: 8, MaxRangeLen: 8, MaxKeyLen: 32, MaxChunks: 8, MaxCount: 8}, txs.ErrTooLarge},
 		{"chunk count over limit", good, txs.Limits{MaxTxBytes: 1 << 20, MaxEntries: 8, MaxRangeLen: 64, MaxKeyLen: 64, MaxChunks: 1, MaxCount: 8}, txs.ErrTooManyChunks},
 		{"deleted flag not a bool", with(func(b []byte) []byte {

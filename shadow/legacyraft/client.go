@@ -1,0 +1,98 @@
+package legacyraft
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/s-chain/schain/shadow/legacy"
+)
+
+var (
+	_ legacy.Allocator     = (*Client)(nil)
+	_ legacy.WriteReporter = (*Client)(nil)
+
+	errNoAddrs = fmt.Errorf("%w: client has no node addresses", legacy.ErrRejected)
+)
+
+// Client talks to a legacyraft cluster over HTTP, the way an S3 gateway
+// talks to SeaweedFS masters: it sticks to a node that answers, moves to the
+// next node when one is unreachable, and follows a not-leader hint once. It
+// does not retry a reachable cluster's "unavailable" answers: the shadow
+// comparison must see them. It is safe for concurrent use.
+type Client struct {
+	addrs []string
+	hc    *http.Client
+
+	mu        sync.Mutex
+	preferred string // guarded by mu; last node that answered
+}
+
+// NewClient returns a client for the API addresses of the cluster's nodes;
+// timeout bounds each HTTP exchange.
+func NewClient(addrs []string, timeout time.Duration) *Client {
+	c := &Client{addrs: slices.Clone(addrs), hc: &http.Client{Timeout: timeout}}
+	if len(addrs) > 0 {
+		c.preferred = addrs[0]
+	}
+	return c
+}
+
+// Allocate implements legacy.Allocator.
+func (c *Client) Allocate(ctx context.Context, rangeKey string, count uint64) (legacy.Result, error) {
+	var res legacy.Result
+	err := c.try(ctx, func(addr string) error {
+		var err error
+		res, err = callAllocate(ctx, c.hc, addr, rangeKey, count, false)
+		return err
+	})
+	return res, err
+}
+
+// ReportWritten implements legacy.WriteReporter.
+func (c *Client) ReportWritten(ctx context.Context, rangeKey string, maxWritten uint64) error {
+	return c.try(ctx, func(addr string) error {
+		return callWritten(ctx, c.hc, addr, rangeKey, maxWritten, false)
+	})
+}
+
+// try runs op on the preferred node, then on the hinted leader or the other
+// nodes, at most len(addrs)+1 times.
+func (c *Client) try(ctx context.Context, op func(addr string) error) error {
+	if len(c.addrs) == 0 {
+		return errNoAddrs
+	}
+	c.mu.Lock()
+	addr := c.preferred
+	c.mu.Unlock()
+	var err error
+	for range len(c.addrs) + 1 {
+		if err = op(addr); err == nil {
+			c.mu.Lock()
+			c.preferred = addr
+			c.mu.Unlock()
+			return nil
+		}
+		if ctx.Err() != nil {
+			return err
+		}
+		switch hint := legacy.LeaderHint(err); {
+		case hint != "" && hint != addr:
+			addr = hint
+		case errors.Is(err, errTransport):
+			addr = c.next(addr)
+		default:
+			return err
+		}
+	}
+	return err
+}
+
+func (c *Client) next(addr string) string {
+	i := slices.Index(c.addrs, addr)
+	return c.addrs[(i+1)%len(c.addrs)]
+}

@@ -1,0 +1,50 @@
+package state
+
+import (
+	"encoding/binary"
+
+	"github.com/ava-labs/avalanchego/ids"
+)
+
+const (
+	tagCounter     byte = 'c'
+	tagManifest    byte = 'm'
+	tagReceipt     byte = 'x'
+	tagReplay      byte = 'r'
+	tagReplayEpoch byte = 'e'
+	tagBlock       byte = 'b'
+	tagHeight      byte = 'h'
+	tagAccepted    byte = 'a'
+)
+
+func counterKey(rangeKey string) []byte {
+	return append([]byte{tagCounter}, rangeKey...)
+}
+
+func manifestKey(bucket, key string) []byte {
+	b := make([]byte, 0, 3+len(bucket)+len(key))
+	b = append(b, tagManifest)
+	b = binary.BigEndian.AppendUint16(b, uint16(len(bucket)))
+	b = append(b, bucket...)
+	return append(b, key...)
+}
+
+func receiptKey(txID ids.ID) []byte { return append([]byte{tagReceipt}, txID[:]...) }
+
+func replayKey(epoch uint64, signingHash ids.ID) []byte {
+	b := make([]byte, 0, 1+8+32)
+	b = append(b, tagReplay)
+	b = binary.BigEndian.AppendUint64(b, epoch)
+	return append(b, signingHash[:]...)
+}
+
+func blockKey(id ids.ID) []byte { return append([]byte{tagBlock}, id[:]...) }
+
+func heightKey(height uint64) []byte {
+	return binary.BigEndian.AppendUint64([]byte{tagHeight}, height)
+}
+
+var (
+	replayEpochKey = []byte{tagReplayEpoch}
+	acceptedKey    = []byte{tagAccepted}
+)

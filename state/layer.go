@@ -1,0 +1,197 @@
+package state
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"slices"
+
+	"github.com/ava-labs/avalanchego/database"
+	"github.com/ava-labs/avalanchego/database/versiondb"
+	"github.com/ava-labs/avalanchego/ids"
+
+	"github.com/s-chain/schain/txs"
+)
+
+const rootDomain = "schain/state/root/v1"
+
+// Layer holds one processing block's writes on top of its parent's layer.
+// Reads see the parent chain; writes stay here until Accept. A Layer is not
+// safe for concurrent writes.
+type Layer struct {
+	view
+	s        *State
+	vdb      *versiondb.Database
+	parent   *Layer // nil once the parent is accepted
+	children []*Layer
+
+	height     uint64
+	parentRoot ids.ID
+	changed    map[string]struct{}
+
+	sealed   bool
+	root     ids.ID
+	accepted bool
+	dropped  bool
+}
+
+// Changes is everything one valid transaction writes. Execution computes it
+// without writing, so a builder can drop an invalid transaction without
+// undoing anything.
+type Changes struct {
+	// Counters are new next-unissued values, applied in order.
+	Counters []CounterUpdate
+	// Manifests are written (a tombstone is written, not deleted, so the
+	// deletion is itself a committed fact).
+	Manifests []*txs.Manifest
+	Receipt   *Receipt
+	// Epoch and SigningHash enter the replay index.
+	Epoch       uint64
+	SigningHash ids.ID
+}
+
+// CounterUpdate sets a range's next unissued id.
+type CounterUpdate struct {
+	Range string
+	Next  uint64
+}
+
+// Height is the height of the block this layer belongs to.
+func (l *Layer) Height() uint64 { return l.height }
+
+// Root is the state root, valid once sealed.
+func (l *Layer) Root() ids.ID { return l.root }
+
+// Apply writes one transaction's changes.
+func (l *Layer) Apply(c *Changes) error {
+	if err := l.writable(); err != nil {
+		return err
+	}
+	for _, u := range c.Counters {
+		if err := l.put(counterKey(u.Range), binary.BigEndian.AppendUint64(nil, u.Next)); err != nil {
+			return err
+		}
+	}
+	for _, m := range c.Manifests {
+		if err := l.put(manifestKey(m.Bucket, m.Key), txs.EncodeManifest(m)); err != nil {
+			return err
+		}
+	}
+	if c.Receipt != nil {
+		b, err := encodeReceipt(c.Receipt)
+		if err != nil {
+			return err
+		}
+		if err := l.put(receiptKey(c.Receipt.TxID), b); err != nil {
+			return err
+		}
+	}
+	return l.put(replayKey(c.Epoch, c.SigningHash), []byte{})
+}
+
+// PruneReplay forgets replay entries of epochs before epoch. Under the strict
+// epoch rule a transaction is valid only in blocks of its own epoch, and
+// block epochs never decrease, so those entries can never match again; this
+// bounds the replay index to the current epoch's transactions.
+func (l *Layer) PruneReplay(epoch uint64) error {
+	if err := l.writable(); err != nil {
+		return err
+	}
+	oldest, err := l.ReplayEpoch()
+	if err != nil || epoch <= oldest {
+		return err
+	}
+	end := replayKey(epoch, ids.Empty)
+	it := l.vdb.NewIteratorWithPrefix([]byte{tagReplay})
+	var stale [][]byte
+	for it.Next() && bytes.Compare(it.Key(), end) < 0 {
+		stale = append(stale, slices.Clone(it.Key()))
+	}
+	err = it.Error()
+	it.Release()
+	if err != nil {
+		return fmt.Errorf("scanning the replay index: %w", err)
+	}
+	for _, k := range stale {
+		if err := l.del(k); err != nil {
+			return err
+		}
+	}
+	return l.put(replayEpochKey, binary.BigEndian.AppendUint64(nil, epoch))
+}
+
+// Seal computes the state root and freezes the layer: SHA-256 over the
+// parent's root, the height, and every changed key with its new value (or a
+// deletion mark) in key order. Its cost depends only on the changes.
+func (l *Layer) Seal() (ids.ID, error) {
+	if err := l.writable(); err != nil {
+		return ids.Empty, err
+	}
+	keys := make([]string, 0, len(l.changed))
+	for k := range l.changed {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	h := sha256.New()
+	var buf [8]byte
+	h.Write([]byte(rootDomain))
+	h.Write(l.parentRoot[:])
+	binary.BigEndian.PutUint64(buf[:], l.height)
+	h.Write(buf[:])
+	binary.BigEndian.PutUint64(buf[:], uint64(len(keys)))
+	h.Write(buf[:])
+	for _, k := range keys {
+		v, err := l.vdb.Get([]byte(k))
+		present := byte(1)
+		switch {
+		case errors.Is(err, database.ErrNotFound):
+			present, v = 0, nil
+		case err != nil:
+			return ids.Empty, err
+		}
+		binary.BigEndian.PutUint32(buf[:4], uint32(len(k)))
+		h.Write(buf[:4])
+		h.Write([]byte(k))
+		h.Write([]byte{present})
+		binary.BigEndian.PutUint32(buf[:4], uint32(len(v)))
+		h.Write(buf[:4])
+		h.Write(v)
+	}
+	h.Sum(l.root[:0])
+	l.sealed = true
+	return l.root, nil
+}
+
+// Changed is the number of keys this layer writes.
+func (l *Layer) Changed() int { return len(l.changed) }
+
+func (l *Layer) writable() error {
+	switch {
+	case l.dropped || l.accepted:
+		return ErrDropped
+	case l.sealed:
+		return ErrSealed
+	}
+	return nil
+}
+
+func (l *Layer) put(k, v []byte) error {
+	l.changed[string(k)] = struct{}{}
+	return l.vdb.Put(k, v)
+}
+
+func (l *Layer) del(k []byte) error {
+	l.changed[string(k)] = struct{}{}
+	return l.vdb.Delete(k)
+}
+
+func (l *Layer) drop() {
+	l.dropped = true
+	_ = l.vdb.Close()
+	for _, c := range l.children {
+		c.drop()
+	}
+	l.children = nil
+}

@@ -1,0 +1,205 @@
+// Package execute applies S-Chain transactions to state: the pure rules
+// every validator runs in Verify and the builder runs when it packs a block.
+//
+// Execution reads a state.Reader and returns state.Changes or a named error;
+// it never writes, never reads a clock, never does I/O and uses no floats, so
+// every honest node reaches the same verdict and the same changes.
+package execute
+
+import (
+	"errors"
+	"fmt"
+	"math/bits"
+
+	"github.com/ava-labs/avalanchego/ids"
+
+	"github.com/s-chain/schain/state"
+	"github.com/s-chain/schain/txs"
+)
+
+var (
+	ErrWrongNetwork      = errors.New("execute: transaction is for another network")
+	ErrWrongChain        = errors.New("execute: transaction is for another chain")
+	ErrWrongEpoch        = errors.New("execute: transaction epoch differs from the block's epoch")
+	ErrWrongFingerprint  = errors.New("execute: epoch fingerprint differs from this node's validator set")
+	ErrNotOwner          = errors.New("execute: signer does not own the range")
+	ErrUnknownSigner     = errors.New("execute: signer has no registered BLS key in this epoch")
+	ErrReplay            = errors.New("execute: transaction already applied")
+	ErrCounterOverflow   = errors.New("execute: range counter would overflow")
+	ErrUnallocatedChunk  = errors.New("execute: manifest chunk id was never allocated")
+	ErrNoEpoch           = errors.New("execute: block without an epoch cannot carry transactions")
+	ErrEpochWentBackward = errors.New("execute: block epoch is below the state's replay epoch")
+)
+
+// NotOwnerError names the range and its real owner, so an API can hand the
+// client a routing hint.
+type NotOwnerError struct {
+	Range  string
+	Signer ids.NodeID
+	Owner  ids.NodeID
+	Epoch  uint64
+}
+
+func (e *NotOwnerError) Error() string {
+	return fmt.Sprintf("%s: range %q is owned by %s in epoch %d, not %s", ErrNotOwner, e.Range, e.Owner, e.Epoch, e.Signer)
+}
+
+func (*NotOwnerError) Is(target error) bool { return target == ErrNotOwner }
+
+// Context is what a block fixes for all of its transactions.
+type Context struct {
+	NetworkID uint32
+	ChainID   ids.ID
+	Limits    txs.Limits
+	// Epoch is the validator set at the block's epoch height; nil for a
+	// block without a P-chain context, which may carry no transactions.
+	Epoch *Epoch
+	// Height is the block height, recorded in receipts.
+	Height uint64
+	// Signatures, if set, remembers verified signatures by tx ID.
+	Signatures *SignatureCache
+}
+
+// Tx checks tx against the block context and state r and returns what it
+// writes. r must already include the effects of earlier transactions of the
+// same block.
+func Tx(r state.Reader, c *Context, tx *txs.Tx) (*state.Changes, error) {
+	h := tx.Unsigned.Head()
+	switch {
+	case c.Epoch == nil:
+		return nil, ErrNoEpoch
+	case h.NetworkID != c.NetworkID:
+		return nil, fmt.Errorf("%w: %d, chain runs on %d", ErrWrongNetwork, h.NetworkID, c.NetworkID)
+	case h.ChainID != c.ChainID:
+		return nil, fmt.Errorf("%w: %s", ErrWrongChain, h.ChainID)
+	case h.Epoch != c.Epoch.Height():
+		return nil, fmt.Errorf("%w: tx pinned to %d, block epoch %d", ErrWrongEpoch, h.Epoch, c.Epoch.Height())
+	case h.Fingerprint != c.Epoch.Fingerprint():
+		return nil, fmt.Errorf("%w: tx %s, block %s", ErrWrongFingerprint, h.Fingerprint, c.Epoch.Fingerprint())
+	}
+	if err := txs.Validate(tx.Unsigned, c.Limits); err != nil {
+		return nil, err
+	}
+	for _, rk := range tx.Unsigned.Ranges() {
+		if o := c.Epoch.Owner(rk); o != h.Owner {
+			return nil, &NotOwnerError{Range: rk, Signer: h.Owner, Owner: o, Epoch: h.Epoch}
+		}
+	}
+	applied, err := r.Applied(h.Epoch, tx.SigningHash())
+	if err != nil {
+		return nil, err
+	}
+	if applied {
+		return nil, fmt.Errorf("%w: %s", ErrReplay, tx.ID())
+	}
+	if err := verifySignature(c, tx); err != nil {
+		return nil, err
+	}
+	e := &executor{r: r, c: c, tx: tx, out: &state.Changes{
+		Epoch:       h.Epoch,
+		SigningHash: tx.SigningHash(),
+		Receipt:     &state.Receipt{TxID: tx.ID(), Height: c.Height, Kind: tx.Kind()},
+	}}
+	if err := tx.Unsigned.Visit(e); err != nil {
+		return nil, err
+	}
+	return e.out, nil
+}
+
+func verifySignature(c *Context, tx *txs.Tx) error {
+	if c.Signatures.Verified(tx.ID()) {
+		return nil
+	}
+	owner := tx.Unsigned.Head().Owner
+	pk, ok := c.Epoch.PublicKey(owner)
+	if !ok {
+		return fmt.Errorf("%w: %s", ErrUnknownSigner, owner)
+	}
+	if err := tx.VerifySignature(pk); err != nil {
+		return err
+	}
+	c.Signatures.Add(tx.ID())
+	return nil
+}
+
+var _ txs.Visitor = (*executor)(nil)
+
+type executor struct {
+	r   state.Reader
+	c   *Context
+	tx  *txs.Tx
+	out *state.Changes
+	// next overlays counters this transaction already moved.
+	next map[string]uint64
+}
+
+func (e *executor) counter(rangeKey string) (uint64, error) {
+	if v, ok := e.next[rangeKey]; ok {
+		return v, nil
+	}
+	return e.r.Counter(rangeKey)
+}
+
+func (e *executor) Allocate(t *txs.AllocateTx) error {
+	e.next = make(map[string]uint64, len(t.Entries))
+	for i, en := range t.Entries {
+		cur, err := e.counter(en.Range)
+		if err != nil {
+			return err
+		}
+		base := max(cur, en.Floor)
+		end, carry := bits.Add64(base, en.Count, 0)
+		if carry != 0 {
+			return fmt.Errorf("entry %d: %w: range %q at %d + %d", i, ErrCounterOverflow, en.Range, base, en.Count)
+		}
+		e.next[en.Range] = end
+		e.out.Counters = append(e.out.Counters, state.CounterUpdate{Range: en.Range, Next: end})
+		e.out.Receipt.Entries = append(e.out.Receipt.Entries, state.ReceiptEntry{Range: en.Range, Base: base, Count: en.Count})
+	}
+	return nil
+}
+
+func (e *executor) PutManifest(t *txs.PutManifestTx) error {
+	for i := range t.Entries {
+		m := &t.Entries[i]
+		for j, ch := range m.Chunks {
+			next, err := e.counter(ch.Range)
+			if err != nil {
+				return err
+			}
+			if ch.ID >= next {
+				return fmt.Errorf("entry %d chunk %d: %w: %s#%d (next unissued id is %d)", i, j, ErrUnallocatedChunk, ch.Range, ch.ID, next)
+			}
+		}
+		e.out.Manifests = append(e.out.Manifests, m)
+		e.out.Receipt.Entries = append(e.out.Receipt.Entries, state.ReceiptEntry{Bucket: m.Bucket, Key: m.Key, Deleted: m.Deleted})
+	}
+	return nil
+}
+
+// Block applies a block's transactions to its layer in order, after pruning
+// the replay index when the block opens a new epoch. Any invalid transaction
+// invalidates the block; the error names its index. The caller seals the
+// layer afterwards.
+func Block(l *state.Layer, c *Context, blockEpoch uint64, blockTxs []*txs.Tx) error {
+	oldest, err := l.ReplayEpoch()
+	if err != nil {
+		return err
+	}
+	if blockEpoch < oldest {
+		return fmt.Errorf("%w: %d < %d", ErrEpochWentBackward, blockEpoch, oldest)
+	}
+	if err := l.PruneReplay(blockEpoch); err != nil {
+		return err
+	}
+	for i, tx := range blockTxs {
+		ch, err := Tx(l, c, tx)
+		if err != nil {
+			return fmt.Errorf("tx %d (%s): %w", i, tx.ID(), err)
+		}
+		if err := l.Apply(ch); err != nil {
+			return fmt.Errorf("tx %d (%s): %w", i, tx.ID(), err)
+		}
+	}
+	return nil
+}
