@@ -1,0 +1,90 @@
+// Package epochs turns P-chain validator sets into the immutable epoch
+// snapshots that pinning and execution use, fetching each height once.
+package epochs
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+
+	"github.com/ava-labs/avalanchego/ids"
+	"github.com/ava-labs/avalanchego/snow/validators"
+
+	"github.com/s-chain/schain/pinning"
+	"github.com/s-chain/schain/vm/execute"
+)
+
+// ErrNotReady means the subnet has no usable validator at the height (empty
+// set, or every member without weight or BLS key). Nobody owns any range
+// then: callers report "not ready" and never fall back to an arbitrary node.
+var ErrNotReady = errors.New("epochs: no validator with weight and BLS key at this height")
+
+// Source is the one method of validators.State this package needs. For a
+// plugin it is a local call to its own node, answered from P-chain state.
+type Source interface {
+	GetValidatorSet(ctx context.Context, height uint64, subnetID ids.ID) (map[ids.NodeID]*validators.GetValidatorOutput, error)
+}
+
+// Cache holds the most recent epoch snapshots by height. It is safe for
+// concurrent use.
+type Cache struct {
+	src      Source
+	subnetID ids.ID
+	limit    int
+
+	mu      sync.Mutex
+	byH     map[uint64]*execute.Epoch
+	heights []uint64 // insertion order, for eviction
+}
+
+// NewCache keeps at most limit snapshots (at least 1).
+func NewCache(src Source, subnetID ids.ID, limit int) *Cache {
+	return &Cache{src: src, subnetID: subnetID, limit: max(limit, 1), byH: map[uint64]*execute.Epoch{}}
+}
+
+// Get returns the snapshot at height, fetching the set on first use. Entries
+// with the empty NodeID, zero weight or no BLS key are dropped: they could
+// own ranges but never sign for them.
+func (c *Cache) Get(ctx context.Context, height uint64) (*execute.Epoch, error) {
+	c.mu.Lock()
+	e, ok := c.byH[height]
+	c.mu.Unlock()
+	if ok {
+		return e, nil
+	}
+	set, err := c.src.GetValidatorSet(ctx, height, c.subnetID)
+	if err != nil {
+		return nil, fmt.Errorf("validator set at P-chain height %d: %w", height, err)
+	}
+	vals := make([]execute.Validator, 0, len(set))
+	for id, v := range set {
+		if id == ids.EmptyNodeID || v == nil || v.Weight == 0 || v.PublicKey == nil {
+			continue
+		}
+		vals = append(vals, execute.Validator{NodeID: id, Weight: v.Weight, PublicKey: v.PublicKey})
+	}
+	if len(vals) == 0 {
+		return nil, fmt.Errorf("%w: height %d", ErrNotReady, height)
+	}
+	e, err = execute.NewEpoch(height, vals)
+	if errors.Is(err, pinning.ErrEmptySet) {
+		return nil, fmt.Errorf("%w: height %d", ErrNotReady, height)
+	}
+	if err != nil {
+		return nil, err
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if cached, ok := c.byH[height]; ok {
+		return cached, nil // a concurrent caller won; keep one instance
+	}
+	c.byH[height] = e
+	c.heights = append(c.heights, height)
+	if len(c.heights) > c.limit {
+		delete(c.byH, c.heights[0])
+		c.heights = slices.Delete(c.heights, 0, 1)
+	}
+	return e, nil
+}

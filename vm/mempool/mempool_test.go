@@ -1,0 +1,82 @@
+package mempool_test
+
+import (
+	"testing"
+
+	"github.com/ava-labs/avalanchego/ids"
+	"github.com/stretchr/testify/require"
+
+	"github.com/s-chain/schain/txs"
+	"github.com/s-chain/schain/txs/txstest"
+	"github.com/s-chain/schain/vm/mempool"
+)
+
+func makeTxs(t *testing.T, n int) []*txs.Tx {
+	keys, err := txstest.NewKeys(t.Name(), 1)
+	require.NoError(t, err)
+	out := make([]*txs.Tx, n)
+	for i := range out {
+		out[i], err = keys[0].Sign(&txs.AllocateTx{
+			Header:  txs.Header{NetworkID: 1, ChainID: ids.ID{1}, Owner: keys[0].NodeID, Nonce: uint64(i)},
+			Entries: []txs.AllocateEntry{{Range: "r", Count: 1}},
+		})
+		require.NoError(t, err)
+	}
+	return out
+}
+
+func TestBoundsDedupAndOrder(t *testing.T) {
+	require := require.New(t)
+	all := makeTxs(t, 5)
+	size := len(all[0].Bytes())
+	m := mempool.New(mempool.Config{MaxTxs: 3, MaxBytes: 1 << 20})
+	for _, tx := range all[:3] {
+		require.NoError(m.Add(tx))
+	}
+	require.ErrorIs(m.Add(all[0]), mempool.ErrDuplicate)
+	require.ErrorIs(m.Add(all[3]), mempool.ErrFull)
+	require.Equal(3, m.Len())
+	require.Equal(3*size, m.Bytes())
+	require.Equal([]*txs.Tx{all[0], all[1]}, m.Peek(2, 1<<20))
+	require.Equal([]*txs.Tx{all[0]}, m.Peek(10, 2*size-1))
+
+	// Removing one offending tx keeps the others.
+	m.Remove(all[1].ID(), ids.ID{'?'})
+	require.False(m.Has(all[1].ID()))
+	require.True(m.Has(all[2].ID()))
+	require.Equal([]*txs.Tx{all[0], all[2]}, m.Peek(10, 1<<20))
+	require.NoError(m.Add(all[3]))
+
+	byBytes := mempool.New(mempool.Config{MaxTxs: 100, MaxBytes: 2 * size})
+	require.NoError(byBytes.Add(all[0]))
+	require.NoError(byBytes.Add(all[1]))
+	require.ErrorIs(byBytes.Add(all[2]), mempool.ErrFull)
+}
+
+func TestPendingSignal(t *testing.T) {
+	require := require.New(t)
+	all := makeTxs(t, 2)
+	m := mempool.New(mempool.DefaultConfig())
+	select {
+	case <-m.Pending():
+		t.Fatal("empty pool signalled")
+	default:
+	}
+	require.NoError(m.Add(all[0]))
+	require.NoError(m.Add(all[1]))
+	<-m.Pending() // exactly one token, however many adds
+	select {
+	case <-m.Pending():
+		t.Fatal("second token")
+	default:
+	}
+	m.Signal()
+	<-m.Pending()
+	m.Remove(all[0].ID(), all[1].ID())
+	m.Signal()
+	select {
+	case <-m.Pending():
+		t.Fatal("signalled with nothing pending")
+	default:
+	}
+}
