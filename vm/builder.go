@@ -1,0 +1,118 @@
+package vm
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/ava-labs/avalanchego/snow/consensus/snowman"
+	snowblock "github.com/ava-labs/avalanchego/snow/engine/snowman/block"
+
+	"github.com/s-chain/schain/txs"
+	"github.com/s-chain/schain/vm/block"
+	"github.com/s-chain/schain/vm/execute"
+)
+
+// BuildBlock builds without a P-chain context. Such a block (the first after
+// genesis) carries no transactions; it is built only when work is pending,
+// so that the chain reaches the heights where the proposer VM supplies
+// contexts.
+func (vm *VM) BuildBlock(ctx context.Context) (snowman.Block, error) {
+	return vm.build(ctx, nil)
+}
+
+// BuildBlockWithContext packs pending transactions of the context's epoch.
+func (vm *VM) BuildBlockWithContext(ctx context.Context, bctx *snowblock.Context) (snowman.Block, error) {
+	return vm.build(ctx, bctx)
+}
+
+func (vm *VM) build(ctx context.Context, bctx *snowblock.Context) (snowman.Block, error) {
+	vm.mu.Lock()
+	defer vm.mu.Unlock()
+	if vm.mempool.Len() == 0 {
+		return nil, ErrNoWork
+	}
+	parent, ok := vm.chainBlock(vm.preferred)
+	if !ok || !vm.extendable(parent) {
+		return nil, fmt.Errorf("%w: preferred %s", ErrUnknownParent, vm.preferred)
+	}
+	ts := max(uint64(vm.cfg.Clock().UnixMilli()), parent.Block.Timestamp)
+	height := parent.Block.Height + 1
+	if bctx == nil {
+		return vm.seal(parent, height, ts, false, 0, nil)
+	}
+	epoch := bctx.PChainHeight
+	if parent.HasEpoch && epoch < parent.Epoch {
+		return nil, fmt.Errorf("%w: context %d < parent %d", ErrEpochBackward, epoch, parent.Epoch)
+	}
+	vm.seeEpoch(epoch)
+	c, err := vm.execContext(ctx, true, epoch, height, 1)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrNotReady, err)
+	}
+	layer, err := vm.state.NewLayer(parent.layerForChild())
+	if err != nil {
+		return nil, err
+	}
+	if err := execute.Block(layer, c, epoch, nil); err != nil {
+		vm.state.Reject(layer)
+		return nil, err
+	}
+	var picked []*txs.Tx
+	for _, tx := range vm.mempool.Peek(vm.genesis.BlockLimits.MaxTxs, vm.genesis.BlockLimits.MaxBlockBytes-blockOverhead*(1+vm.genesis.BlockLimits.MaxTxs)/64) {
+		ch, err := execute.Tx(layer, c, tx)
+		switch {
+		case err == nil:
+		case errors.Is(err, execute.ErrReplay):
+			continue // in a processing ancestor; keep it in case that one is rejected
+		case errors.Is(err, execute.ErrWrongEpoch) && tx.Unsigned.Head().Epoch > epoch:
+			continue // pinned to an epoch this block has not reached
+		default:
+			vm.mempool.Remove(tx.ID()) // evict only the offending transaction
+			continue
+		}
+		if err := layer.Apply(ch); err != nil {
+			vm.state.Reject(layer)
+			return nil, err
+		}
+		picked = append(picked, tx)
+	}
+	if len(picked) == 0 {
+		vm.state.Reject(layer)
+		return nil, ErrNoWork
+	}
+	root, err := layer.Seal()
+	if err != nil {
+		vm.state.Reject(layer)
+		return nil, err
+	}
+	blk, err := block.New(parent.ID(), height, ts, true, epoch, root, picked, vm.genesis.BlockLimits)
+	if err != nil {
+		vm.state.Reject(layer)
+		return nil, err
+	}
+	b := &Block{Block: blk, vm: vm, layer: layer}
+	vm.processing[b.ID()] = b
+	return b, nil
+}
+
+// seal builds an epoch-less, transaction-less block on parent.
+func (vm *VM) seal(parent *Block, height, ts uint64, hasEpoch bool, epoch uint64, _ []*txs.Tx) (snowman.Block, error) {
+	layer, err := vm.state.NewLayer(parent.layerForChild())
+	if err != nil {
+		return nil, err
+	}
+	root, err := layer.Seal()
+	if err != nil {
+		vm.state.Reject(layer)
+		return nil, err
+	}
+	blk, err := block.New(parent.ID(), height, ts, hasEpoch, epoch, root, nil, vm.genesis.BlockLimits)
+	if err != nil {
+		vm.state.Reject(layer)
+		return nil, err
+	}
+	b := &Block{Block: blk, vm: vm, layer: layer}
+	vm.processing[b.ID()] = b
+	return b, nil
+}

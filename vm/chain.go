@@ -1,0 +1,221 @@
+package vm
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/ava-labs/avalanchego/ids"
+	"github.com/ava-labs/avalanchego/snow/consensus/snowman"
+	snowblock "github.com/ava-labs/avalanchego/snow/engine/snowman/block"
+
+	"github.com/s-chain/schain/state"
+	"github.com/s-chain/schain/vm/block"
+	"github.com/s-chain/schain/vm/execute"
+)
+
+var (
+	ErrUnknownParent   = errors.New("vm: parent is neither verified nor last accepted")
+	ErrWrongHeight     = errors.New("vm: height is not parent height + 1")
+	ErrTimeBackward    = errors.New("vm: timestamp before the parent's")
+	ErrTimeFuture      = errors.New("vm: timestamp too far in the future")
+	ErrEpochBackward   = errors.New("vm: epoch below the parent's")
+	ErrEpochMismatch   = errors.New("vm: epoch differs from the P-chain height of the block context")
+	ErrMissingContext  = errors.New("vm: a block with an epoch must be verified with a block context")
+	ErrUnexpectedEpoch = errors.New("vm: a block verified without context cannot carry an epoch")
+	ErrWrongRoot       = errors.New("vm: state root differs from the executed state")
+	ErrNotProcessing   = errors.New("vm: block is not processing")
+)
+
+var (
+	_ snowman.Block               = (*Block)(nil)
+	_ snowblock.WithVerifyContext = (*Block)(nil)
+)
+
+// Block is a block as the engine sees it: the wire block plus its place in
+// the chain (its state layer while processing).
+type Block struct {
+	*block.Block
+	vm *VM
+
+	layer    *state.Layer // set once verified, until decided
+	accepted bool
+	rejected bool
+}
+
+func (b *Block) Parent() ids.ID       { return b.Block.Parent }
+func (b *Block) Height() uint64       { return b.Block.Height }
+func (b *Block) Timestamp() time.Time { return time.UnixMilli(int64(b.Block.Timestamp)) }
+func (b *Block) verified() bool       { return b.layer != nil }
+func (b *Block) decided() bool        { return b.accepted || b.rejected }
+
+// ShouldVerifyWithContext asks for the P-chain context exactly when the block
+// claims an epoch.
+func (b *Block) ShouldVerifyWithContext(context.Context) (bool, error) { return b.HasEpoch, nil }
+
+// Verify checks a block built without a P-chain context: such a block
+// carries no epoch and no transactions.
+func (b *Block) Verify(ctx context.Context) error {
+	b.vm.mu.Lock()
+	defer b.vm.mu.Unlock()
+	if b.HasEpoch {
+		return ErrMissingContext
+	}
+	return b.vm.verify(ctx, b, nil)
+}
+
+// VerifyWithContext checks the block against the P-chain height the proposer
+// VM recorded for it: the epoch.
+func (b *Block) VerifyWithContext(ctx context.Context, bctx *snowblock.Context) error {
+	b.vm.mu.Lock()
+	defer b.vm.mu.Unlock()
+	if !b.HasEpoch {
+		return ErrUnexpectedEpoch
+	}
+	return b.vm.verify(ctx, b, bctx)
+}
+
+// Accept commits the block's layer in one batch.
+func (b *Block) Accept(context.Context) error {
+	b.vm.mu.Lock()
+	defer b.vm.mu.Unlock()
+	return b.vm.accept(b)
+}
+
+// Reject drops the block's layer and returns its transactions to the pool.
+func (b *Block) Reject(context.Context) error {
+	b.vm.mu.Lock()
+	defer b.vm.mu.Unlock()
+	return b.vm.reject(b)
+}
+
+// verify runs the header rules and executes the transactions on a layer
+// chained on the parent's. It is pure: no clock but the skew bound, no I/O
+// beyond the validator-set cache. Called with vm.mu held.
+func (vm *VM) verify(ctx context.Context, b *Block, bctx *snowblock.Context) error {
+	if b.decided() {
+		return ErrNotProcessing
+	}
+	if b.verified() {
+		return nil
+	}
+	parent, ok := vm.chainBlock(b.Block.Parent)
+	if !ok || !vm.extendable(parent) {
+		return fmt.Errorf("%w: %s", ErrUnknownParent, b.Block.Parent)
+	}
+	switch {
+	case b.Block.Height != parent.Block.Height+1:
+		return fmt.Errorf("%w: %d after %d", ErrWrongHeight, b.Block.Height, parent.Block.Height)
+	case b.Block.Timestamp < parent.Block.Timestamp:
+		return fmt.Errorf("%w: %d < %d", ErrTimeBackward, b.Block.Timestamp, parent.Block.Timestamp)
+	case b.Block.Timestamp > uint64(vm.cfg.Clock().Add(vm.genesis.MaxTimeSkew()).UnixMilli()):
+		return fmt.Errorf("%w: %d", ErrTimeFuture, b.Block.Timestamp)
+	case b.HasEpoch && parent.HasEpoch && b.Epoch < parent.Epoch:
+		return fmt.Errorf("%w: %d < %d", ErrEpochBackward, b.Epoch, parent.Epoch)
+	case bctx != nil && b.Epoch != bctx.PChainHeight:
+		return fmt.Errorf("%w: block %d, context %d", ErrEpochMismatch, b.Epoch, bctx.PChainHeight)
+	}
+	layer, err := vm.execute(ctx, parent, b.Block)
+	if err != nil {
+		return err
+	}
+	if layer.Root() != b.StateRoot {
+		vm.state.Reject(layer)
+		return fmt.Errorf("%w: header %s, executed %s", ErrWrongRoot, b.StateRoot, layer.Root())
+	}
+	b.layer = layer
+	vm.processing[b.ID()] = b
+	vm.noteEpoch(b)
+	return nil
+}
+
+// execute applies blk's transactions on a new layer over parent and seals
+// it. The caller owns the returned layer.
+func (vm *VM) execute(ctx context.Context, parent *Block, blk *block.Block) (*state.Layer, error) {
+	c, err := vm.execContext(ctx, blk.HasEpoch, blk.Epoch, blk.Height, len(blk.Txs))
+	if err != nil {
+		return nil, err
+	}
+	layer, err := vm.state.NewLayer(parent.layerForChild())
+	if err != nil {
+		return nil, err
+	}
+	if err := execute.Block(layer, c, blk.Epoch, blk.Txs); err != nil {
+		vm.state.Reject(layer)
+		return nil, err
+	}
+	if _, err := layer.Seal(); err != nil {
+		vm.state.Reject(layer)
+		return nil, err
+	}
+	return layer, nil
+}
+
+// extendable reports whether a child may be built or verified on b: b is
+// processing, or it is the last accepted block (an older accepted block's
+// other children would conflict with the accepted chain).
+func (vm *VM) extendable(b *Block) bool {
+	return b.verified() || (b.accepted && b.ID() == vm.lastAccepted.ID())
+}
+
+// layerForChild is the layer a child executes on: nil (accepted state) once
+// this block is accepted.
+func (b *Block) layerForChild() *state.Layer {
+	if b.accepted {
+		return nil
+	}
+	return b.layer
+}
+
+func (vm *VM) execContext(ctx context.Context, hasEpoch bool, epoch, height uint64, txCount int) (*execute.Context, error) {
+	c := &execute.Context{
+		NetworkID:  vm.cfg.NetworkID,
+		ChainID:    vm.cfg.ChainID,
+		Limits:     vm.genesis.TxLimits,
+		Height:     height,
+		Signatures: vm.sigs,
+	}
+	if hasEpoch && txCount > 0 {
+		e, err := vm.epochs.Get(ctx, epoch)
+		if err != nil {
+			return nil, err
+		}
+		c.Epoch = e
+	}
+	return c, nil
+}
+
+func (vm *VM) accept(b *Block) error {
+	if !b.verified() || b.decided() {
+		return fmt.Errorf("%w: %s", ErrNotProcessing, b.ID())
+	}
+	if err := vm.state.Accept(b.layer, b.ID(), b.Bytes()); err != nil {
+		return fmt.Errorf("accepting %s at height %d: %w", b.ID(), b.Block.Height, err)
+	}
+	b.accepted, b.layer = true, nil
+	delete(vm.processing, b.ID())
+	vm.lastAccepted = b
+	included := make([]ids.ID, len(b.Txs))
+	for i, tx := range b.Txs {
+		included[i] = tx.ID()
+	}
+	vm.mempool.Remove(included...)
+	vm.mempool.Signal()
+	return nil
+}
+
+func (vm *VM) reject(b *Block) error {
+	if b.decided() {
+		return nil
+	}
+	if b.layer != nil {
+		vm.state.Reject(b.layer)
+	}
+	b.rejected, b.layer = true, nil
+	delete(vm.processing, b.ID())
+	for _, tx := range b.Txs {
+		_ = vm.mempool.Add(tx) // back to the pool; if full, the owner re-submits
+	}
+	return nil
+}

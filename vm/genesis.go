@@ -1,0 +1,90 @@
+package vm
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/s-chain/schain/txs"
+	"github.com/s-chain/schain/vm/block"
+	"github.com/s-chain/schain/vm/mempool"
+)
+
+// ErrBadGenesis wraps every problem found in the genesis JSON.
+var ErrBadGenesis = errors.New("vm: invalid genesis")
+
+// Genesis holds the chain's parameters. Every field is consensus-relevant or
+// a resource bound; all nodes of a chain start from the same bytes.
+type Genesis struct {
+	// Timestamp of the genesis block, unix milliseconds.
+	Timestamp uint64 `json:"timestamp"`
+	// TxLimits and BlockLimits are validity rules.
+	TxLimits    txs.Limits   `json:"txLimits"`
+	BlockLimits block.Limits `json:"blockLimits"`
+	// Mempool bounds pending transactions per node.
+	Mempool mempool.Config `json:"mempool"`
+	// MaxTimeSkewMs bounds how far ahead of a verifier's clock a block's
+	// timestamp may be.
+	MaxTimeSkewMs uint64 `json:"maxTimeSkewMs"`
+	// EpochCache is how many validator-set snapshots a node keeps.
+	EpochCache int `json:"epochCache"`
+	// SignatureCache is how many verified tx signatures a node remembers.
+	SignatureCache int `json:"signatureCache"`
+}
+
+// DefaultGenesis is what an empty JSON object means.
+func DefaultGenesis() Genesis {
+	return Genesis{
+		TxLimits:       txs.DefaultLimits(),
+		BlockLimits:    block.DefaultLimits(),
+		Mempool:        mempool.DefaultConfig(),
+		MaxTimeSkewMs:  10_000,
+		EpochCache:     64,
+		SignatureCache: 65_536,
+	}
+}
+
+// ParseGenesis overlays JSON on the defaults; unknown fields are errors, so a
+// typo never silently falls back to a default.
+func ParseGenesis(b []byte) (*Genesis, error) {
+	g := DefaultGenesis()
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&g); err != nil {
+		return nil, fmt.Errorf("%w: %w (hint: see vm.Genesis for the fields)", ErrBadGenesis, err)
+	}
+	if err := g.Verify(); err != nil {
+		return nil, err
+	}
+	return &g, nil
+}
+
+// Verify checks ranges and cross-field rules.
+func (g *Genesis) Verify() error {
+	if err := g.TxLimits.Verify(); err != nil {
+		return fmt.Errorf("%w: txLimits: %w", ErrBadGenesis, err)
+	}
+	switch {
+	case g.BlockLimits.MaxTxs < 1:
+		return fmt.Errorf("%w: blockLimits.maxTxs must be at least 1", ErrBadGenesis)
+	case g.BlockLimits.MaxBlockBytes < g.TxLimits.MaxTxBytes+blockOverhead:
+		return fmt.Errorf("%w: blockLimits.maxBlockBytes %d cannot hold one maximal transaction (%d bytes)", ErrBadGenesis, g.BlockLimits.MaxBlockBytes, g.TxLimits.MaxTxBytes)
+	case g.Mempool.MaxTxs < 1 || g.Mempool.MaxBytes < g.TxLimits.MaxTxBytes:
+		return fmt.Errorf("%w: mempool must hold at least one maximal transaction", ErrBadGenesis)
+	case g.MaxTimeSkewMs == 0:
+		return fmt.Errorf("%w: maxTimeSkewMs must be positive", ErrBadGenesis)
+	case g.EpochCache < 1 || g.SignatureCache < 0:
+		return fmt.Errorf("%w: epochCache must be at least 1 and signatureCache not negative", ErrBadGenesis)
+	}
+	return nil
+}
+
+// MaxTimeSkew as a duration.
+func (g *Genesis) MaxTimeSkew() time.Duration {
+	return time.Duration(g.MaxTimeSkewMs) * time.Millisecond
+}
+
+// blockOverhead is the header plus one length prefix.
+const blockOverhead = 2 + 32 + 8 + 8 + 1 + 8 + 32 + 4 + 4

@@ -1,0 +1,317 @@
+// Package vm is S-Chain's Snowman ChainVM: validators build and verify blocks
+// of owner-signed transactions against the validator set of the block's
+// epoch, and commit each accepted block in one database batch.
+package vm
+
+import (
+	"context"
+	"crypto/sha256"
+	"errors"
+	"fmt"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/ava-labs/avalanchego/database"
+	"github.com/ava-labs/avalanchego/ids"
+	"github.com/ava-labs/avalanchego/snow"
+	"github.com/ava-labs/avalanchego/snow/consensus/snowman"
+	"github.com/ava-labs/avalanchego/snow/engine/common"
+	snowblock "github.com/ava-labs/avalanchego/snow/engine/snowman/block"
+	"github.com/ava-labs/avalanchego/version"
+	"github.com/ava-labs/avalanchego/vms/platformvm/warp"
+
+	"github.com/s-chain/schain/state"
+	"github.com/s-chain/schain/vm/block"
+	"github.com/s-chain/schain/vm/epochs"
+	"github.com/s-chain/schain/vm/execute"
+	"github.com/s-chain/schain/vm/mempool"
+)
+
+// Version of this VM, reported to the node.
+const Version = "v0.1.0"
+
+var (
+	// ErrNoWork is returned by BuildBlock when no pending transaction can go
+	// into a block: S-Chain never builds empty blocks for nothing.
+	ErrNoWork = errors.New("vm: nothing to build")
+	// ErrNotReady means no epoch is known yet or its validator set is empty.
+	ErrNotReady = errors.New("vm: not ready")
+	// ErrNotInitialized is returned before Initialize.
+	ErrNotInitialized = errors.New("vm: not initialized")
+)
+
+var (
+	_ snowblock.ChainVM                         = (*VM)(nil)
+	_ snowblock.BuildBlockWithContextChainVM    = (*VM)(nil)
+	_ snowblock.SetPreferenceWithContextChainVM = (*VM)(nil)
+)
+
+// Config is what a VM needs from its node. Initialize fills it from the
+// snow.Context; tests build it directly.
+type Config struct {
+	NetworkID  uint32
+	ChainID    ids.ID
+	SubnetID   ids.ID
+	NodeID     ids.NodeID
+	Signer     warp.Signer
+	Validators epochs.Source
+	// Clock is read only for the future-skew bound and build timestamps.
+	Clock func() time.Time
+}
+
+// VM implements the ChainVM. The engine does not share a lock with a plugin
+// over rpcchainvm, so the VM guards its own state with mu.
+type VM struct {
+	common.AppHandler
+
+	cfg     Config
+	genesis *Genesis
+	state   *state.State
+	epochs  *epochs.Cache
+	sigs    *execute.SignatureCache
+	mempool *mempool.Mempool
+
+	mu           sync.Mutex
+	processing   map[ids.ID]*Block // verified, undecided
+	lastAccepted *Block
+	preferred    ids.ID
+	epoch        uint64 // newest epoch seen in a block context
+	haveEpoch    bool
+	nonce        uint64
+}
+
+// Initialize is the node's entry point.
+func (vm *VM) Initialize(
+	_ context.Context,
+	chainCtx *snow.Context,
+	db database.Database,
+	genesisBytes []byte,
+	_ []byte,
+	_ []byte,
+	_ []*common.Fx,
+	_ common.AppSender,
+) error {
+	vm.AppHandler = common.NewNoOpAppHandler(chainCtx.Log)
+	return vm.Init(Config{
+		NetworkID:  chainCtx.NetworkID,
+		ChainID:    chainCtx.ChainID,
+		SubnetID:   chainCtx.SubnetID,
+		NodeID:     chainCtx.NodeID,
+		Signer:     chainCtx.WarpSigner,
+		Validators: chainCtx.ValidatorState,
+		Clock:      time.Now,
+	}, db, genesisBytes)
+}
+
+// Init opens state on db, creating the genesis block on first start and
+// restoring the last accepted block on every later one.
+func (vm *VM) Init(cfg Config, db database.Database, genesisBytes []byte) error {
+	g, err := ParseGenesis(genesisBytes)
+	if err != nil {
+		return err
+	}
+	if cfg.Clock == nil {
+		cfg.Clock = time.Now
+	}
+	vm.cfg, vm.genesis = cfg, g
+	vm.epochs = epochs.NewCache(cfg.Validators, cfg.SubnetID, g.EpochCache)
+	vm.sigs = execute.NewSignatureCache(g.SignatureCache)
+	vm.mempool = mempool.New(g.Mempool)
+	vm.processing = map[ids.ID]*Block{}
+	// Nonces only need to differ between this node's own transactions of one
+	// epoch, including across restarts: start from the clock.
+	vm.nonce = uint64(cfg.Clock().UnixNano())
+	if vm.state, err = state.New(db, g.TxLimits); err != nil {
+		return err
+	}
+	if vm.AppHandler == nil {
+		vm.AppHandler = common.NewNoOpAppHandler(nil)
+	}
+	last, err := vm.state.LastAccepted()
+	if errors.Is(err, state.ErrNotInitialized) {
+		return vm.acceptGenesis(genesisBytes)
+	}
+	if err != nil {
+		return err
+	}
+	b, err := vm.loadAccepted(last.ID)
+	if err != nil {
+		return fmt.Errorf("restoring last accepted block %s: %w", last.ID, err)
+	}
+	vm.lastAccepted, vm.preferred = b, b.ID()
+	return nil
+}
+
+func (vm *VM) acceptGenesis(genesisBytes []byte) error {
+	layer, err := vm.state.NewLayer(nil)
+	if err != nil {
+		return err
+	}
+	root, err := layer.Seal()
+	if err != nil {
+		return err
+	}
+	blk, err := block.New(sha256.Sum256(genesisBytes), 0, vm.genesis.Timestamp, false, 0, root, nil, vm.genesis.BlockLimits)
+	if err != nil {
+		return err
+	}
+	if err := vm.state.Accept(layer, blk.ID(), blk.Bytes()); err != nil {
+		return err
+	}
+	vm.lastAccepted = &Block{Block: blk, vm: vm, accepted: true}
+	vm.preferred = blk.ID()
+	return nil
+}
+
+func (vm *VM) loadAccepted(id ids.ID) (*Block, error) {
+	b, err := vm.state.Block(id)
+	if err != nil {
+		return nil, err
+	}
+	blk, err := block.Parse(b, vm.genesis.BlockLimits, vm.genesis.TxLimits)
+	if err != nil {
+		return nil, err
+	}
+	return &Block{Block: blk, vm: vm, accepted: true}, nil
+}
+
+// chainBlock finds a processing block, the last accepted one, or an older
+// accepted one. Called with vm.mu held.
+func (vm *VM) chainBlock(id ids.ID) (*Block, bool) {
+	if b, ok := vm.processing[id]; ok {
+		return b, true
+	}
+	if vm.lastAccepted != nil && vm.lastAccepted.ID() == id {
+		return vm.lastAccepted, true
+	}
+	b, err := vm.loadAccepted(id)
+	return b, err == nil
+}
+
+// SetState is a no-op: S-Chain has no state sync or bootstrapping phase of
+// its own.
+func (*VM) SetState(context.Context, snow.State) error { return nil }
+
+// Shutdown releases nothing the node does not own.
+func (*VM) Shutdown(context.Context) error { return nil }
+
+// Version reports the VM's semantic version.
+func (*VM) Version(context.Context) (string, error) { return Version, nil }
+
+// CreateHandlers will serve JSON-RPC (not built yet).
+func (*VM) CreateHandlers(context.Context) (map[string]http.Handler, error) { return nil, nil }
+
+// NewHTTPHandler has no header-routed handler.
+func (*VM) NewHTTPHandler(context.Context) (http.Handler, error) { return nil, nil }
+
+// HealthCheck reports the last accepted height and pending work.
+func (vm *VM) HealthCheck(context.Context) (interface{}, error) {
+	vm.mu.Lock()
+	defer vm.mu.Unlock()
+	if vm.lastAccepted == nil {
+		return nil, ErrNotInitialized
+	}
+	return map[string]any{"lastAcceptedHeight": vm.lastAccepted.Block.Height, "mempool": vm.mempool.Len()}, nil
+}
+
+// Connected is a no-op until gossip tracks peers.
+func (*VM) Connected(context.Context, ids.NodeID, *version.Application) error { return nil }
+
+// Disconnected is a no-op until gossip tracks peers.
+func (*VM) Disconnected(context.Context, ids.NodeID) error { return nil }
+
+// WaitForEvent returns PendingTxs when the mempool holds transactions.
+func (vm *VM) WaitForEvent(ctx context.Context) (common.Message, error) {
+	select {
+	case <-vm.mempool.Pending():
+		return common.PendingTxs, nil
+	case <-ctx.Done():
+		return 0, ctx.Err()
+	}
+}
+
+// ParseBlock returns the known instance for a known block: the rpcchainvm
+// server re-parses before Verify, and state lives on the instance.
+func (vm *VM) ParseBlock(_ context.Context, b []byte) (snowman.Block, error) {
+	id := ids.ID(sha256.Sum256(b))
+	vm.mu.Lock()
+	defer vm.mu.Unlock()
+	if known, ok := vm.processing[id]; ok {
+		return known, nil
+	}
+	if vm.lastAccepted.ID() == id {
+		return vm.lastAccepted, nil
+	}
+	blk, err := block.Parse(b, vm.genesis.BlockLimits, vm.genesis.TxLimits)
+	if err != nil {
+		return nil, err
+	}
+	if has, _ := vm.state.Block(id); has != nil {
+		return &Block{Block: blk, vm: vm, accepted: true}, nil
+	}
+	return &Block{Block: blk, vm: vm}, nil
+}
+
+// GetBlock returns a processing or accepted block.
+func (vm *VM) GetBlock(_ context.Context, id ids.ID) (snowman.Block, error) {
+	vm.mu.Lock()
+	defer vm.mu.Unlock()
+	if b, ok := vm.chainBlock(id); ok {
+		return b, nil
+	}
+	return nil, fmt.Errorf("%w: block %s", database.ErrNotFound, id)
+}
+
+// SetPreference records where the next block goes.
+func (vm *VM) SetPreference(_ context.Context, id ids.ID) error {
+	vm.mu.Lock()
+	defer vm.mu.Unlock()
+	vm.preferred = id
+	return nil
+}
+
+// SetPreferenceWithContext also learns the newest epoch.
+func (vm *VM) SetPreferenceWithContext(ctx context.Context, id ids.ID, bctx *snowblock.Context) error {
+	vm.mu.Lock()
+	defer vm.mu.Unlock()
+	vm.preferred = id
+	if bctx != nil {
+		vm.seeEpoch(bctx.PChainHeight)
+	}
+	return nil
+}
+
+// LastAccepted is the restored or newest accepted block.
+func (vm *VM) LastAccepted(context.Context) (ids.ID, error) {
+	vm.mu.Lock()
+	defer vm.mu.Unlock()
+	return vm.lastAccepted.ID(), nil
+}
+
+// GetBlockIDAtHeight reads the height index.
+func (vm *VM) GetBlockIDAtHeight(_ context.Context, h uint64) (ids.ID, error) {
+	id, err := vm.state.BlockIDAtHeight(h)
+	if errors.Is(err, state.ErrNotFound) {
+		return ids.Empty, fmt.Errorf("%w: height %d", database.ErrNotFound, h)
+	}
+	return id, err
+}
+
+// State gives read access to accepted state (for APIs).
+func (vm *VM) State() state.Reader { return vm.state.Accepted() }
+
+// Mempool exposes pending transactions (for APIs and gossip).
+func (vm *VM) Mempool() *mempool.Mempool { return vm.mempool }
+
+func (vm *VM) noteEpoch(b *Block) {
+	if b.HasEpoch {
+		vm.seeEpoch(b.Epoch)
+	}
+}
+
+func (vm *VM) seeEpoch(e uint64) {
+	if !vm.haveEpoch || e > vm.epoch {
+		vm.epoch, vm.haveEpoch = e, true
+	}
+}

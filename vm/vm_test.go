@@ -1,0 +1,245 @@
+package vm_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/ava-labs/avalanchego/database/memdb"
+	"github.com/ava-labs/avalanchego/ids"
+	"github.com/ava-labs/avalanchego/snow/consensus/snowman"
+	"github.com/ava-labs/avalanchego/snow/engine/common"
+	snowblock "github.com/ava-labs/avalanchego/snow/engine/snowman/block"
+	"github.com/ava-labs/avalanchego/snow/validators"
+	"github.com/stretchr/testify/require"
+
+	"github.com/s-chain/schain/txs"
+	"github.com/s-chain/schain/txs/txstest"
+	"github.com/s-chain/schain/vm"
+	"github.com/s-chain/schain/vm/execute"
+	"github.com/s-chain/schain/vm/mempool"
+)
+
+var (
+	chainID  = ids.ID{'s', 'c'}
+	subnetID = ids.ID{'s', 'n'}
+	genesis  = []byte(`{"timestamp": 1000, "mempool": {"maxTxs": 16, "maxBytes": 1048576}}`)
+)
+
+type validatorSets map[uint64]map[ids.NodeID]*validators.GetValidatorOutput
+
+func (v validatorSets) GetValidatorSet(_ context.Context, h uint64, _ ids.ID) (map[ids.NodeID]*validators.GetValidatorOutput, error) {
+	s, ok := v[h]
+	if !ok {
+		return nil, errors.New("unknown height")
+	}
+	return s, nil
+}
+
+type net struct {
+	t    *testing.T
+	keys []*txstest.Key
+	sets validatorSets
+	vms  []*vm.VM
+	dbs  []*memdb.Database
+}
+
+func newNet(t *testing.T, n int) *net {
+	keys, err := txstest.NewKeys(t.Name(), n)
+	require.NoError(t, err)
+	all := map[ids.NodeID]*validators.GetValidatorOutput{}
+	for _, k := range keys {
+		all[k.NodeID] = &validators.GetValidatorOutput{NodeID: k.NodeID, Weight: 10, PublicKey: k.PublicKey()}
+	}
+	nw := &net{t: t, keys: keys, sets: validatorSets{10: all, 20: all}}
+	for i := range keys {
+		nw.dbs = append(nw.dbs, memdb.New())
+		nw.vms = append(nw.vms, nw.start(i))
+	}
+	return nw
+}
+
+func (nw *net) start(i int) *vm.VM {
+	v := &vm.VM{}
+	require.NoError(nw.t, v.Init(vm.Config{
+		NetworkID: 5, ChainID: chainID, SubnetID: subnetID, NodeID: nw.keys[i].NodeID,
+		Signer: nw.keys[i].Signer(5, chainID), Validators: nw.sets,
+		Clock: func() time.Time { return time.UnixMilli(5000) },
+	}, nw.dbs[i], genesis))
+	return v
+}
+
+// gossip delivers a tx to every other VM.
+func (nw *net) gossip(from int, tx *txs.Tx) {
+	for j, v := range nw.vms {
+		if j != from {
+			require.NoError(nw.t, v.SubmitTx(tx))
+		}
+	}
+}
+
+// deliver parses and verifies blk on every VM and returns each VM's instance.
+func (nw *net) deliver(blk snowman.Block, epoch uint64) []snowman.Block {
+	ctx := context.Background()
+	out := make([]snowman.Block, len(nw.vms))
+	for i, v := range nw.vms {
+		b, err := v.ParseBlock(ctx, blk.Bytes())
+		require.NoError(nw.t, err)
+		if wc, ok := b.(snowblock.WithVerifyContext); ok {
+			should, err := wc.ShouldVerifyWithContext(ctx)
+			require.NoError(nw.t, err)
+			if should {
+				require.NoError(nw.t, wc.VerifyWithContext(ctx, &snowblock.Context{PChainHeight: epoch}))
+				out[i] = b
+				continue
+			}
+		}
+		require.NoError(nw.t, b.Verify(ctx))
+		out[i] = b
+	}
+	return out
+}
+
+func acceptAll(t *testing.T, bs []snowman.Block) {
+	for _, b := range bs {
+		require.NoError(t, b.Accept(context.Background()))
+	}
+}
+
+func (nw *net) ownedBy(i int, n int, e uint64) []string {
+	var out []string
+	for k := 0; len(out) < n; k++ {
+		r := "bucket-" + string(rune('a'+k%26)) + string(rune('a'+k/26%26))
+		_, err := nw.vms[i].Allocate(context.Background(), []txs.AllocateEntry{{Range: r, Count: 1}})
+		var noe *execute.NotOwnerError
+		if errors.As(err, &noe) {
+			continue
+		}
+		require.NoError(nw.t, err)
+		// Undo: this probe tx stays pending, which the caller accounts for.
+		out = append(out, r)
+	}
+	return out
+}
+
+func counter(t *testing.T, v *vm.VM, r string) uint64 {
+	c, err := v.State().Counter(r)
+	require.NoError(t, err)
+	return c
+}
+
+func TestMultiVM(t *testing.T) {
+	require := require.New(t)
+	ctx := context.Background()
+	nw := newNet(t, 3)
+	v0 := nw.vms[0]
+
+	_, err := v0.Allocate(ctx, []txs.AllocateEntry{{Range: "r", Count: 1}})
+	require.ErrorIs(err, vm.ErrNotReady, "no epoch before any block context")
+	_, err = v0.BuildBlock(ctx)
+	require.ErrorIs(err, vm.ErrNoWork, "never builds empty blocks")
+
+	genesisID, err := v0.LastAccepted(ctx)
+	require.NoError(err)
+	for _, v := range nw.vms {
+		require.NoError(v.SetPreferenceWithContext(ctx, genesisID, &snowblock.Context{PChainHeight: 10}))
+	}
+
+	// Each node allocates its own ranges; probes double as the first txs.
+	var ranges [][]string
+	for i := range nw.vms {
+		ranges = append(ranges, nw.ownedBy(i, 2, 10))
+	}
+	for i, v := range nw.vms {
+		for _, tx := range v.Mempool().Peek(100, 1<<20) {
+			if tx.Unsigned.Head().Owner == nw.keys[i].NodeID {
+				nw.gossip(i, tx)
+			}
+		}
+	}
+	// A non-owner is refused with the owner's name.
+	_, err = v0.Allocate(ctx, []txs.AllocateEntry{{Range: ranges[1][0], Count: 1}})
+	var noe *execute.NotOwnerError
+	require.ErrorAs(err, &noe)
+	require.Equal(nw.keys[1].NodeID, noe.Owner)
+
+	// The first block after genesis has no context and no txs.
+	b1, err := v0.BuildBlock(ctx)
+	require.NoError(err)
+	require.NoError(v0.SetPreference(ctx, b1.ID()))
+	acceptAll(t, nw.deliver(b1, 0))
+
+	// Pipelined: b2 and b3 verified before b2 is accepted.
+	for _, v := range nw.vms {
+		require.NoError(v.SetPreference(ctx, b1.ID()))
+	}
+	b2, err := v0.BuildBlockWithContext(ctx, &snowblock.Context{PChainHeight: 10})
+	require.NoError(err)
+	at2 := nw.deliver(b2, 10)
+	tx, err := nw.vms[1].Allocate(ctx, []txs.AllocateEntry{{Range: ranges[1][0], Count: 5}})
+	require.NoError(err)
+	nw.gossip(1, tx)
+	for _, v := range nw.vms {
+		require.NoError(v.SetPreference(ctx, b2.ID()))
+	}
+	b3, err := nw.vms[2].BuildBlockWithContext(ctx, &snowblock.Context{PChainHeight: 10})
+	require.NoError(err)
+	require.Len(b3.(*vm.Block).Txs, 1, "txs of the processing parent are not repeated")
+	at3 := nw.deliver(b3, 10)
+	acceptAll(t, at2)
+	acceptAll(t, at3)
+	for _, v := range nw.vms {
+		require.NoError(v.SetPreference(ctx, b3.ID()))
+	}
+
+	for i, v := range nw.vms {
+		require.Equal(uint64(6), counter(t, v, ranges[1][0]), "vm %d", i)
+		require.Equal(uint64(1), counter(t, v, ranges[0][0]), "vm %d", i)
+		last, err := v.LastAccepted(ctx)
+		require.NoError(err)
+		require.Equal(b3.ID(), last)
+		rc, err := v.State().Receipt(tx.ID())
+		require.NoError(err)
+		require.Equal(uint64(1), rc.Entries[0].Base, "continues after the probe's id 0")
+		require.Zero(v.Mempool().Len(), "included txs leave every pool")
+	}
+
+	// A tx pinned to epoch 10 is never packed into an epoch-20 block; the
+	// stale copy is evicted from that builder's pool, and the epoch-10 block
+	// carrying it is accepted everywhere.
+	tx2, err := v0.Allocate(ctx, []txs.AllocateEntry{{Range: ranges[0][1], Count: 3}})
+	require.NoError(err)
+	nw.gossip(0, tx2)
+	sa, err := nw.vms[1].BuildBlockWithContext(ctx, &snowblock.Context{PChainHeight: 10})
+	require.NoError(err)
+	_, err = nw.vms[2].BuildBlockWithContext(ctx, &snowblock.Context{PChainHeight: 20})
+	require.ErrorIs(err, vm.ErrNoWork)
+	require.False(nw.vms[2].Mempool().Has(tx2.ID()))
+	atA := nw.deliver(sa, 10)
+	acceptAll(t, atA)
+	for _, v := range nw.vms {
+		require.Equal(uint64(1+3), counter(t, v, ranges[0][1]))
+	}
+
+	// Restart from the database: same last accepted, same state.
+	restarted := nw.start(0)
+	last, err := restarted.LastAccepted(ctx)
+	require.NoError(err)
+	require.Equal(sa.ID(), last)
+	require.Equal(uint64(6), counter(t, restarted, ranges[1][0]))
+
+	// Backpressure: a flood past the pool bound gets ErrFull, nothing else.
+	full := 0
+	for k := 0; k < 160; k++ {
+		_, err := nw.vms[1].Allocate(ctx, []txs.AllocateEntry{{Range: ranges[1][1], Count: 1}})
+		if errors.Is(err, mempool.ErrFull) {
+			full++
+			continue
+		}
+		require.NoError(err)
+	}
+	require.Equal(160-16, full)
+	require.Equal(16, nw.vms[1].Mempool().Len())
+	_ = common.PendingTxs
+}
