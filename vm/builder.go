@@ -58,7 +58,10 @@ func (vm *VM) build(ctx context.Context, bctx *snowblock.Context) (snowman.Block
 		vm.state.Reject(layer)
 		return nil, err
 	}
-	var picked []*txs.Tx
+	var (
+		picked []*txs.Tx
+		stale  bool
+	)
 	for _, tx := range vm.mempool.Peek(vm.genesis.BlockLimits.MaxTxs, vm.genesis.BlockLimits.MaxBlockBytes-blockOverhead*(1+vm.genesis.BlockLimits.MaxTxs)/64) {
 		ch, err := execute.Tx(layer, c, tx)
 		switch {
@@ -67,8 +70,14 @@ func (vm *VM) build(ctx context.Context, bctx *snowblock.Context) (snowman.Block
 			continue // in a processing ancestor; keep it in case that one is rejected
 		case errors.Is(err, execute.ErrWrongEpoch) && tx.Unsigned.Head().Epoch > epoch:
 			continue // pinned to an epoch this block has not reached
+		case errors.Is(err, execute.ErrWrongEpoch):
+			// Pinned to an older epoch: its owner re-pins it once a block
+			// of a newer epoch is accepted (see repinStale).
+			stale = true
+			continue
 		default:
 			vm.mempool.Remove(tx.ID()) // evict only the offending transaction
+			vm.tracker.reject(tx.ID(), "rejected: "+err.Error())
 			continue
 		}
 		if err := layer.Apply(ch); err != nil {
@@ -77,7 +86,9 @@ func (vm *VM) build(ctx context.Context, bctx *snowblock.Context) (snowman.Block
 		}
 		picked = append(picked, tx)
 	}
-	if len(picked) == 0 {
+	// With only stale work, a block that just opens the new epoch is what
+	// lets owners re-pin; otherwise an empty block is built for nothing.
+	if len(picked) == 0 && !(stale && (!parent.HasEpoch || epoch > parent.Epoch)) {
 		vm.state.Reject(layer)
 		return nil, ErrNoWork
 	}

@@ -195,13 +195,18 @@ func (vm *VM) accept(b *Block) error {
 	}
 	b.accepted, b.layer = true, nil
 	delete(vm.processing, b.ID())
+	prevEpoch, hadEpoch := vm.lastAccepted.Epoch, vm.lastAccepted.HasEpoch
 	vm.lastAccepted = b
 	included := make([]ids.ID, len(b.Txs))
 	for i, tx := range b.Txs {
 		included[i] = tx.ID()
 	}
 	vm.mempool.Remove(included...)
+	if b.HasEpoch && (!hadEpoch || b.Epoch > prevEpoch) {
+		vm.repinStale(b.Epoch)
+	}
 	vm.mempool.Signal()
+	vm.tracker.wake()
 	return nil
 }
 

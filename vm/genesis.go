@@ -32,6 +32,16 @@ type Genesis struct {
 	EpochCache int `json:"epochCache"`
 	// SignatureCache is how many verified tx signatures a node remembers.
 	SignatureCache int `json:"signatureCache"`
+	// GroupCommitWindowMs is how long the owner collects concurrent
+	// allocate requests before signing them as one transaction.
+	GroupCommitWindowMs uint64 `json:"groupCommitWindowMs"`
+	// GroupCommitMaxEntries bounds one group (at most txLimits.maxEntries).
+	GroupCommitMaxEntries int `json:"groupCommitMaxEntries"`
+	// MaxWaitMs bounds how long a "wait" request blocks.
+	MaxWaitMs uint64 `json:"maxWaitMs"`
+	// TrackedTxs bounds the rejected/re-pinned transactions a node remembers
+	// for getReceipt.
+	TrackedTxs int `json:"trackedTxs"`
 }
 
 // DefaultGenesis is what an empty JSON object means.
@@ -43,6 +53,11 @@ func DefaultGenesis() Genesis {
 		MaxTimeSkewMs:  10_000,
 		EpochCache:     64,
 		SignatureCache: 65_536,
+
+		GroupCommitWindowMs:   2,
+		GroupCommitMaxEntries: 256,
+		MaxWaitMs:             30_000,
+		TrackedTxs:            16_384,
 	}
 }
 
@@ -77,9 +92,23 @@ func (g *Genesis) Verify() error {
 		return fmt.Errorf("%w: maxTimeSkewMs must be positive", ErrBadGenesis)
 	case g.EpochCache < 1 || g.SignatureCache < 0:
 		return fmt.Errorf("%w: epochCache must be at least 1 and signatureCache not negative", ErrBadGenesis)
+	case g.GroupCommitWindowMs > 1000:
+		return fmt.Errorf("%w: groupCommitWindowMs %d is above 1000: callers would wait too long", ErrBadGenesis, g.GroupCommitWindowMs)
+	case g.GroupCommitMaxEntries < 1 || g.GroupCommitMaxEntries > g.TxLimits.MaxEntries:
+		return fmt.Errorf("%w: groupCommitMaxEntries %d not in [1, txLimits.maxEntries=%d]", ErrBadGenesis, g.GroupCommitMaxEntries, g.TxLimits.MaxEntries)
+	case g.MaxWaitMs == 0 || g.TrackedTxs < 1:
+		return fmt.Errorf("%w: maxWaitMs and trackedTxs must be positive", ErrBadGenesis)
 	}
 	return nil
 }
+
+// GroupCommitWindow as a duration.
+func (g *Genesis) GroupCommitWindow() time.Duration {
+	return time.Duration(g.GroupCommitWindowMs) * time.Millisecond
+}
+
+// MaxWait as a duration.
+func (g *Genesis) MaxWait() time.Duration { return time.Duration(g.MaxWaitMs) * time.Millisecond }
 
 // MaxTimeSkew as a duration.
 func (g *Genesis) MaxTimeSkew() time.Duration {

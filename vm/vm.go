@@ -79,6 +79,12 @@ type VM struct {
 	epoch        uint64 // newest epoch seen in a block context
 	haveEpoch    bool
 	nonce        uint64
+
+	tracker       *tracker
+	intents       chan intent
+	stop          context.CancelFunc
+	committerDone chan struct{}
+	background    sync.WaitGroup // re-pinning goroutines
 }
 
 // Initialize is the node's entry point.
@@ -118,6 +124,7 @@ func (vm *VM) Init(cfg Config, db database.Database, genesisBytes []byte) error 
 	vm.epochs = epochs.NewCache(cfg.Validators, cfg.SubnetID, g.EpochCache)
 	vm.sigs = execute.NewSignatureCache(g.SignatureCache)
 	vm.mempool = mempool.New(g.Mempool)
+	vm.tracker = newTracker(g.TrackedTxs)
 	vm.processing = map[ids.ID]*Block{}
 	// Nonces only need to differ between this node's own transactions of one
 	// epoch, including across restarts: start from the clock.
@@ -129,17 +136,26 @@ func (vm *VM) Init(cfg Config, db database.Database, genesisBytes []byte) error 
 		vm.AppHandler = common.NewNoOpAppHandler(nil)
 	}
 	last, err := vm.state.LastAccepted()
-	if errors.Is(err, state.ErrNotInitialized) {
-		return vm.acceptGenesis(genesisBytes)
+	switch {
+	case errors.Is(err, state.ErrNotInitialized):
+		err = vm.acceptGenesis(genesisBytes)
+	case err == nil:
+		var b *Block
+		if b, err = vm.loadAccepted(last.ID); err != nil {
+			err = fmt.Errorf("restoring last accepted block %s: %w", last.ID, err)
+			break
+		}
+		vm.lastAccepted, vm.preferred = b, b.ID()
+		vm.noteEpoch(b)
 	}
 	if err != nil {
 		return err
 	}
-	b, err := vm.loadAccepted(last.ID)
-	if err != nil {
-		return fmt.Errorf("restoring last accepted block %s: %w", last.ID, err)
-	}
-	vm.lastAccepted, vm.preferred = b, b.ID()
+	ctx, cancel := context.WithCancel(context.Background())
+	vm.stop = cancel
+	vm.intents = make(chan intent, 4*g.GroupCommitMaxEntries)
+	vm.committerDone = make(chan struct{})
+	go vm.runCommitter(ctx)
 	return nil
 }
 
@@ -193,14 +209,28 @@ func (vm *VM) chainBlock(id ids.ID) (*Block, bool) {
 // its own.
 func (*VM) SetState(context.Context, snow.State) error { return nil }
 
-// Shutdown releases nothing the node does not own.
-func (*VM) Shutdown(context.Context) error { return nil }
+// Shutdown stops the group committer and waits for background re-pinning.
+func (vm *VM) Shutdown(context.Context) error {
+	if vm.stop == nil {
+		return nil
+	}
+	vm.stop()
+	<-vm.committerDone
+	vm.background.Wait()
+	return nil
+}
 
 // Version reports the VM's semantic version.
 func (*VM) Version(context.Context) (string, error) { return Version, nil }
 
-// CreateHandlers will serve JSON-RPC (not built yet).
-func (*VM) CreateHandlers(context.Context) (map[string]http.Handler, error) { return nil, nil }
+// CreateHandlers serves the JSON-RPC API at /ext/bc/<chainID>.
+func (vm *VM) CreateHandlers(context.Context) (map[string]http.Handler, error) {
+	h, err := vm.Handler()
+	if err != nil {
+		return nil, err
+	}
+	return map[string]http.Handler{"": h}, nil
+}
 
 // NewHTTPHandler has no header-routed handler.
 func (*VM) NewHTTPHandler(context.Context) (http.Handler, error) { return nil, nil }
@@ -303,6 +333,14 @@ func (vm *VM) State() state.Reader { return vm.state.Accepted() }
 
 // Mempool exposes pending transactions (for APIs and gossip).
 func (vm *VM) Mempool() *mempool.Mempool { return vm.mempool }
+
+// CurrentEpoch is the newest epoch (P-chain height) this node has seen in a
+// block context: what new transactions are pinned to.
+func (vm *VM) CurrentEpoch() (uint64, bool) {
+	vm.mu.Lock()
+	defer vm.mu.Unlock()
+	return vm.epoch, vm.haveEpoch
+}
 
 func (vm *VM) noteEpoch(b *Block) {
 	if b.HasEpoch {

@@ -1,0 +1,183 @@
+// Package api is the JSON-RPC contract of an S-Chain node: the service name,
+// method arguments and replies, and the stable error codes. Server (package
+// vm) and client (package client) share it, so they cannot drift apart.
+//
+// The service is served at /ext/bc/<chainID> with gorilla/rpc v2 JSON
+// (JSON-RPC 2.0); methods are "schain.<name>".
+package api
+
+import (
+	"github.com/ava-labs/avalanchego/ids"
+
+	"github.com/s-chain/schain/state"
+	"github.com/s-chain/schain/txs"
+)
+
+// Service is the JSON-RPC service name (method prefix).
+const Service = "schain"
+
+// Error codes. They are part of the API: clients branch on them.
+const (
+	// CodeNotOwner: this node does not own the range in the current epoch.
+	// Data is NotOwnerData: retry at Data.Owner.
+	CodeNotOwner = -32010
+	// CodeNotReady: no epoch known yet, or the epoch's validator set is
+	// empty. Retry later; never falls back to another writer.
+	CodeNotReady = -32011
+	// CodeMempoolFull: backpressure. Data is RetryData.
+	CodeMempoolFull = -32012
+	// CodeRejected: the transaction was refused by the chain's rules
+	// (for example a manifest chunk that was never allocated). Data is
+	// RejectedData with the rule's name.
+	CodeRejected = -32013
+	// CodeInvalidParams: malformed or out-of-limit arguments (JSON-RPC's
+	// standard code).
+	CodeInvalidParams = -32602
+	// CodeUnknown: anything else (an internal failure).
+	CodeUnknown = -32000
+	// CodeTimeout: a wait ran out before the transaction was decided.
+	CodeTimeout = -32014
+	// CodeNotFound: the object (manifest) does not exist in accepted state.
+	CodeNotFound = -32015
+)
+
+// NotOwnerData is the routing hint of CodeNotOwner.
+type NotOwnerData struct {
+	Range string     `json:"range"`
+	Owner ids.NodeID `json:"owner"`
+	Epoch uint64     `json:"epoch"`
+}
+
+// RetryData tells a client how long to back off.
+type RetryData struct {
+	RetryAfterMs uint64 `json:"retryAfterMs"`
+}
+
+// RejectedData names the violated rule (a stable, lowercase identifier such
+// as "unallocated_chunk") and carries the full message.
+type RejectedData struct {
+	Reason string `json:"reason"`
+}
+
+// AllocateArgs asks the node to reserve Count ids in Range, starting no
+// lower than Floor. With Wait, the call returns once the transaction is
+// decided, with its receipt.
+type AllocateArgs struct {
+	Range string `json:"range"`
+	Count uint64 `json:"count"`
+	Floor uint64 `json:"floor,omitempty"`
+	Wait  bool   `json:"wait,omitempty"`
+}
+
+// AllocateReply names the signed transaction and this request's entry in it.
+// Base is known only after acceptance (with Wait).
+type AllocateReply struct {
+	TxID    ids.ID        `json:"txID"`
+	Index   int           `json:"index"`
+	Epoch   uint64        `json:"epoch"`
+	Owner   ids.NodeID    `json:"owner"`
+	Receipt *ReceiptReply `json:"receipt,omitempty"`
+}
+
+// PutManifestArgs commits an object manifest; the node must own Bucket.
+type PutManifestArgs struct {
+	Bucket      string      `json:"bucket"`
+	Key         string      `json:"key"`
+	Size        uint64      `json:"size"`
+	ContentHash ids.ID      `json:"contentHash"`
+	Chunks      []txs.Chunk `json:"chunks"`
+	Deleted     bool        `json:"deleted,omitempty"`
+	Wait        bool        `json:"wait,omitempty"`
+}
+
+// PutManifestReply names the transaction and entry.
+type PutManifestReply struct {
+	TxID    ids.ID        `json:"txID"`
+	Index   int           `json:"index"`
+	Epoch   uint64        `json:"epoch"`
+	Owner   ids.NodeID    `json:"owner"`
+	Receipt *ReceiptReply `json:"receipt,omitempty"`
+}
+
+// Receipt statuses.
+const (
+	StatusPending  = "pending"
+	StatusAccepted = "accepted"
+	StatusRejected = "rejected"
+	StatusUnknown  = "unknown"
+)
+
+// TxIDArgs names a transaction.
+type TxIDArgs struct {
+	TxID ids.ID `json:"txID"`
+}
+
+// ReceiptReply is a transaction's fate. Accepted receipts carry the
+// entries (ids reserved, objects written) and the block height. A pending
+// transaction that was re-signed for a new epoch names its replacement.
+type ReceiptReply struct {
+	TxID       ids.ID               `json:"txID"`
+	Status     string               `json:"status"`
+	Height     uint64               `json:"height,omitempty"`
+	Entries    []state.ReceiptEntry `json:"entries,omitempty"`
+	Error      string               `json:"error,omitempty"`
+	ReplacedBy *ids.ID              `json:"replacedBy,omitempty"`
+}
+
+// RangeArgs names a range.
+type RangeArgs struct {
+	Range string `json:"range"`
+}
+
+// AllocationReply is a range's next unissued id in accepted state.
+type AllocationReply struct {
+	Range string `json:"range"`
+	Next  uint64 `json:"next"`
+}
+
+// ManifestArgs names an object.
+type ManifestArgs struct {
+	Bucket string `json:"bucket"`
+	Key    string `json:"key"`
+}
+
+// ManifestReply is an accepted manifest.
+type ManifestReply struct {
+	Manifest txs.Manifest `json:"manifest"`
+}
+
+// OwnerReply is a range's owner in the node's current epoch.
+type OwnerReply struct {
+	Range       string     `json:"range"`
+	Owner       ids.NodeID `json:"owner"`
+	Epoch       uint64     `json:"epoch"`
+	Fingerprint ids.ID     `json:"fingerprint"`
+}
+
+// Member is one validator of an epoch.
+type Member struct {
+	NodeID ids.NodeID `json:"nodeID"`
+	Weight uint64     `json:"weight"`
+}
+
+// EpochReply is the node's current epoch.
+type EpochReply struct {
+	PChainHeight uint64     `json:"pChainHeight"`
+	Fingerprint  ids.ID     `json:"fingerprint"`
+	Members      []Member   `json:"members"`
+	NodeID       ids.NodeID `json:"nodeID"`
+}
+
+// NodeReply identifies the node behind an endpoint, so a client can route
+// each range to its owner.
+type NodeReply struct {
+	NodeID    ids.NodeID `json:"nodeID"`
+	NetworkID uint32     `json:"networkID"`
+	ChainID   ids.ID     `json:"chainID"`
+	// LastAccepted height and state root, to compare nodes.
+	Height    uint64 `json:"height"`
+	StateRoot ids.ID `json:"stateRoot"`
+}
+
+// Empty is the argument of methods without parameters.
+type Empty struct{}

@@ -1,0 +1,147 @@
+package vm
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/ava-labs/avalanchego/ids"
+
+	"github.com/s-chain/schain/txs"
+	"github.com/s-chain/schain/vm/execute"
+	"github.com/s-chain/schain/vm/mempool"
+)
+
+// ErrShuttingDown is returned to requests that arrive while the VM stops.
+var ErrShuttingDown = errors.New("vm: shutting down")
+
+// Submitted says where a request's entry went: transaction, entry index and
+// the epoch and owner it was pinned to.
+type Submitted struct {
+	TxID  ids.ID
+	Index int
+	Epoch uint64
+	Owner ids.NodeID
+}
+
+type intent struct {
+	entry txs.AllocateEntry
+	reply chan intentResult
+}
+
+type intentResult struct {
+	sub Submitted
+	err error
+}
+
+// AllocateOne queues one allocate request for group commit: concurrent
+// requests arriving within the group-commit window are signed together as
+// one transaction (one BLS signature, verified once by every validator).
+func (vm *VM) AllocateOne(ctx context.Context, entry txs.AllocateEntry) (Submitted, error) {
+	if err := vm.checkOwned(ctx, []string{entry.Range}); err != nil {
+		return Submitted{}, err
+	}
+	it := intent{entry: entry, reply: make(chan intentResult, 1)}
+	select {
+	case vm.intents <- it:
+	case <-ctx.Done():
+		return Submitted{}, ctx.Err()
+	default:
+		return Submitted{}, fmt.Errorf("%w: group-commit queue is full", mempool.ErrFull)
+	}
+	select {
+	case r := <-it.reply:
+		return r.sub, r.err
+	case <-ctx.Done():
+		return Submitted{}, ctx.Err()
+	}
+}
+
+// checkOwned fails fast with NotOwnerError before a request waits for a
+// group.
+func (vm *VM) checkOwned(ctx context.Context, ranges []string) error {
+	epoch, ok := vm.CurrentEpoch()
+	if !ok {
+		return fmt.Errorf("%w: no epoch known yet (no block with a P-chain context)", ErrNotReady)
+	}
+	e, err := vm.epochs.Get(ctx, epoch)
+	if err != nil {
+		return fmt.Errorf("%w: %w", ErrNotReady, err)
+	}
+	for _, r := range ranges {
+		if o := e.Owner(r); o != vm.cfg.NodeID {
+			return &execute.NotOwnerError{Range: r, Signer: vm.cfg.NodeID, Owner: o, Epoch: epoch}
+		}
+	}
+	return nil
+}
+
+// runCommitter collects intents into groups bounded by entries and by the
+// window, and signs each group as one transaction.
+func (vm *VM) runCommitter(ctx context.Context) {
+	defer close(vm.committerDone)
+	window := vm.genesis.GroupCommitWindow()
+	for {
+		var first intent
+		select {
+		case first = <-vm.intents:
+		case <-ctx.Done():
+			vm.drainIntents()
+			return
+		}
+		group := []intent{first}
+		timer := time.NewTimer(window)
+	collect:
+		for len(group) < vm.genesis.GroupCommitMaxEntries {
+			select {
+			case it := <-vm.intents:
+				group = append(group, it)
+			case <-timer.C:
+				break collect
+			case <-ctx.Done():
+				break collect
+			}
+		}
+		timer.Stop()
+		vm.commitGroup(ctx, group)
+	}
+}
+
+func (vm *VM) drainIntents() {
+	for {
+		select {
+		case it := <-vm.intents:
+			it.reply <- intentResult{err: ErrShuttingDown}
+		default:
+			return
+		}
+	}
+}
+
+func (vm *VM) commitGroup(ctx context.Context, group []intent) {
+	entries := make([]txs.AllocateEntry, len(group))
+	for i, it := range group {
+		entries[i] = it.entry
+	}
+	tx, err := vm.Allocate(ctx, entries)
+	if err != nil && len(group) > 1 {
+		var noe *execute.NotOwnerError
+		if errors.As(err, &noe) {
+			// The epoch moved while the group formed: answer each request
+			// on its own so owned ranges still go through.
+			for _, it := range group {
+				vm.commitGroup(ctx, []intent{it})
+			}
+			return
+		}
+	}
+	for i, it := range group {
+		if err != nil {
+			it.reply <- intentResult{err: err}
+			continue
+		}
+		h := tx.Unsigned.Head()
+		it.reply <- intentResult{sub: Submitted{TxID: tx.ID(), Index: i, Epoch: h.Epoch, Owner: h.Owner}}
+	}
+}

@@ -1,0 +1,323 @@
+package vm_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/ava-labs/avalanchego/ids"
+	snowblock "github.com/ava-labs/avalanchego/snow/engine/snowman/block"
+	"github.com/ava-labs/avalanchego/snow/validators"
+	"github.com/stretchr/testify/require"
+
+	"github.com/s-chain/schain/txs"
+	"github.com/s-chain/schain/vm"
+	"github.com/s-chain/schain/vm/api"
+	"github.com/s-chain/schain/vm/execute"
+)
+
+// round makes proposer build a block of epoch on the last accepted block and
+// has every VM verify and accept it.
+func (nw *net) round(proposer int, epoch uint64) (*vm.Block, error) {
+	ctx := context.Background()
+	last, err := nw.vms[proposer].LastAccepted(ctx)
+	require.NoError(nw.t, err)
+	for _, v := range nw.vms {
+		require.NoError(nw.t, v.SetPreferenceWithContext(ctx, last, &snowblock.Context{PChainHeight: epoch}))
+	}
+	b, err := nw.vms[proposer].BuildBlockWithContext(ctx, &snowblock.Context{PChainHeight: epoch})
+	if err != nil {
+		return nil, err
+	}
+	acceptAll(nw.t, nw.deliver(b, epoch))
+	return b.(*vm.Block), nil
+}
+
+// ready takes the network past the context-less first block at epoch.
+func (nw *net) ready(epoch uint64) {
+	ctx := context.Background()
+	genesisID, err := nw.vms[0].LastAccepted(ctx)
+	require.NoError(nw.t, err)
+	for _, v := range nw.vms {
+		require.NoError(nw.t, v.SetPreferenceWithContext(ctx, genesisID, &snowblock.Context{PChainHeight: epoch}))
+	}
+}
+
+// rangeOf finds a range owned by node i in the VMs' current epoch.
+func (nw *net) rangeOf(i int, salt string) string {
+	ctx := context.Background()
+	for k := 0; ; k++ {
+		r := salt + "-" + string(rune('a'+k%26)) + string(rune('a'+k/26%26))
+		var reply api.OwnerReply
+		require.Nil(nw.t, rpcCall(nw.t, nw.server(0), "getOwner", api.RangeArgs{Range: r}, &reply))
+		_ = ctx
+		if reply.Owner == nw.keys[i].NodeID {
+			return r
+		}
+	}
+}
+
+var servers sync.Map
+
+func (nw *net) server(i int) string {
+	key := nw.vms[i]
+	if u, ok := servers.Load(key); ok {
+		return u.(string)
+	}
+	h, err := nw.vms[i].Handler()
+	require.NoError(nw.t, err)
+	srv := httptest.NewServer(h)
+	nw.t.Cleanup(srv.Close)
+	servers.Store(key, srv.URL)
+	return srv.URL
+}
+
+type rpcErr struct {
+	Code    int             `json:"code"`
+	Message string          `json:"message"`
+	Data    json.RawMessage `json:"data"`
+}
+
+// rpcCall performs one JSON-RPC 2.0 call; it returns the error object, if
+// any.
+func rpcCall(t *testing.T, url, method string, params, result any) *rpcErr {
+	body, err := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": 1, "method": "schain." + method, "params": params})
+	require.NoError(t, err)
+	return rawCall(t, url, body, result)
+}
+
+func rawCall(t *testing.T, url string, body []byte, result any) *rpcErr {
+	resp, err := http.Post(url, "application/json", bytes.NewReader(body))
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	var out struct {
+		Result json.RawMessage `json:"result"`
+		Error  *rpcErr         `json:"error"`
+	}
+	require.NoError(t, json.NewDecoder(resp.Body).Decode(&out))
+	if out.Error != nil {
+		return out.Error
+	}
+	if result != nil {
+		require.NoError(t, json.Unmarshal(out.Result, result))
+	}
+	return nil
+}
+
+func TestJSONRPC(t *testing.T) {
+	require := require.New(t)
+	nw := newNet(t, 3)
+	url0 := nw.server(0)
+
+	e := rpcCall(t, url0, "allocate", api.AllocateArgs{Range: "r", Count: 1}, nil)
+	require.NotNil(e)
+	require.Equal(api.CodeNotReady, e.Code, "before any epoch")
+
+	nw.ready(10)
+	mine, theirs := nw.rangeOf(0, "jr"), nw.rangeOf(1, "jr")
+
+	// Wrong owner: NotOwner with the routing hint.
+	e = rpcCall(t, url0, "allocate", api.AllocateArgs{Range: theirs, Count: 1}, nil)
+	require.NotNil(e)
+	require.Equal(api.CodeNotOwner, e.Code)
+	var hint api.NotOwnerData
+	require.NoError(json.Unmarshal(e.Data, &hint))
+	require.Equal(nw.keys[1].NodeID, hint.Owner)
+	require.Equal(uint64(10), hint.Epoch)
+
+	// Invalid params: bad range, zero count, huge count, wrong types,
+	// unknown method, malformed JSON.
+	for name, params := range map[string]any{
+		"empty range": api.AllocateArgs{Range: "", Count: 1},
+		"zero count":  api.AllocateArgs{Range: mine, Count: 0},
+		"huge count":  api.AllocateArgs{Range: mine, Count: 1 << 62},
+		"wrong types": map[string]any{"range": 7, "count": "many"},
+	} {
+		e := rpcCall(t, url0, "allocate", params, nil)
+		require.NotNil(e, name)
+		require.Contains([]int{api.CodeInvalidParams}, e.Code, name)
+	}
+	require.NotNil(rpcCall(t, url0, "noSuchMethod", api.Empty{}, nil))
+	require.NotNil(rawCall(t, url0, []byte(`{"jsonrpc":"2.0","id":1,"method":"schain.allocate","params":{`), nil))
+
+	// A valid allocate, then the first context-less block and a real one.
+	var first api.AllocateReply
+	require.Nil(rpcCall(t, url0, "allocate", api.AllocateArgs{Range: mine, Count: 4, Floor: 100}, &first))
+	require.Equal(nw.keys[0].NodeID, first.Owner)
+	var rc api.ReceiptReply
+	require.Nil(rpcCall(t, url0, "getReceipt", api.TxIDArgs{TxID: first.TxID}, &rc))
+	require.Equal(api.StatusPending, rc.Status)
+	tx, ok := nw.vms[0].Mempool().Get(first.TxID)
+	require.True(ok)
+	nw.gossip(0, tx)
+	b1, err := nw.vms[0].BuildBlock(context.Background())
+	require.NoError(err)
+	acceptAll(t, nw.deliver(b1, 0))
+	_, err = nw.round(2, 10)
+	require.NoError(err)
+
+	for i := range nw.vms {
+		url := nw.server(i)
+		require.Nil(rpcCall(t, url, "getReceipt", api.TxIDArgs{TxID: first.TxID}, &rc))
+		require.Equal(api.StatusAccepted, rc.Status)
+		require.Equal([]string{mine}, []string{rc.Entries[0].Range})
+		require.Equal(uint64(100), rc.Entries[0].Base)
+		var alloc api.AllocationReply
+		require.Nil(rpcCall(t, url, "getAllocation", api.RangeArgs{Range: mine}, &alloc))
+		require.Equal(uint64(104), alloc.Next)
+		var node api.NodeReply
+		require.Nil(rpcCall(t, url, "getNode", api.Empty{}, &node))
+		require.Equal(nw.keys[i].NodeID, node.NodeID)
+		var ep api.EpochReply
+		require.Nil(rpcCall(t, url, "getEpoch", api.Empty{}, &ep))
+		require.Equal(uint64(10), ep.PChainHeight)
+		require.Len(ep.Members, 3)
+	}
+	require.Nil(rpcCall(t, url0, "getReceipt", api.TxIDArgs{TxID: ids.ID{'?'}}, &rc))
+	require.Equal(api.StatusUnknown, rc.Status)
+
+	// Manifests: one on allocated ids is readable from every node; one on an
+	// unallocated id is rejected by name.
+	obj := api.PutManifestArgs{Bucket: mine, Key: "k/1", Size: 5, ContentHash: ids.ID{7}, Chunks: []txs.Chunk{{Range: mine, ID: 101, Size: 5}}}
+	var put api.PutManifestReply
+	require.Nil(rpcCall(t, url0, "putManifest", obj, &put))
+	bad := obj
+	bad.Key, bad.Chunks = "k/2", []txs.Chunk{{Range: mine, ID: 104, Size: 5}}
+	var badPut api.PutManifestReply
+	require.Nil(rpcCall(t, url0, "putManifest", bad, &badPut))
+	_, err = nw.round(0, 10)
+	require.NoError(err)
+	for i := range nw.vms {
+		var m api.ManifestReply
+		require.Nil(rpcCall(t, nw.server(i), "getManifest", api.ManifestArgs{Bucket: mine, Key: "k/1"}, &m))
+		require.Equal(uint64(101), m.Manifest.Chunks[0].ID)
+		e := rpcCall(t, nw.server(i), "getManifest", api.ManifestArgs{Bucket: mine, Key: "k/2"}, nil)
+		require.NotNil(e)
+		require.Equal(api.CodeNotFound, e.Code)
+	}
+	require.Nil(rpcCall(t, url0, "getReceipt", api.TxIDArgs{TxID: badPut.TxID}, &rc))
+	require.Equal(api.StatusRejected, rc.Status)
+	require.Contains(rc.Error, "never allocated")
+
+	// Wait returns the receipt once accepted.
+	done := make(chan api.AllocateReply, 1)
+	go func() {
+		var r api.AllocateReply
+		if e := rpcCall(t, url0, "allocate", api.AllocateArgs{Range: mine, Count: 1, Wait: true}, &r); e == nil {
+			done <- r
+		}
+		close(done)
+	}()
+	require.Eventually(func() bool { return nw.vms[0].Mempool().Len() == 1 }, 10*time.Second, 5*time.Millisecond)
+	_, err = nw.round(0, 10)
+	require.NoError(err)
+	waited, ok := <-done
+	require.True(ok, "wait call failed")
+	require.NotNil(waited.Receipt)
+	require.Equal(api.StatusAccepted, waited.Receipt.Status)
+	require.Equal(uint64(104), waited.Receipt.Entries[0].Base)
+}
+
+func TestGroupCommit(t *testing.T) {
+	require := require.New(t)
+	nw := newNet(t, 3)
+	nw.ready(10)
+	r := nw.rangeOf(0, "gc")
+	const callers = 40
+	var wg sync.WaitGroup
+	subs := make([]vm.Submitted, callers)
+	errs := make([]error, callers)
+	for i := 0; i < callers; i++ {
+		wg.Add(1)
+		go func(i int) {
+			defer wg.Done()
+			subs[i], errs[i] = nw.vms[0].AllocateOne(context.Background(), txs.AllocateEntry{Range: r, Count: 1})
+		}(i)
+	}
+	wg.Wait()
+	txIDs := map[ids.ID]map[int]bool{}
+	for i := range subs {
+		require.NoError(errs[i])
+		if txIDs[subs[i].TxID] == nil {
+			txIDs[subs[i].TxID] = map[int]bool{}
+		}
+		require.False(txIDs[subs[i].TxID][subs[i].Index], "two callers share one entry")
+		txIDs[subs[i].TxID][subs[i].Index] = true
+	}
+	require.Less(len(txIDs), callers, "concurrent calls were batched under fewer signatures")
+	require.Equal(len(txIDs), nw.vms[0].Mempool().Len())
+}
+
+func TestRepinOnEpochChange(t *testing.T) {
+	require := require.New(t)
+	ctx := context.Background()
+	nw := newNet(t, 3)
+	// Epoch 30 drops node 0: its ranges move to others.
+	nw.sets[30] = map[ids.NodeID]*validators.GetValidatorOutput{}
+	for k, v := range nw.sets[10] {
+		if k != nw.keys[0].NodeID {
+			nw.sets[30][k] = v
+		}
+	}
+	nw.ready(10)
+	kept := nw.rangeOf(0, "rp")
+	b1, err := nw.vms[1].BuildBlock(ctx)
+	require.ErrorIs(err, vm.ErrNoWork)
+	_ = b1
+
+	// Node 0 pins an allocation to epoch 10 and keeps it to itself; the
+	// chain moves to epoch 20 first.
+	old, err := nw.vms[0].Allocate(ctx, []txs.AllocateEntry{{Range: kept, Count: 2}})
+	require.NoError(err)
+	first, err := nw.vms[0].BuildBlock(ctx)
+	require.NoError(err)
+	acceptAll(t, nw.deliver(first, 0))
+	adv, err := nw.round(0, 20)
+	require.NoError(err)
+	require.Empty(adv.Txs, "an epoch-opening block for the stale intent")
+
+	// Node 0 re-signed it for epoch 20; the old ID points at the new one.
+	var rc *api.ReceiptReply
+	require.Eventually(func() bool {
+		rc, err = nw.vms[0].Receipt(old.ID())
+		return err == nil && rc.ReplacedBy != nil
+	}, 10*time.Second, 5*time.Millisecond)
+	fresh, ok := nw.vms[0].Mempool().Get(*rc.ReplacedBy)
+	require.True(ok)
+	require.Equal(uint64(20), fresh.Unsigned.Head().Epoch)
+	require.False(nw.vms[0].Mempool().Has(old.ID()))
+	_, err = nw.round(0, 20)
+	require.NoError(err)
+	final, err := nw.vms[0].WaitReceipt(ctx, old.ID())
+	require.NoError(err)
+	require.Equal(api.StatusAccepted, final.Status)
+	for _, v := range nw.vms {
+		require.Equal(uint64(2), counter(t, v, kept), "applied once, not twice")
+	}
+
+	// At epoch 30 node 0 owns nothing: its stale intent is rejected with
+	// the new owner named.
+	lost, err := nw.vms[0].Allocate(ctx, []txs.AllocateEntry{{Range: kept, Count: 1}})
+	require.NoError(err)
+	nw.gossip(0, lost)
+	_, err = nw.round(1, 30)
+	require.NoError(err)
+	require.Eventually(func() bool {
+		rc, err = nw.vms[0].Receipt(lost.ID())
+		return err == nil && rc.Status == api.StatusRejected
+	}, 10*time.Second, 5*time.Millisecond)
+	require.Contains(rc.Error, "owner changed")
+	for _, v := range nw.vms {
+		require.Equal(uint64(2), counter(t, v, kept))
+		require.False(v.Mempool().Has(lost.ID()))
+	}
+	_, err = nw.vms[0].Allocate(ctx, []txs.AllocateEntry{{Range: kept, Count: 1}})
+	var noe *execute.NotOwnerError
+	require.ErrorAs(err, &noe, "no fallback writer: node 0 is not a member any more")
+	require.NotEqual(nw.keys[0].NodeID, noe.Owner)
+}
