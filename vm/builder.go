@@ -14,9 +14,9 @@ import (
 )
 
 // BuildBlock builds without a P-chain context. Such a block (the first after
-// genesis) carries no transactions; it is built only when work is pending,
-// so that the chain reaches the heights where the proposer VM supplies
-// contexts.
+// genesis) carries no transactions; it is built only when work is pending or
+// no epoch is known yet, so that the chain reaches the heights where the
+// proposer VM supplies contexts.
 func (vm *VM) BuildBlock(ctx context.Context) (snowman.Block, error) {
 	return vm.build(ctx, nil)
 }
@@ -29,16 +29,23 @@ func (vm *VM) BuildBlockWithContext(ctx context.Context, bctx *snowblock.Context
 func (vm *VM) build(ctx context.Context, bctx *snowblock.Context) (snowman.Block, error) {
 	vm.mu.Lock()
 	defer vm.mu.Unlock()
-	if vm.mempool.Len() == 0 {
-		return nil, ErrNoWork
-	}
 	parent, ok := vm.chainBlock(vm.preferred)
 	if !ok || !vm.extendable(parent) {
 		return nil, fmt.Errorf("%w: preferred %s", ErrUnknownParent, vm.preferred)
 	}
+	// Until a block carries an epoch, nodes cannot pin transactions: the
+	// chain opens its first epoch with (at most two) empty blocks.
+	opening := !parent.HasEpoch
+	if vm.mempool.Len() == 0 && !opening {
+		return nil, ErrNoWork
+	}
 	ts := max(uint64(vm.cfg.Clock().UnixMilli()), parent.Block.Timestamp)
 	height := parent.Block.Height + 1
 	if bctx == nil {
+		if parent.Block.Height > 0 {
+			vm.bootstrapTried = true
+			return nil, fmt.Errorf("%w: only the first block is built without a P-chain context", ErrNoWork)
+		}
 		return vm.seal(parent, height, ts, false, 0, nil)
 	}
 	epoch := bctx.PChainHeight
@@ -88,7 +95,7 @@ func (vm *VM) build(ctx context.Context, bctx *snowblock.Context) (snowman.Block
 	}
 	// With only stale work, a block that just opens the new epoch is what
 	// lets owners re-pin; otherwise an empty block is built for nothing.
-	if len(picked) == 0 && !(stale && (!parent.HasEpoch || epoch > parent.Epoch)) {
+	if len(picked) == 0 && !opening && !(stale && epoch > parent.Epoch) {
 		vm.state.Reject(layer)
 		return nil, ErrNoWork
 	}
@@ -104,6 +111,9 @@ func (vm *VM) build(ctx context.Context, bctx *snowblock.Context) (snowman.Block
 	}
 	b := &Block{Block: blk, vm: vm, layer: layer}
 	vm.processing[b.ID()] = b
+	if vm.mempool.Len() > len(picked) {
+		vm.mempool.Signal() // more than one block's worth is pending
+	}
 	return b, nil
 }
 

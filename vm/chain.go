@@ -197,6 +197,7 @@ func (vm *VM) accept(b *Block) error {
 	delete(vm.processing, b.ID())
 	prevEpoch, hadEpoch := vm.lastAccepted.Epoch, vm.lastAccepted.HasEpoch
 	vm.lastAccepted = b
+	vm.bootstrapTried = false
 	included := make([]ids.ID, len(b.Txs))
 	for i, tx := range b.Txs {
 		included[i] = tx.ID()

@@ -35,16 +35,33 @@ func (nw *net) round(proposer int, epoch uint64) (*vm.Block, error) {
 		return nil, err
 	}
 	acceptAll(nw.t, nw.deliver(b, epoch))
+	nw.prefer(b.ID())
 	return b.(*vm.Block), nil
 }
 
-// ready takes the network past the context-less first block at epoch.
+// prefer points every VM at id, as the engine does after a decision.
+func (nw *net) prefer(id ids.ID) {
+	for _, v := range nw.vms {
+		require.NoError(nw.t, v.SetPreference(context.Background(), id))
+	}
+}
+
+// ready builds the chain's opening blocks: the context-less first block and
+// an empty block that opens epoch, accepted everywhere.
 func (nw *net) ready(epoch uint64) {
 	ctx := context.Background()
-	genesisID, err := nw.vms[0].LastAccepted(ctx)
+	b1, err := nw.vms[0].BuildBlock(ctx)
 	require.NoError(nw.t, err)
-	for _, v := range nw.vms {
-		require.NoError(nw.t, v.SetPreferenceWithContext(ctx, genesisID, &snowblock.Context{PChainHeight: epoch}))
+	require.Empty(nw.t, b1.(*vm.Block).Txs)
+	acceptAll(nw.t, nw.deliver(b1, 0))
+	nw.prefer(b1.ID())
+	opening, err := nw.round(0, epoch)
+	require.NoError(nw.t, err)
+	require.Empty(nw.t, opening.Txs)
+	for i, v := range nw.vms {
+		e, ok := v.CurrentEpoch()
+		require.True(nw.t, ok, "vm %d learned the epoch", i)
+		require.Equal(nw.t, epoch, e)
 	}
 }
 
@@ -155,10 +172,7 @@ func TestJSONRPC(t *testing.T) {
 	tx, ok := nw.vms[0].Mempool().Get(first.TxID)
 	require.True(ok)
 	nw.gossip(0, tx)
-	b1, err := nw.vms[0].BuildBlock(context.Background())
-	require.NoError(err)
-	acceptAll(t, nw.deliver(b1, 0))
-	_, err = nw.round(2, 10)
+	_, err := nw.round(2, 10)
 	require.NoError(err)
 
 	for i := range nw.vms {
@@ -266,17 +280,11 @@ func TestRepinOnEpochChange(t *testing.T) {
 	}
 	nw.ready(10)
 	kept := nw.rangeOf(0, "rp")
-	b1, err := nw.vms[1].BuildBlock(ctx)
-	require.ErrorIs(err, vm.ErrNoWork)
-	_ = b1
 
 	// Node 0 pins an allocation to epoch 10 and keeps it to itself; the
 	// chain moves to epoch 20 first.
 	old, err := nw.vms[0].Allocate(ctx, []txs.AllocateEntry{{Range: kept, Count: 2}})
 	require.NoError(err)
-	first, err := nw.vms[0].BuildBlock(ctx)
-	require.NoError(err)
-	acceptAll(t, nw.deliver(first, 0))
 	adv, err := nw.round(0, 20)
 	require.NoError(err)
 	require.Empty(adv.Txs, "an epoch-opening block for the stale intent")

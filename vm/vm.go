@@ -78,7 +78,10 @@ type VM struct {
 	preferred    ids.ID
 	epoch        uint64 // newest epoch seen in a block context
 	haveEpoch    bool
-	nonce        uint64
+	// bootstrapTried stops WaitForEvent from asking for opening blocks the
+	// builder cannot make (no proposer VM context); reset on every accept.
+	bootstrapTried bool
+	nonce          uint64
 
 	tracker       *tracker
 	intents       chan intent
@@ -251,14 +254,29 @@ func (*VM) Connected(context.Context, ids.NodeID, *version.Application) error { 
 // Disconnected is a no-op until gossip tracks peers.
 func (*VM) Disconnected(context.Context, ids.NodeID) error { return nil }
 
-// WaitForEvent returns PendingTxs when the mempool holds transactions.
+// WaitForEvent returns PendingTxs when the mempool holds transactions, or
+// while the chain has not opened its first epoch (no block with a P-chain
+// context yet), so that the engine builds the opening blocks.
 func (vm *VM) WaitForEvent(ctx context.Context) (common.Message, error) {
-	select {
-	case <-vm.mempool.Pending():
-		return common.PendingTxs, nil
-	case <-ctx.Done():
-		return 0, ctx.Err()
+	for {
+		changed := vm.tracker.wait()
+		if vm.needsOpening() {
+			return common.PendingTxs, nil
+		}
+		select {
+		case <-vm.mempool.Pending():
+			return common.PendingTxs, nil
+		case <-changed:
+		case <-ctx.Done():
+			return 0, ctx.Err()
+		}
 	}
+}
+
+func (vm *VM) needsOpening() bool {
+	vm.mu.Lock()
+	defer vm.mu.Unlock()
+	return !vm.lastAccepted.HasEpoch && !vm.bootstrapTried && len(vm.processing) == 0
 }
 
 // ParseBlock returns the known instance for a known block: the rpcchainvm

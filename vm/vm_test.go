@@ -138,14 +138,16 @@ func TestMultiVM(t *testing.T) {
 
 	_, err := v0.Allocate(ctx, []txs.AllocateEntry{{Range: "r", Count: 1}})
 	require.ErrorIs(err, vm.ErrNotReady, "no epoch before any block context")
+	msg, err := v0.WaitForEvent(ctx)
+	require.NoError(err)
+	require.Equal(common.PendingTxs, msg, "the chain asks for its opening blocks")
+	nw.ready(10)
 	_, err = v0.BuildBlock(ctx)
 	require.ErrorIs(err, vm.ErrNoWork, "never builds empty blocks")
-
-	genesisID, err := v0.LastAccepted(ctx)
+	_, err = v0.BuildBlockWithContext(ctx, &snowblock.Context{PChainHeight: 10})
+	require.ErrorIs(err, vm.ErrNoWork, "never builds empty blocks")
+	opened, err := v0.LastAccepted(ctx)
 	require.NoError(err)
-	for _, v := range nw.vms {
-		require.NoError(v.SetPreferenceWithContext(ctx, genesisID, &snowblock.Context{PChainHeight: 10}))
-	}
 
 	// Each node allocates its own ranges; probes double as the first txs.
 	var ranges [][]string
@@ -165,15 +167,9 @@ func TestMultiVM(t *testing.T) {
 	require.ErrorAs(err, &noe)
 	require.Equal(nw.keys[1].NodeID, noe.Owner)
 
-	// The first block after genesis has no context and no txs.
-	b1, err := v0.BuildBlock(ctx)
-	require.NoError(err)
-	require.NoError(v0.SetPreference(ctx, b1.ID()))
-	acceptAll(t, nw.deliver(b1, 0))
-
 	// Pipelined: b2 and b3 verified before b2 is accepted.
 	for _, v := range nw.vms {
-		require.NoError(v.SetPreference(ctx, b1.ID()))
+		require.NoError(v.SetPreference(ctx, opened))
 	}
 	b2, err := v0.BuildBlockWithContext(ctx, &snowblock.Context{PChainHeight: 10})
 	require.NoError(err)
@@ -246,5 +242,4 @@ func TestMultiVM(t *testing.T) {
 	}
 	require.Equal(160-16, full)
 	require.Equal(16, nw.vms[1].Mempool().Len())
-	_ = common.PendingTxs
 }
