@@ -284,3 +284,6 @@ func (tx *Tx) initialize(unsignedBytes []byte, all []byte) {
 	tx.id = sha256.Sum256(all)
 	tx.signingHash = signingHash(unsignedBytes)
 }
+
+// GossipID identifies the transaction in gossip (bloom filters, dedup).
+func (tx *Tx) GossipID() ids.ID { return tx.id }

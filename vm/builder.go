@@ -85,6 +85,7 @@ func (vm *VM) build(ctx context.Context, bctx *snowblock.Context) (snowman.Block
 		default:
 			vm.mempool.Remove(tx.ID()) // evict only the offending transaction
 			vm.tracker.reject(tx.ID(), "rejected: "+err.Error())
+			vm.metrics.rejects.WithLabelValues(reasonOf(err)).Inc()
 			continue
 		}
 		if err := layer.Apply(ch); err != nil {

@@ -9,6 +9,7 @@ import (
 	"github.com/ava-labs/avalanchego/ids"
 	"github.com/ava-labs/avalanchego/snow/consensus/snowman"
 	snowblock "github.com/ava-labs/avalanchego/snow/engine/snowman/block"
+	"go.uber.org/zap"
 
 	"github.com/s-chain/schain/state"
 	"github.com/s-chain/schain/vm/block"
@@ -62,7 +63,7 @@ func (b *Block) Verify(ctx context.Context) error {
 	if b.HasEpoch {
 		return ErrMissingContext
 	}
-	return b.vm.verify(ctx, b, nil)
+	return b.vm.timedVerify(ctx, b, nil)
 }
 
 // VerifyWithContext checks the block against the P-chain height the proposer
@@ -73,7 +74,7 @@ func (b *Block) VerifyWithContext(ctx context.Context, bctx *snowblock.Context) 
 	if !b.HasEpoch {
 		return ErrUnexpectedEpoch
 	}
-	return b.vm.verify(ctx, b, bctx)
+	return b.vm.timedVerify(ctx, b, bctx)
 }
 
 // Accept commits the block's layer in one batch.
@@ -88,6 +89,17 @@ func (b *Block) Reject(context.Context) error {
 	b.vm.mu.Lock()
 	defer b.vm.mu.Unlock()
 	return b.vm.reject(b)
+}
+
+func (vm *VM) timedVerify(ctx context.Context, b *Block, bctx *snowblock.Context) error {
+	start := time.Now()
+	err := vm.verify(ctx, b, bctx)
+	vm.metrics.verifySeconds.Observe(time.Since(start).Seconds())
+	if err != nil {
+		vm.metrics.rejects.WithLabelValues("invalid_block").Inc()
+		vm.cfg.Log.Info("block failed verification", zap.Stringer("blkID", b.ID()), zap.Uint64("height", b.Block.Height), zap.Error(err))
+	}
+	return err
 }
 
 // verify runs the header rules and executes the transactions on a layer
@@ -190,8 +202,15 @@ func (vm *VM) accept(b *Block) error {
 	if !b.verified() || b.decided() {
 		return fmt.Errorf("%w: %s", ErrNotProcessing, b.ID())
 	}
+	start := time.Now()
 	if err := vm.state.Accept(b.layer, b.ID(), b.Bytes()); err != nil {
 		return fmt.Errorf("accepting %s at height %d: %w", b.ID(), b.Block.Height, err)
+	}
+	vm.metrics.acceptSeconds.Observe(time.Since(start).Seconds())
+	vm.metrics.height.Set(float64(b.Block.Height))
+	for _, tx := range b.Txs {
+		vm.metrics.acceptedTxs.WithLabelValues(tx.Kind()).Inc()
+		vm.metrics.acceptedEntries.WithLabelValues(tx.Kind()).Add(float64(tx.Entries()))
 	}
 	b.accepted, b.layer = true, nil
 	delete(vm.processing, b.ID())
@@ -207,6 +226,7 @@ func (vm *VM) accept(b *Block) error {
 		vm.repinStale(b.Epoch)
 	}
 	vm.mempool.Signal()
+	vm.metrics.mempoolDepth.Set(float64(vm.mempool.Len()))
 	vm.tracker.wake()
 	return nil
 }

@@ -285,6 +285,23 @@ var rules = []struct {
 
 func isRuleViolation(err error) bool { return ruleName(err) != "" }
 
+// reasonOf labels a rejection for metrics.
+func reasonOf(err error) string {
+	var noe *execute.NotOwnerError
+	switch {
+	case errors.As(err, &noe):
+		return "not_owner"
+	case errors.Is(err, txs.ErrBadSignature):
+		return "bad_signature"
+	case errors.Is(err, execute.ErrWrongFingerprint):
+		return "wrong_fingerprint"
+	}
+	if r := ruleName(err); r != "" {
+		return r
+	}
+	return "other"
+}
+
 func ruleName(err error) string {
 	for _, r := range rules {
 		if errors.Is(err, r.err) {

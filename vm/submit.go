@@ -6,6 +6,7 @@ import (
 
 	"github.com/s-chain/schain/txs"
 	"github.com/s-chain/schain/vm/execute"
+	"github.com/s-chain/schain/vm/mempool"
 )
 
 // Allocate signs an allocation of this node's own ranges, pinned to the
@@ -63,6 +64,40 @@ func (vm *VM) signAt(ctx context.Context, epoch uint64, build func(txs.Header) t
 	}), vm.genesis.TxLimits, vm.cfg.Signer)
 }
 
+// checkSigner verifies, against the validator set of the tx's own epoch,
+// that the signer owns every range and signed it. The success is cached, so
+// the block that later carries the tx skips the BLS check.
+func (vm *VM) checkSigner(tx *txs.Tx) error {
+	h := tx.Unsigned.Head()
+	if h.NetworkID != vm.cfg.NetworkID || h.ChainID != vm.cfg.ChainID {
+		return fmt.Errorf("%w: network %d chain %s", execute.ErrWrongChain, h.NetworkID, h.ChainID)
+	}
+	if vm.sigs.Verified(tx.ID()) {
+		return nil
+	}
+	e, err := vm.epochs.Get(context.Background(), h.Epoch)
+	if err != nil {
+		return fmt.Errorf("%w: %w", ErrNotReady, err)
+	}
+	if h.Fingerprint != e.Fingerprint() {
+		return fmt.Errorf("%w: %s", execute.ErrWrongFingerprint, h.Fingerprint)
+	}
+	for _, r := range tx.Unsigned.Ranges() {
+		if o := e.Owner(r); o != h.Owner {
+			return &execute.NotOwnerError{Range: r, Signer: h.Owner, Owner: o, Epoch: h.Epoch}
+		}
+	}
+	pk, ok := e.PublicKey(h.Owner)
+	if !ok {
+		return fmt.Errorf("%w: %s", execute.ErrUnknownSigner, h.Owner)
+	}
+	if err := tx.VerifySignature(pk); err != nil {
+		return err
+	}
+	vm.sigs.Add(tx.ID())
+	return nil
+}
+
 func rangesOf(entries []txs.AllocateEntry) []string {
 	out := make([]string, len(entries))
 	for i, e := range entries {
@@ -71,11 +106,36 @@ func rangesOf(entries []txs.AllocateEntry) []string {
 	return out
 }
 
-// SubmitTx queues a signed transaction (from the API or gossip) after the
-// cheap stateless checks; execution decides the rest at build time.
+// SubmitTx queues a signed transaction of this node (API, re-pinning) and
+// pushes it to the other validators.
 func (vm *VM) SubmitTx(tx *txs.Tx) error {
+	if vm.gossip == nil {
+		return vm.admit(tx)
+	}
+	if err := vm.gossip.set.Add(tx); err != nil {
+		return err
+	}
+	vm.gossip.push.Add(tx)
+	return nil
+}
+
+// admit queues a transaction after the cheap checks: stateless rules and a
+// known signer with a valid signature (so gossip cannot fill the pool with
+// junk); execution decides the rest at build time.
+func (vm *VM) admit(tx *txs.Tx) error {
 	if err := txs.Validate(tx.Unsigned, vm.genesis.TxLimits); err != nil {
 		return err
 	}
-	return vm.mempool.Add(tx)
+	if vm.mempool.Has(tx.ID()) {
+		return fmt.Errorf("%w: %s", mempool.ErrDuplicate, tx.ID())
+	}
+	if err := vm.checkSigner(tx); err != nil {
+		vm.metrics.rejects.WithLabelValues(reasonOf(err)).Inc()
+		return err
+	}
+	if err := vm.mempool.Add(tx); err != nil {
+		return err
+	}
+	vm.metrics.mempoolDepth.Set(float64(vm.mempool.Len()))
+	return nil
 }

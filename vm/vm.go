@@ -18,8 +18,11 @@ import (
 	"github.com/ava-labs/avalanchego/snow/consensus/snowman"
 	"github.com/ava-labs/avalanchego/snow/engine/common"
 	snowblock "github.com/ava-labs/avalanchego/snow/engine/snowman/block"
+	"github.com/ava-labs/avalanchego/snow/validators"
+	"github.com/ava-labs/avalanchego/utils/logging"
 	"github.com/ava-labs/avalanchego/version"
 	"github.com/ava-labs/avalanchego/vms/platformvm/warp"
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/s-chain/schain/state"
 	"github.com/s-chain/schain/vm/block"
@@ -58,6 +61,14 @@ type Config struct {
 	Validators epochs.Source
 	// Clock is read only for the future-skew bound and build timestamps.
 	Clock func() time.Time
+
+	// Optional. Log defaults to no logging; Registerer to a private
+	// registry. With Sender (and Peers for the subnet's validator list) the
+	// VM gossips transactions.
+	Log        logging.Logger
+	Registerer prometheus.Registerer
+	Sender     common.AppSender
+	Peers      validators.State
 }
 
 // VM implements the ChainVM. The engine does not share a lock with a plugin
@@ -83,6 +94,8 @@ type VM struct {
 	bootstrapTried bool
 	nonce          uint64
 
+	metrics       *metrics
+	gossip        *gossiper
 	tracker       *tracker
 	intents       chan intent
 	stop          context.CancelFunc
@@ -99,9 +112,12 @@ func (vm *VM) Initialize(
 	_ []byte,
 	_ []byte,
 	_ []*common.Fx,
-	_ common.AppSender,
+	appSender common.AppSender,
 ) error {
-	vm.AppHandler = common.NewNoOpAppHandler(chainCtx.Log)
+	reg := prometheus.NewRegistry()
+	if err := chainCtx.Metrics.Register("schain", reg); err != nil {
+		return fmt.Errorf("registering metrics: %w", err)
+	}
 	return vm.Init(Config{
 		NetworkID:  chainCtx.NetworkID,
 		ChainID:    chainCtx.ChainID,
@@ -110,6 +126,10 @@ func (vm *VM) Initialize(
 		Signer:     chainCtx.WarpSigner,
 		Validators: chainCtx.ValidatorState,
 		Clock:      time.Now,
+		Log:        chainCtx.Log,
+		Registerer: reg,
+		Sender:     appSender,
+		Peers:      chainCtx.ValidatorState,
 	}, db, genesisBytes)
 }
 
@@ -123,6 +143,15 @@ func (vm *VM) Init(cfg Config, db database.Database, genesisBytes []byte) error 
 	if cfg.Clock == nil {
 		cfg.Clock = time.Now
 	}
+	if cfg.Log == nil {
+		cfg.Log = logging.NoLog{}
+	}
+	if cfg.Registerer == nil {
+		cfg.Registerer = prometheus.NewRegistry()
+	}
+	if vm.metrics, err = newMetrics(cfg.Registerer); err != nil {
+		return err
+	}
 	vm.cfg, vm.genesis = cfg, g
 	vm.epochs = epochs.NewCache(cfg.Validators, cfg.SubnetID, g.EpochCache)
 	vm.sigs = execute.NewSignatureCache(g.SignatureCache)
@@ -135,9 +164,7 @@ func (vm *VM) Init(cfg Config, db database.Database, genesisBytes []byte) error 
 	if vm.state, err = state.New(db, g.TxLimits); err != nil {
 		return err
 	}
-	if vm.AppHandler == nil {
-		vm.AppHandler = common.NewNoOpAppHandler(nil)
-	}
+	vm.AppHandler = common.NewNoOpAppHandler(cfg.Log)
 	last, err := vm.state.LastAccepted()
 	switch {
 	case errors.Is(err, state.ErrNotInitialized):
@@ -159,6 +186,11 @@ func (vm *VM) Init(cfg Config, db database.Database, genesisBytes []byte) error 
 	vm.intents = make(chan intent, 4*g.GroupCommitMaxEntries)
 	vm.committerDone = make(chan struct{})
 	go vm.runCommitter(ctx)
+	if cfg.Sender != nil && cfg.Peers != nil {
+		if err := vm.startGossip(ctx, cfg.Log, cfg.Sender, cfg.Peers, cfg.Registerer); err != nil {
+			return err
+		}
+	}
 	return nil
 }
 
@@ -248,11 +280,21 @@ func (vm *VM) HealthCheck(context.Context) (interface{}, error) {
 	return map[string]any{"lastAcceptedHeight": vm.lastAccepted.Block.Height, "mempool": vm.mempool.Len()}, nil
 }
 
-// Connected is a no-op until gossip tracks peers.
-func (*VM) Connected(context.Context, ids.NodeID, *version.Application) error { return nil }
+// Connected tells gossip about a peer.
+func (vm *VM) Connected(ctx context.Context, nodeID ids.NodeID, v *version.Application) error {
+	if vm.gossip == nil {
+		return nil
+	}
+	return vm.gossip.network.Connected(ctx, nodeID, v)
+}
 
-// Disconnected is a no-op until gossip tracks peers.
-func (*VM) Disconnected(context.Context, ids.NodeID) error { return nil }
+// Disconnected tells gossip a peer left.
+func (vm *VM) Disconnected(ctx context.Context, nodeID ids.NodeID) error {
+	if vm.gossip == nil {
+		return nil
+	}
+	return vm.gossip.network.Disconnected(ctx, nodeID)
+}
 
 // WaitForEvent returns PendingTxs when the mempool holds transactions, or
 // while the chain has not opened its first epoch (no block with a P-chain
@@ -369,5 +411,6 @@ func (vm *VM) noteEpoch(b *Block) {
 func (vm *VM) seeEpoch(e uint64) {
 	if !vm.haveEpoch || e > vm.epoch {
 		vm.epoch, vm.haveEpoch = e, true
+		vm.metrics.epoch.Set(float64(e))
 	}
 }

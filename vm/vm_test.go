@@ -45,8 +45,10 @@ type net struct {
 	dbs  []*memdb.Database
 }
 
+func newKeys(t *testing.T, n int) ([]*txstest.Key, error) { return txstest.NewKeys(t.Name(), n) }
+
 func newNet(t *testing.T, n int) *net {
-	keys, err := txstest.NewKeys(t.Name(), n)
+	keys, err := newKeys(t, n)
 	require.NoError(t, err)
 	all := map[ids.NodeID]*validators.GetValidatorOutput{}
 	for _, k := range keys {
