@@ -6,7 +6,7 @@ STATICCHECK_VERSION := v0.8.2
 STATICCHECK := $(BIN)/staticcheck
 PKGS := ./...
 
-.PHONY: all build test unit kat32 lint fmt vet staticcheck bench fuzz run stop clean
+.PHONY: all build test unit kat32 lint fmt vet staticcheck bench fuzz run stop clean weed
 
 all: build
 
@@ -53,6 +53,10 @@ run:
 
 stop:
 	@echo "make stop: nothing to stop (no local network yet)"
+
+## weed: the SeaweedFS binary (build/weed) from the module proxy, for the real-cluster shadow test
+weed:
+	./scripts/build-weed.sh
 
 clean:
 	rm -rf build

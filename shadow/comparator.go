@@ -34,7 +34,8 @@ type Comparator struct {
 	schainLatency    histogram
 	firstAt, lastAt  time.Time
 
-	gate gate
+	gate   gate
+	window windowSeries
 }
 
 // NewComparator returns an empty comparator.
@@ -88,6 +89,7 @@ func (c *Comparator) Observe(o Observation) []Finding {
 		c.agreed++
 		c.gate.extend(o.At)
 	}
+	c.window.record(c.gate.point(o.At))
 	return d.findings
 }
 

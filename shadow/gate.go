@@ -34,6 +34,15 @@ func (g *gate) reset(f Finding) {
 	g.windowStart, g.windowLast, g.windowRequests = time.Time{}, time.Time{}, 0
 }
 
+// point is the window as of an observation at at.
+func (g *gate) point(at time.Time) WindowPoint {
+	p := WindowPoint{At: at, Requests: g.windowRequests, Resets: g.resets}
+	if g.windowRequests > 0 {
+		p.DurationNS = g.windowLast.Sub(g.windowStart)
+	}
+	return p
+}
+
 // Decision is the gate's verdict and the reasons behind it.
 type Decision struct {
 	Ready            bool          `json:"ready"`

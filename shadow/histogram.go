@@ -71,6 +71,16 @@ type LatencySummary struct {
 	P99NS  time.Duration `json:"p99_ns"`
 	P999NS time.Duration `json:"p999_ns"`
 	MaxNS  time.Duration `json:"max_ns"`
+	// Buckets are the non-empty histogram buckets in increasing order, for
+	// plotting the distribution (at most 257 entries).
+	Buckets []LatencyBucket `json:"buckets,omitempty"`
+}
+
+// LatencyBucket is one histogram bucket: Count latencies above the previous
+// bucket's bound and at most UpperNS (clamped to the observed maximum).
+type LatencyBucket struct {
+	UpperNS time.Duration `json:"upper_ns"`
+	Count   uint64        `json:"count"`
 }
 
 func (h *histogram) summary() LatencySummary {
@@ -79,6 +89,11 @@ func (h *histogram) summary() LatencySummary {
 		s.MeanNS = h.sum / time.Duration(h.n)
 		s.P50NS, s.P90NS = h.quantile(0.5), h.quantile(0.9)
 		s.P99NS, s.P999NS = h.quantile(0.99), h.quantile(0.999)
+	}
+	for i, c := range h.counts {
+		if c > 0 {
+			s.Buckets = append(s.Buckets, LatencyBucket{UpperNS: min(upperBound(i), h.max), Count: c})
+		}
 	}
 	return s
 }

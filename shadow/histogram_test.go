@@ -24,6 +24,16 @@ func TestHistogramQuantiles(t *testing.T) {
 		require.GreaterOrEqual(tc.got, tc.exact)
 		require.LessOrEqual(float64(tc.got), float64(tc.exact)*1.2, "within one bucket")
 	}
+	var total uint64
+	for i, b := range s.Buckets {
+		total += b.Count
+		require.LessOrEqual(b.UpperNS, s.MaxNS)
+		if i > 0 {
+			require.Greater(b.UpperNS, s.Buckets[i-1].UpperNS)
+		}
+	}
+	require.Equal(s.Count, total)
+	require.Equal(s.MaxNS, s.Buckets[len(s.Buckets)-1].UpperNS)
 	h.record(-time.Second) // clock skew must not panic
 	h.record(time.Duration(1 << 62))
 	require.Equal(time.Duration(1<<62), h.summary().MaxNS)

@@ -15,6 +15,10 @@ type Report struct {
 	Tracking TrackingSummary         `json:"tracking"`
 	FirstAt  time.Time               `json:"first_at"`
 	LastAt   time.Time               `json:"last_at"`
+	// Window is the clean window over observation time, down-sampled to at
+	// most 512 points (evenly spaced in observation count, the latest
+	// always included).
+	Window []WindowPoint `json:"window,omitempty"`
 	// Run is filled by Runner; nil for a bare comparator.
 	Run *RunStats `json:"run,omitempty"`
 }
@@ -42,6 +46,7 @@ func (c *Comparator) Report() Report {
 			SideSChain: c.schainLatency.summary(),
 		},
 		FirstAt: c.firstAt, LastAt: c.lastAt,
+		Window: c.window.snapshot(),
 	}
 	for k, n := range c.counts {
 		r.Counts[k] = n
