@@ -1,0 +1,274 @@
+// Package client talks to S-Chain nodes over the JSON-RPC API of package
+// vm/api. Client is one endpoint, typed and bounded; Router spreads writes
+// over several endpoints so that each range's writes reach its owner (the
+// only node allowed to sign them: there is no fallback writer), and retries
+// what the contract says is worth retrying.
+package client
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/ava-labs/avalanchego/ids"
+
+	"github.com/s-chain/schain/vm/api"
+)
+
+var (
+	errBadURI     = errors.New("node URI must be http(s)://host[:port]")
+	errNoChain    = errors.New("chain ID is empty")
+	errBadConfig  = errors.New("invalid client config")
+	errNoEndpoint = errors.New("no node URIs")
+)
+
+// Config bounds one endpoint's exchanges. Start from DefaultConfig.
+type Config struct {
+	// Timeout bounds one request (connect, send, answer) unless the caller's
+	// context ends sooner.
+	Timeout time.Duration
+	// WaitTimeout replaces Timeout for calls with Wait set, which the node
+	// holds until the transaction is decided.
+	WaitTimeout time.Duration
+	// MaxResponseBytes bounds an answer's body, so a confused or hostile
+	// endpoint cannot exhaust memory.
+	MaxResponseBytes int64
+	// HTTPClient, if set, replaces the bounded default (tests, proxies).
+	HTTPClient *http.Client
+}
+
+// DefaultConfig suits a client on the same LAN as the nodes.
+func DefaultConfig() Config {
+	return Config{
+		Timeout:          10 * time.Second,
+		WaitTimeout:      2 * time.Minute,
+		MaxResponseBytes: 4 << 20,
+	}
+}
+
+// Verify checks that every bound is positive.
+func (c Config) Verify() error {
+	if c.Timeout <= 0 || c.WaitTimeout <= 0 || c.MaxResponseBytes <= 0 {
+		return fmt.Errorf("%w: timeouts and MaxResponseBytes must be positive", errBadConfig)
+	}
+	return nil
+}
+
+// newHTTPClient bounds every phase a context deadline would not name
+// clearly, and keeps connections to the few nodes alive between calls.
+func newHTTPClient() *http.Client {
+	return &http.Client{
+		Transport: &http.Transport{
+			DialContext:           (&net.Dialer{Timeout: 5 * time.Second, KeepAlive: 30 * time.Second}).DialContext,
+			TLSHandshakeTimeout:   5 * time.Second,
+			ResponseHeaderTimeout: 0, // Wait calls legitimately take long; ctx bounds them
+			MaxIdleConnsPerHost:   16,
+			IdleConnTimeout:       90 * time.Second,
+		},
+		// JSON-RPC never redirects; following one would change the method.
+		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
+	}
+}
+
+// Client is one node's API. It is safe for concurrent use.
+type Client struct {
+	uri      string
+	endpoint string
+	cfg      Config
+	hc       *http.Client
+	nextID   atomic.Uint64
+}
+
+// New returns a client for the node at nodeURI (http://host:port) serving
+// chainID (its ID or alias) at <nodeURI>/ext/bc/<chainID>.
+func New(nodeURI, chainID string, cfg Config) (*Client, error) {
+	if err := cfg.Verify(); err != nil {
+		return nil, err
+	}
+	if chainID == "" {
+		return nil, errNoChain
+	}
+	u, err := url.Parse(strings.TrimRight(nodeURI, "/"))
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.RawQuery != "" {
+		return nil, fmt.Errorf("%w: %q", errBadURI, nodeURI)
+	}
+	hc := cfg.HTTPClient
+	if hc == nil {
+		hc = newHTTPClient()
+	}
+	u = u.JoinPath("ext", "bc", chainID)
+	return &Client{uri: strings.TrimRight(nodeURI, "/"), endpoint: u.String(), cfg: cfg, hc: hc}, nil
+}
+
+// URI is the node URI the client was built with.
+func (c *Client) URI() string { return c.uri }
+
+// Endpoint is the full JSON-RPC URL.
+func (c *Client) Endpoint() string { return c.endpoint }
+
+// Allocate asks the node to reserve ids; it answers NotOwner unless it owns
+// args.Range in its current epoch.
+func (c *Client) Allocate(ctx context.Context, args api.AllocateArgs) (*api.AllocateReply, error) {
+	reply := new(api.AllocateReply)
+	return reply, c.call(ctx, "allocate", args, reply, args.Wait)
+}
+
+// PutManifest commits a manifest; the node must own args.Bucket.
+func (c *Client) PutManifest(ctx context.Context, args api.PutManifestArgs) (*api.PutManifestReply, error) {
+	reply := new(api.PutManifestReply)
+	return reply, c.call(ctx, "putManifest", args, reply, args.Wait)
+}
+
+// GetReceipt reports a transaction's status as this node knows it.
+func (c *Client) GetReceipt(ctx context.Context, txID ids.ID) (*api.ReceiptReply, error) {
+	reply := new(api.ReceiptReply)
+	return reply, c.call(ctx, "getReceipt", api.TxIDArgs{TxID: txID}, reply, false)
+}
+
+// GetAllocation reads a range's next unissued id (accepted state).
+func (c *Client) GetAllocation(ctx context.Context, rangeKey string) (*api.AllocationReply, error) {
+	reply := new(api.AllocationReply)
+	return reply, c.call(ctx, "getAllocation", api.RangeArgs{Range: rangeKey}, reply, false)
+}
+
+// GetManifest reads an accepted manifest.
+func (c *Client) GetManifest(ctx context.Context, bucket, key string) (*api.ManifestReply, error) {
+	reply := new(api.ManifestReply)
+	return reply, c.call(ctx, "getManifest", api.ManifestArgs{Bucket: bucket, Key: key}, reply, false)
+}
+
+// GetOwner names a range's owner in the node's current epoch.
+func (c *Client) GetOwner(ctx context.Context, rangeKey string) (*api.OwnerReply, error) {
+	reply := new(api.OwnerReply)
+	return reply, c.call(ctx, "getOwner", api.RangeArgs{Range: rangeKey}, reply, false)
+}
+
+// GetEpoch describes the node's current epoch.
+func (c *Client) GetEpoch(ctx context.Context) (*api.EpochReply, error) {
+	reply := new(api.EpochReply)
+	return reply, c.call(ctx, "getEpoch", api.Empty{}, reply, false)
+}
+
+// GetNode identifies the node behind the endpoint.
+func (c *Client) GetNode(ctx context.Context) (*api.NodeReply, error) {
+	reply := new(api.NodeReply)
+	return reply, c.call(ctx, "getNode", api.Empty{}, reply, false)
+}
+
+// WaitForReceipt polls this node until txID (or the transaction that
+// replaced it) is decided; see Router.WaitForReceipt.
+func (c *Client) WaitForReceipt(ctx context.Context, txID ids.ID) (*api.ReceiptReply, error) {
+	return waitForReceipt(ctx, txID, DefaultRetry(), c.GetReceipt)
+}
+
+type request struct {
+	Version string `json:"jsonrpc"`
+	Method  string `json:"method"`
+	Params  any    `json:"params"`
+	ID      uint64 `json:"id"`
+}
+
+type response struct {
+	Version string          `json:"jsonrpc"`
+	Result  json.RawMessage `json:"result"`
+	Error   *Error          `json:"error"`
+	ID      json.RawMessage `json:"id"`
+}
+
+// call runs one JSON-RPC exchange. Errors are an *Error (the node answered
+// one), or wrap ErrTransport, ErrMalformedResponse, ErrResponseTooLarge, or
+// the caller's context error.
+func (c *Client) call(ctx context.Context, method string, params, result any, wait bool) error {
+	full := api.Service + "." + method
+	id := c.nextID.Add(1)
+	body, err := json.Marshal(request{Version: "2.0", Method: full, Params: params, ID: id})
+	if err != nil {
+		return fmt.Errorf("%s: encode params: %w", full, err)
+	}
+	timeout := c.cfg.Timeout
+	if wait {
+		timeout = c.cfg.WaitTimeout
+	}
+	rctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	req, err := http.NewRequestWithContext(rctx, http.MethodPost, c.endpoint, bytes.NewReader(body))
+	if err != nil {
+		return fmt.Errorf("%s: %w", full, err)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json")
+	resp, err := c.hc.Do(req)
+	if err != nil {
+		if ctx.Err() != nil {
+			return fmt.Errorf("%s at %s: %w", full, c.uri, context.Cause(ctx))
+		}
+		return fmt.Errorf("%w: %s at %s: %w", ErrTransport, full, c.uri, err)
+	}
+	defer resp.Body.Close()
+	raw, err := io.ReadAll(io.LimitReader(resp.Body, c.cfg.MaxResponseBytes+1))
+	if err != nil {
+		if ctx.Err() != nil {
+			return fmt.Errorf("%s at %s: %w", full, c.uri, context.Cause(ctx))
+		}
+		return fmt.Errorf("%w: %s at %s: read answer: %w", ErrTransport, full, c.uri, err)
+	}
+	if int64(len(raw)) > c.cfg.MaxResponseBytes {
+		return fmt.Errorf("%w: %s at %s: more than %d bytes", ErrResponseTooLarge, full, c.uri, c.cfg.MaxResponseBytes)
+	}
+	return c.decode(full, resp.StatusCode, raw, id, result)
+}
+
+// decode interprets an answer. A JSON-RPC error wins over the HTTP status
+// (gorilla answers errors with 200, proxies may not); a non-2xx status
+// without one is a transport failure; a 2xx body that is not our response
+// is malformed.
+func (c *Client) decode(method string, status int, raw []byte, id uint64, result any) error {
+	var resp response
+	jsonErr := json.Unmarshal(raw, &resp)
+	if jsonErr == nil && resp.Error != nil {
+		if string(resp.Error.Data) == "null" {
+			resp.Error.Data = nil
+		}
+		return resp.Error
+	}
+	if status < 200 || status > 299 {
+		return fmt.Errorf("%w: %s at %s: HTTP %d %s: %s", ErrTransport, method, c.uri, status,
+			http.StatusText(status), snippet(raw))
+	}
+	switch {
+	case jsonErr != nil:
+		return fmt.Errorf("%w: %s at %s: not JSON (%v): %s", ErrMalformedResponse, method, c.uri, jsonErr, snippet(raw))
+	case resp.Version != "2.0":
+		return fmt.Errorf("%w: %s at %s: jsonrpc version %q, want \"2.0\"", ErrMalformedResponse, method, c.uri, resp.Version)
+	case string(resp.ID) != fmt.Sprint(id):
+		return fmt.Errorf("%w: %s at %s: answer id %s, want %d", ErrMalformedResponse, method, c.uri, resp.ID, id)
+	case len(resp.Result) == 0 || string(resp.Result) == "null":
+		return fmt.Errorf("%w: %s at %s: neither result nor error", ErrMalformedResponse, method, c.uri)
+	}
+	if err := json.Unmarshal(resp.Result, result); err != nil {
+		return fmt.Errorf("%w: %s at %s: result: %v", ErrMalformedResponse, method, c.uri, err)
+	}
+	return nil
+}
+
+// snippet keeps error messages one short line.
+func snippet(b []byte) string {
+	const limit = 120
+	s := strings.Join(strings.Fields(string(b)), " ")
+	if len(s) > limit {
+		s = s[:limit] + "..."
+	}
+	if s == "" {
+		s = "(empty body)"
+	}
+	return fmt.Sprintf("%q", s)
+}

@@ -1,0 +1,95 @@
+package client
+
+import (
+	"container/list"
+	"sync"
+
+	"github.com/ava-labs/avalanchego/ids"
+)
+
+// ownerKey is one range in one epoch: an owner is only valid for the epoch
+// it was computed in, so a new epoch invalidates every entry at once.
+type ownerKey struct {
+	rangeKey string
+	epoch    uint64
+}
+
+type ownerEntry struct {
+	key   ownerKey
+	owner ids.NodeID
+}
+
+// ownerCache is a bounded LRU of owners per (range, epoch) plus the newest
+// epoch seen, which is the one lookups use. It is safe for concurrent use.
+type ownerCache struct {
+	mu     sync.Mutex
+	size   int
+	epoch  uint64                     // guarded by mu; newest epoch any node reported
+	order  *list.List                 // guarded by mu; front = most recently used
+	byKey  map[ownerKey]*list.Element // guarded by mu
+	hasAny bool                       // guarded by mu; epoch is meaningful
+}
+
+func newOwnerCache(size int) *ownerCache {
+	return &ownerCache{size: size, order: list.New(), byKey: make(map[ownerKey]*list.Element)}
+}
+
+// get returns the cached owner of rangeKey in the newest epoch seen.
+func (c *ownerCache) get(rangeKey string) (ids.NodeID, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if !c.hasAny {
+		return ids.EmptyNodeID, false
+	}
+	el, ok := c.byKey[ownerKey{rangeKey, c.epoch}]
+	if !ok {
+		return ids.EmptyNodeID, false
+	}
+	c.order.MoveToFront(el)
+	return el.Value.(*ownerEntry).owner, true
+}
+
+// put records an owner a node reported. A lagging node's older epoch is
+// dropped: lookups use the newest epoch, so it would only take room.
+func (c *ownerCache) put(rangeKey string, epoch uint64, owner ids.NodeID) {
+	if owner == ids.EmptyNodeID || c.size <= 0 {
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.hasAny && epoch < c.epoch {
+		return
+	}
+	if !c.hasAny || epoch > c.epoch {
+		c.epoch, c.hasAny = epoch, true
+	}
+	k := ownerKey{rangeKey, epoch}
+	if el, ok := c.byKey[k]; ok {
+		el.Value.(*ownerEntry).owner = owner
+		c.order.MoveToFront(el)
+		return
+	}
+	c.byKey[k] = c.order.PushFront(&ownerEntry{key: k, owner: owner})
+	for c.order.Len() > c.size {
+		oldest := c.order.Back()
+		c.order.Remove(oldest)
+		delete(c.byKey, oldest.Value.(*ownerEntry).key)
+	}
+}
+
+// forget drops rangeKey's entry in the newest epoch, after its owner failed.
+func (c *ownerCache) forget(rangeKey string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	k := ownerKey{rangeKey, c.epoch}
+	if el, ok := c.byKey[k]; ok {
+		c.order.Remove(el)
+		delete(c.byKey, k)
+	}
+}
+
+func (c *ownerCache) len() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.order.Len()
+}

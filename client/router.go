@@ -1,0 +1,460 @@
+package client
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/ava-labs/avalanchego/ids"
+
+	"github.com/s-chain/schain/vm/api"
+)
+
+var errBadRouterConfig = errors.New("invalid router config")
+
+// RouterConfig configures a Router. Start from DefaultRouterConfig.
+type RouterConfig struct {
+	// Client bounds each endpoint's exchanges.
+	Client Config
+	// Retry bounds retries of NotReady, MempoolFull and transport failures.
+	Retry Retry
+	// MaxHops caps the NotOwner hints followed by one call; ownership moves
+	// only at epoch boundaries, so more than a few hops means the nodes
+	// disagree and retrying blindly would not help.
+	MaxHops int
+	// OwnerCacheSize caps the cached (range, epoch) owners.
+	OwnerCacheSize int
+}
+
+// DefaultRouterConfig suits a gateway writing a few thousand ranges.
+func DefaultRouterConfig() RouterConfig {
+	return RouterConfig{Client: DefaultConfig(), Retry: DefaultRetry(), MaxHops: 3, OwnerCacheSize: 4096}
+}
+
+// Verify checks every bound.
+func (c RouterConfig) Verify() error {
+	if err := c.Client.Verify(); err != nil {
+		return err
+	}
+	if err := c.Retry.Verify(); err != nil {
+		return err
+	}
+	if c.MaxHops < 1 || c.OwnerCacheSize < 0 {
+		return fmt.Errorf("%w: MaxHops %d, OwnerCacheSize %d", errBadRouterConfig, c.MaxHops, c.OwnerCacheSize)
+	}
+	return nil
+}
+
+// endpoint is one node as the Router sees it.
+type endpoint struct {
+	c *Client
+
+	mu        sync.Mutex
+	id        ids.NodeID // guarded by mu; valid if known
+	known     bool       // guarded by mu
+	fails     int        // guarded by mu; consecutive transport failures
+	downUntil time.Time  // guarded by mu; skipped for reads until then
+}
+
+func (e *endpoint) down(now time.Time) bool {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.downUntil.After(now)
+}
+
+func (e *endpoint) nodeID() (ids.NodeID, bool) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.id, e.known
+}
+
+// Router sends each write to its range's owner among several endpoints and
+// each read to any healthy endpoint, retrying what the contract marks as
+// transient. It never sends a write to a node it believes is not the owner
+// except to learn the owner: the chain has exactly one writer per range and
+// epoch, so there is nothing to fail over to.
+//
+// A retried Allocate may reserve a second block of ids if the first request
+// reached the owner before the failure; ids are then wasted, never issued
+// twice. Router is safe for concurrent use.
+type Router struct {
+	nodes   []*endpoint
+	chainID ids.ID // checked against getNode when the configured chain is an ID, not an alias
+	checkID bool
+	cfg     RouterConfig
+	owners  *ownerCache
+	next    atomic.Uint64 // read rotation
+}
+
+// NewRouter returns a Router over the nodes at nodeURIs, all serving chainID.
+func NewRouter(nodeURIs []string, chainID string, cfg RouterConfig) (*Router, error) {
+	if err := cfg.Verify(); err != nil {
+		return nil, err
+	}
+	if len(nodeURIs) == 0 {
+		return nil, errNoEndpoint
+	}
+	r := &Router{cfg: cfg, owners: newOwnerCache(cfg.OwnerCacheSize)}
+	if id, err := ids.FromString(chainID); err == nil {
+		r.chainID, r.checkID = id, true
+	}
+	seen := make(map[string]bool, len(nodeURIs))
+	for _, uri := range nodeURIs {
+		c, err := New(uri, chainID, cfg.Client)
+		if err != nil {
+			return nil, err
+		}
+		if seen[c.Endpoint()] {
+			continue
+		}
+		seen[c.Endpoint()] = true
+		r.nodes = append(r.nodes, &endpoint{c: c})
+	}
+	return r, nil
+}
+
+// Clients returns the per-endpoint clients, in the order given.
+func (r *Router) Clients() []*Client {
+	out := make([]*Client, len(r.nodes))
+	for i, e := range r.nodes {
+		out[i] = e.c
+	}
+	return out
+}
+
+// Allocate reserves ids at args.Range's owner.
+func (r *Router) Allocate(ctx context.Context, args api.AllocateArgs) (*api.AllocateReply, error) {
+	return write(ctx, r, args.Range, func(ctx context.Context, c *Client) (*api.AllocateReply, error) {
+		return c.Allocate(ctx, args)
+	})
+}
+
+// PutManifest commits a manifest at args.Bucket's owner.
+func (r *Router) PutManifest(ctx context.Context, args api.PutManifestArgs) (*api.PutManifestReply, error) {
+	return write(ctx, r, args.Bucket, func(ctx context.Context, c *Client) (*api.PutManifestReply, error) {
+		return c.PutManifest(ctx, args)
+	})
+}
+
+// GetReceipt asks any healthy endpoint.
+func (r *Router) GetReceipt(ctx context.Context, txID ids.ID) (*api.ReceiptReply, error) {
+	return readAny(ctx, r, func(ctx context.Context, e *endpoint) (*api.ReceiptReply, error) {
+		return e.c.GetReceipt(ctx, txID)
+	})
+}
+
+// GetAllocation asks any healthy endpoint.
+func (r *Router) GetAllocation(ctx context.Context, rangeKey string) (*api.AllocationReply, error) {
+	return readAny(ctx, r, func(ctx context.Context, e *endpoint) (*api.AllocationReply, error) {
+		return e.c.GetAllocation(ctx, rangeKey)
+	})
+}
+
+// GetManifest asks any healthy endpoint.
+func (r *Router) GetManifest(ctx context.Context, bucket, key string) (*api.ManifestReply, error) {
+	return readAny(ctx, r, func(ctx context.Context, e *endpoint) (*api.ManifestReply, error) {
+		return e.c.GetManifest(ctx, bucket, key)
+	})
+}
+
+// GetOwner asks any healthy endpoint and caches the answer for routing.
+func (r *Router) GetOwner(ctx context.Context, rangeKey string) (*api.OwnerReply, error) {
+	reply, _, err := r.getOwner(ctx, rangeKey)
+	return reply, err
+}
+
+// GetEpoch asks any healthy endpoint.
+func (r *Router) GetEpoch(ctx context.Context) (*api.EpochReply, error) {
+	return readAny(ctx, r, func(ctx context.Context, e *endpoint) (*api.EpochReply, error) {
+		return e.c.GetEpoch(ctx)
+	})
+}
+
+// GetNode asks any healthy endpoint (use Clients to ask a given one).
+func (r *Router) GetNode(ctx context.Context) (*api.NodeReply, error) {
+	return readAny(ctx, r, func(ctx context.Context, e *endpoint) (*api.NodeReply, error) {
+		return r.learn(ctx, e)
+	})
+}
+
+// WaitForReceipt polls any healthy endpoint until txID is accepted or
+// rejected, following re-pins: when the owner re-signs a stale transaction
+// for a new epoch, the old receipt names the replacement, and the returned
+// receipt is the replacement's (its TxID tells which). A rejected
+// transaction returns its receipt and an error wrapping ErrTxRejected. An
+// "unknown" transaction is polled too (it may not have been gossiped yet),
+// so ctx must carry the caller's patience.
+func (r *Router) WaitForReceipt(ctx context.Context, txID ids.ID) (*api.ReceiptReply, error) {
+	return waitForReceipt(ctx, txID, r.cfg.Retry, func(ctx context.Context, id ids.ID) (*api.ReceiptReply, error) {
+		return readOnce(ctx, r, func(ctx context.Context, e *endpoint) (*api.ReceiptReply, error) {
+			return e.c.GetReceipt(ctx, id)
+		})
+	})
+}
+
+// getOwner is GetOwner that also says which endpoint answered.
+func (r *Router) getOwner(ctx context.Context, rangeKey string) (*api.OwnerReply, *endpoint, error) {
+	var from *endpoint
+	reply, err := readAny(ctx, r, func(ctx context.Context, e *endpoint) (*api.OwnerReply, error) {
+		from = e
+		return e.c.GetOwner(ctx, rangeKey)
+	})
+	if err != nil {
+		return nil, nil, err
+	}
+	r.owners.put(rangeKey, reply.Epoch, reply.Owner)
+	return reply, from, nil
+}
+
+// route picks the endpoint to send rangeKey's write to: its cached or
+// reported owner, or, if the owner is none of ours, the endpoint that named
+// it, whose NotOwner answer will then carry the hint for the caller.
+func (r *Router) route(ctx context.Context, rangeKey string) (*endpoint, error) {
+	if owner, ok := r.owners.get(rangeKey); ok {
+		if e := r.knownByID(owner); e != nil {
+			return e, nil
+		}
+	}
+	reply, from, err := r.getOwner(ctx, rangeKey)
+	if err != nil {
+		return nil, err
+	}
+	e, err := r.findByID(ctx, reply.Owner)
+	if err != nil {
+		return nil, err
+	}
+	if e == nil {
+		return from, nil
+	}
+	return e, nil
+}
+
+func (r *Router) knownByID(id ids.NodeID) *endpoint {
+	for _, e := range r.nodes {
+		if nid, ok := e.nodeID(); ok && nid == id {
+			return e
+		}
+	}
+	return nil
+}
+
+// findByID returns the endpoint of node id, learning unknown endpoints'
+// identities on the way. It returns (nil, nil) if no endpoint is id, and
+// the last learning failure if some endpoint could not say who it is.
+func (r *Router) findByID(ctx context.Context, id ids.NodeID) (*endpoint, error) {
+	if e := r.knownByID(id); e != nil {
+		return e, nil
+	}
+	var lastErr error
+	now := time.Now()
+	for _, e := range r.nodes {
+		if nid, known := e.nodeID(); known {
+			if nid == id { // learnt concurrently since knownByID
+				return e, nil
+			}
+			continue
+		}
+		if e.down(now) {
+			// Asking a node that just failed would stall every route on its
+			// timeout; report it as the transient failure it is.
+			lastErr = fmt.Errorf("%w: %s is sidelined after failures; its identity is unknown", ErrTransport, e.c.URI())
+			continue
+		}
+		reply, err := r.learn(ctx, e)
+		if err != nil {
+			lastErr = err
+			continue
+		}
+		if reply.NodeID == id {
+			return e, nil
+		}
+	}
+	return nil, lastErr
+}
+
+// learn asks e who it is and remembers the answer.
+func (r *Router) learn(ctx context.Context, e *endpoint) (*api.NodeReply, error) {
+	reply, err := e.c.GetNode(ctx)
+	r.observe(e, err)
+	if err != nil {
+		return nil, err
+	}
+	if r.checkID && reply.ChainID != r.chainID {
+		return nil, fmt.Errorf("%w: %s serves %s, want %s", ErrWrongChain, e.c.URI(), reply.ChainID, r.chainID)
+	}
+	e.mu.Lock()
+	e.id, e.known = reply.NodeID, true
+	e.mu.Unlock()
+	return reply, nil
+}
+
+// observe keeps endpoint health: a transport failure sidelines the endpoint
+// for a growing while and forgets its identity (a restarted node may be
+// another node); any answer restores it.
+func (r *Router) observe(e *endpoint, err error) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	switch {
+	case err == nil:
+		e.fails, e.downUntil = 0, time.Time{}
+	case errors.Is(err, ErrTransport):
+		e.fails++
+		e.downUntil = time.Now().Add(r.cfg.Retry.delay(e.fails))
+		e.known = false
+	}
+}
+
+// pick returns the next endpoint in rotation that is not sidelined, or the
+// one that recovers soonest if all are.
+func (r *Router) pick() *endpoint {
+	now := time.Now()
+	start := int(r.next.Add(1) % uint64(len(r.nodes)))
+	var best *endpoint
+	var bestUntil time.Time
+	for i := range r.nodes {
+		e := r.nodes[(start+i)%len(r.nodes)]
+		e.mu.Lock()
+		until := e.downUntil
+		e.mu.Unlock()
+		if !until.After(now) {
+			return e
+		}
+		if best == nil || until.Before(bestUntil) {
+			best, bestUntil = e, until
+		}
+	}
+	return best
+}
+
+func (r *Router) anyHealthy() bool {
+	now := time.Now()
+	for _, e := range r.nodes {
+		if !e.down(now) {
+			return true
+		}
+	}
+	return false
+}
+
+// readOnce tries healthy endpoints until one answers or all failed to be
+// reached, without back-off.
+func readOnce[T any](ctx context.Context, r *Router, op func(context.Context, *endpoint) (T, error)) (T, error) {
+	var (
+		v   T
+		err error
+	)
+	for range r.nodes {
+		e := r.pick()
+		v, err = op(ctx, e)
+		r.observe(e, err)
+		if !errors.Is(err, ErrTransport) || !r.anyHealthy() {
+			return v, err
+		}
+	}
+	return v, err
+}
+
+// readAny is readOnce with back-off on retryable failures.
+func readAny[T any](ctx context.Context, r *Router, op func(context.Context, *endpoint) (T, error)) (T, error) {
+	var last error
+	for attempt := 1; ; attempt++ {
+		v, err := readOnce(ctx, r, op)
+		if err == nil || !retryable(err) {
+			return v, withLast(ctx, err, last)
+		}
+		last = err
+		if attempt >= r.cfg.Retry.MaxAttempts {
+			return v, fmt.Errorf("gave up after %d attempts: %w", attempt, err)
+		}
+		if serr := sleep(ctx, r.cfg.Retry.backoff(attempt, err), err); serr != nil {
+			return v, serr
+		}
+	}
+}
+
+// write sends op to rangeKey's owner, following NotOwner hints and retrying
+// transient failures. A transport failure or NotReady re-resolves the owner
+// before the next attempt, since both may mean the epoch moved on.
+func write[T any](ctx context.Context, r *Router, rangeKey string, op func(context.Context, *Client) (T, error)) (T, error) {
+	var (
+		zero   T
+		target *endpoint
+		hops   int
+		last   error
+	)
+	for attempt := 1; ; {
+		var (
+			v   T
+			err error
+		)
+		if target == nil {
+			target, err = r.route(ctx, rangeKey)
+		}
+		if err == nil {
+			v, err = op(ctx, target.c)
+			r.observe(target, err)
+			if err == nil {
+				return v, nil
+			}
+		}
+		if hint, ok := IsNotOwner(err); ok {
+			next, ferr := r.follow(ctx, rangeKey, hint, &hops, err)
+			switch {
+			case ferr != nil && !retryable(ferr):
+				return zero, withLast(ctx, ferr, last)
+			case ferr != nil:
+				err = ferr
+			case next != target:
+				target = next
+				continue
+			}
+			// The owner we were sent to names itself (or is unreachable to
+			// identify): our view and its view of the epoch disagree for now.
+		}
+		if !retryable(err) && !errors.Is(err, ErrNotOwner) {
+			return zero, withLast(ctx, err, last)
+		}
+		last = err
+		if attempt >= r.cfg.Retry.MaxAttempts {
+			return zero, fmt.Errorf("gave up after %d attempts: %w", attempt, err)
+		}
+		if errors.Is(err, ErrTransport) || errors.Is(err, ErrNotReady) || errors.Is(err, ErrNotOwner) {
+			r.owners.forget(rangeKey)
+			target = nil
+		}
+		if serr := sleep(ctx, r.cfg.Retry.backoff(attempt, err), err); serr != nil {
+			return zero, serr
+		}
+		attempt++
+	}
+}
+
+// follow turns a NotOwner hint into the endpoint to try next.
+func (r *Router) follow(ctx context.Context, rangeKey string, hint api.NotOwnerData, hops *int, notOwner error) (*endpoint, error) {
+	*hops++
+	if *hops > r.cfg.MaxHops {
+		return nil, fmt.Errorf("%w: range %q: more than %d NotOwner hops: %w", ErrNoRoute, rangeKey, r.cfg.MaxHops, notOwner)
+	}
+	r.owners.put(rangeKey, hint.Epoch, hint.Owner)
+	next, err := r.findByID(ctx, hint.Owner)
+	if err != nil {
+		return nil, err
+	}
+	if next == nil {
+		return nil, fmt.Errorf("%w: range %q is owned by %s in epoch %d, which is not one of the %d endpoints: %w",
+			ErrNoRoute, rangeKey, hint.Owner, hint.Epoch, len(r.nodes), notOwner)
+	}
+	return next, nil
+}
+
+// withLast adds the last retried error to a failure caused by ctx ending
+// mid-request, so that "deadline exceeded" still says what was retried.
+func withLast(ctx context.Context, err, last error) error {
+	if err == nil || last == nil || ctx.Err() == nil {
+		return err
+	}
+	return fmt.Errorf("%w; last error: %w", err, last)
+}

@@ -1,0 +1,298 @@
+package client_test
+
+import (
+	"context"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/ava-labs/avalanchego/ids"
+	"github.com/stretchr/testify/require"
+
+	"github.com/s-chain/schain/client"
+	"github.com/s-chain/schain/vm/api"
+)
+
+// fastRouterConfig keeps back-offs in milliseconds so retry tests stay fast.
+func fastRouterConfig() client.RouterConfig {
+	cfg := client.DefaultRouterConfig()
+	cfg.Retry = client.Retry{Initial: time.Millisecond, Max: 5 * time.Millisecond, MaxAttempts: 10, MaxRetryAfter: time.Second}
+	return cfg
+}
+
+func newRouter(t *testing.T, f *fakeNet) *client.Router {
+	r, err := client.NewRouter(f.uris(), f.chainID.String(), fastRouterConfig())
+	require.NoError(t, err)
+	return r
+}
+
+// TestRouterRoutesToOwner: the owner is learnt through getOwner and the
+// endpoints' getNode, then cached per (range, epoch).
+func TestRouterRoutesToOwner(t *testing.T) {
+	require := require.New(t)
+	ctx := testCtx(t)
+	f := newFakeNet(t, 3)
+	f.setOwner("b", 1)
+	f.setOwner("c", 2)
+	r := newRouter(t, f)
+
+	for i, rng := range []string{"a", "b", "c"} {
+		reply, err := r.Allocate(ctx, api.AllocateArgs{Range: rng, Count: 1})
+		require.NoError(err)
+		require.Equal(f.nodes[i].id, reply.Owner)
+	}
+	for i := range f.nodes {
+		require.Equal(1, f.nodes[i].count("allocate"), "no request reached a non-owner")
+	}
+	getOwners := 0
+	for _, n := range f.nodes {
+		getOwners += n.count("getOwner")
+	}
+	_, err := r.Allocate(ctx, api.AllocateArgs{Range: "c", Count: 1})
+	require.NoError(err)
+	after := 0
+	for _, n := range f.nodes {
+		after += n.count("getOwner")
+	}
+	require.Equal(getOwners, after, "the owner is cached")
+	require.Equal(2, f.nodes[2].count("allocate"))
+}
+
+// TestRouterFollowsNotOwner: after an epoch change the cached owner is
+// wrong; its NotOwner hint is followed without back-off.
+func TestRouterFollowsNotOwner(t *testing.T) {
+	require := require.New(t)
+	ctx := testCtx(t)
+	f := newFakeNet(t, 3)
+	r := newRouter(t, f)
+	_, err := r.Allocate(ctx, api.AllocateArgs{Range: "hot", Count: 1})
+	require.NoError(err)
+	require.Equal(1, f.nodes[0].count("allocate"))
+
+	f.setOwner("hot", 2)
+	reply, err := r.PutManifest(ctx, api.PutManifestArgs{Bucket: "hot", Key: "k", ContentHash: ids.GenerateTestID()})
+	require.NoError(err)
+	require.Equal(f.nodes[2].id, reply.Owner)
+	require.Equal(1, f.nodes[0].count("putManifest"), "the stale owner was asked once")
+	require.Equal(1, f.nodes[2].count("putManifest"))
+
+	// The hint's epoch is now cached: the next write goes straight there.
+	_, err = r.Allocate(ctx, api.AllocateArgs{Range: "hot", Count: 1})
+	require.NoError(err)
+	require.Equal(1, f.nodes[0].count("allocate"))
+	require.Equal(1, f.nodes[2].count("allocate"))
+}
+
+// TestRouterOwnerNotConfigured: with only some nodes' URIs the client cannot
+// reach the owner; it says who the owner is instead of writing elsewhere.
+func TestRouterOwnerNotConfigured(t *testing.T) {
+	require := require.New(t)
+	f := newFakeNet(t, 2)
+	f.setOwner("x", 1)
+	r, err := client.NewRouter(f.uris()[:1], f.chainID.String(), fastRouterConfig())
+	require.NoError(err)
+	_, err = r.Allocate(testCtx(t), api.AllocateArgs{Range: "x", Count: 1})
+	require.ErrorIs(err, client.ErrNoRoute)
+	hint, ok := client.IsNotOwner(err)
+	require.True(ok)
+	require.Equal(f.nodes[1].id, hint.Owner)
+	require.Equal(1, f.nodes[0].count("allocate"))
+}
+
+func TestRouterRetriesTransient(t *testing.T) {
+	require := require.New(t)
+	ctx := testCtx(t)
+	f := newFakeNet(t, 2)
+	r := newRouter(t, f)
+	owner := f.nodes[0]
+
+	owner.failNext("allocate", rpcErr(api.CodeNotReady, "no epoch", nil), rpcErr(api.CodeNotReady, "no epoch", nil))
+	_, err := r.Allocate(ctx, api.AllocateArgs{Range: "a", Count: 1})
+	require.NoError(err)
+	require.Equal(3, owner.count("allocate"))
+
+	owner.failNext("allocate", rpcErr(api.CodeMempoolFull, "full", api.RetryData{RetryAfterMs: 40}))
+	start := time.Now()
+	_, err = r.Allocate(ctx, api.AllocateArgs{Range: "a", Count: 1})
+	require.NoError(err)
+	require.GreaterOrEqual(time.Since(start), 40*time.Millisecond, "RetryAfterMs honoured")
+	require.Equal(5, owner.count("allocate"))
+
+	owner.mu.Lock()
+	owner.httpFail = 2
+	owner.mu.Unlock()
+	_, err = r.Allocate(ctx, api.AllocateArgs{Range: "a", Count: 1})
+	require.NoError(err, "an owner briefly answering 503 is retried, never replaced")
+	require.Equal(0, f.nodes[1].count("allocate"))
+}
+
+func TestRouterFinalErrorsNotRetried(t *testing.T) {
+	for _, tt := range []struct {
+		name string
+		err  error
+		want error
+	}{
+		{"rejected", rpcErr(api.CodeRejected, "no", api.RejectedData{Reason: "unallocated_chunk"}), client.ErrRejected},
+		{"invalid params", rpcErr(api.CodeInvalidParams, "bad", nil), client.ErrInvalidParams},
+		{"timeout", rpcErr(api.CodeTimeout, "ran out", nil), client.ErrTimeout},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			f := newFakeNet(t, 1)
+			r := newRouter(t, f)
+			f.nodes[0].failNext("putManifest", tt.err)
+			_, err := r.PutManifest(testCtx(t), api.PutManifestArgs{Bucket: "b", Key: "k"})
+			require.ErrorIs(t, err, tt.want)
+			require.Equal(t, 1, f.nodes[0].count("putManifest"))
+		})
+	}
+}
+
+func TestRouterDeadline(t *testing.T) {
+	require := require.New(t)
+	f := newFakeNet(t, 1)
+	cfg := fastRouterConfig()
+	cfg.Retry.MaxAttempts = 1 << 20
+	r, err := client.NewRouter(f.uris(), f.chainID.String(), cfg)
+	require.NoError(err)
+	notReady := make([]error, 10000)
+	for i := range notReady {
+		notReady[i] = rpcErr(api.CodeNotReady, "no epoch", nil)
+	}
+	f.nodes[0].failNext("allocate", notReady...)
+
+	ctx, cancel := context.WithTimeout(testCtx(t), 150*time.Millisecond)
+	defer cancel()
+	start := time.Now()
+	_, err = r.Allocate(ctx, api.AllocateArgs{Range: "a", Count: 1})
+	require.ErrorIs(err, context.DeadlineExceeded)
+	require.ErrorIs(err, client.ErrNotReady, "the last error is kept")
+	require.Less(time.Since(start), time.Second)
+
+	// A back-off longer than the time left is not slept through.
+	f.nodes[0].setInject("allocate", rpcErr(api.CodeMempoolFull, "full", api.RetryData{RetryAfterMs: 5000}))
+	ctx, cancel = context.WithTimeout(testCtx(t), time.Second)
+	defer cancel()
+	start = time.Now()
+	_, err = r.Allocate(ctx, api.AllocateArgs{Range: "a", Count: 1})
+	require.ErrorIs(err, context.DeadlineExceeded)
+	require.ErrorIs(err, client.ErrMempoolFull)
+	require.Less(time.Since(start), 500*time.Millisecond)
+}
+
+func TestRouterMaxAttempts(t *testing.T) {
+	f := newFakeNet(t, 1)
+	r := newRouter(t, f)
+	errs := make([]error, 20)
+	for i := range errs {
+		errs[i] = rpcErr(api.CodeNotReady, "no epoch", nil)
+	}
+	f.nodes[0].failNext("getEpoch", errs...)
+	_, err := r.GetEpoch(testCtx(t))
+	require.ErrorIs(t, err, client.ErrNotReady)
+	require.ErrorContains(t, err, "gave up after 10 attempts")
+	require.Equal(t, 10, f.nodes[0].count("getEpoch"))
+}
+
+// TestRouterReadsSkipDeadNodes: reads go to any node that answers.
+func TestRouterReadsSkipDeadNodes(t *testing.T) {
+	require := require.New(t)
+	f := newFakeNet(t, 3)
+	f.nodes[0].srv.Close()
+	f.nodes[1].srv.Close()
+	r := newRouter(t, f)
+	for range 5 {
+		e, err := r.GetEpoch(testCtx(t))
+		require.NoError(err)
+		require.Equal(f.nodes[2].id, e.NodeID)
+	}
+	// Writes to a dead owner fail (no other node may write its range).
+	_, err := r.Allocate(testCtx(t), api.AllocateArgs{Range: "owned-by-dead-node-0", Count: 1})
+	require.ErrorIs(err, client.ErrTransport)
+}
+
+// TestRouterWrongChain: a node serving another chain at the path is refused.
+func TestRouterWrongChain(t *testing.T) {
+	f := newFakeNet(t, 1)
+	r := newRouter(t, f)
+	f.mu.Lock()
+	f.chainID = ids.GenerateTestID() // what getNode reports from now on
+	f.mu.Unlock()
+	_, err := r.GetNode(testCtx(t))
+	require.ErrorIs(t, err, client.ErrWrongChain)
+}
+
+func TestWaitForReceipt(t *testing.T) {
+	require := require.New(t)
+	f := newFakeNet(t, 2)
+	r := newRouter(t, f)
+	a, b, c := ids.GenerateTestID(), ids.GenerateTestID(), ids.GenerateTestID()
+	f.addReceipt(api.ReceiptReply{TxID: a, Status: api.StatusPending, ReplacedBy: &b}, 1)
+	f.addReceipt(api.ReceiptReply{TxID: b, Status: api.StatusPending, ReplacedBy: &c}, 0)
+	f.addReceipt(api.ReceiptReply{TxID: c, Status: api.StatusAccepted, Height: 9}, 3)
+
+	rc, err := r.WaitForReceipt(testCtx(t), a)
+	require.NoError(err)
+	require.Equal(c, rc.TxID)
+	require.Equal(api.StatusAccepted, rc.Status)
+
+	d := ids.GenerateTestID()
+	f.addReceipt(api.ReceiptReply{TxID: d, Status: api.StatusRejected, Error: "wrong epoch"}, 2)
+	rc, err = r.WaitForReceipt(testCtx(t), d)
+	require.ErrorIs(err, client.ErrTxRejected)
+	require.ErrorContains(err, "wrong epoch")
+	require.Equal(api.StatusRejected, rc.Status)
+
+	// A loop of replacements is reported, not followed forever.
+	x, y := ids.GenerateTestID(), ids.GenerateTestID()
+	f.addReceipt(api.ReceiptReply{TxID: x, Status: api.StatusPending, ReplacedBy: &y}, 0)
+	f.addReceipt(api.ReceiptReply{TxID: y, Status: api.StatusPending, ReplacedBy: &x}, 0)
+	_, err = r.WaitForReceipt(testCtx(t), x)
+	require.ErrorContains(err, "loops")
+
+	// Never decided: the context bounds the wait and the last receipt is kept.
+	ctx, cancel := context.WithTimeout(testCtx(t), 100*time.Millisecond)
+	defer cancel()
+	rc, err = r.WaitForReceipt(ctx, ids.GenerateTestID())
+	require.ErrorIs(err, context.DeadlineExceeded)
+	require.Equal(api.StatusUnknown, rc.Status)
+}
+
+// TestRouterConcurrent: many writers over ranges owned by different nodes;
+// every request reaches its owner and ids never overlap (run with -race).
+func TestRouterConcurrent(t *testing.T) {
+	require := require.New(t)
+	f := newFakeNet(t, 3)
+	ranges := []string{"r0", "r1", "r2", "r3"}
+	for i, rng := range ranges {
+		f.setOwner(rng, i%3)
+	}
+	r := newRouter(t, f)
+	ctx := testCtx(t)
+	var wg sync.WaitGroup
+	errs := make(chan error, 64)
+	for g := range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range 8 {
+				_, err := r.Allocate(ctx, api.AllocateArgs{Range: ranges[(g+i)%len(ranges)], Count: 2})
+				errs <- err
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		require.NoError(err)
+	}
+	for _, rng := range ranges {
+		a, err := r.GetAllocation(ctx, rng)
+		require.NoError(err)
+		require.Equal(uint64(2*16), a.Next)
+	}
+	total := 0
+	for _, n := range f.nodes {
+		total += n.count("allocate")
+	}
+	require.Equal(64, total, "no NotOwner detours: the owner was known before each write")
+}

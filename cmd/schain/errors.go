@@ -1,0 +1,120 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/s-chain/schain/client"
+	"github.com/s-chain/schain/vm/api"
+)
+
+// Exit codes, documented in the root command's help.
+const (
+	exitOK          = 0
+	exitError       = 1
+	exitUsage       = 2
+	exitRejected    = 3
+	exitNotOwner    = 4
+	exitUnavailable = 5
+)
+
+// usageError marks a mistake in the command line itself.
+type usageError struct{ err error }
+
+func (u usageError) Error() string { return u.err.Error() }
+func (u usageError) Unwrap() error { return u.err }
+
+// failure is an error as the user sees it: one line with a hint, and the
+// same facts for --json.
+type failure struct {
+	Name     string          `json:"name"`
+	Code     int             `json:"code,omitempty"`
+	Message  string          `json:"message"`
+	Data     json.RawMessage `json:"data,omitempty"`
+	Line     string          `json:"line"`
+	ExitCode int             `json:"exitCode"`
+}
+
+// describe names the error's class first (the API code's name when a node
+// answered one) and says what to do about it.
+func describe(err error, g *globals) failure {
+	f := failure{Name: "error", Message: err.Error(), ExitCode: exitError}
+	if e, ok := client.AsError(err); ok {
+		f.Name, f.Code, f.Data = e.Name(), e.Code, e.Data
+	}
+	var usage usageError
+	switch {
+	case errors.As(err, &usage):
+		f.Name, f.ExitCode = "usage", exitUsage
+		f.Line = fmt.Sprintf("usage: %v (see schain --help)", err)
+		return f
+	case errors.Is(err, client.ErrTxRejected):
+		f.Name, f.ExitCode = "rejected", exitRejected
+		f.Line = fmt.Sprintf("rejected: %v", err)
+	case errors.Is(err, client.ErrNotOwner):
+		f.ExitCode = exitNotOwner
+		f.Line = notOwnerLine(err, g)
+	case f.Code != 0:
+		f.Line, f.ExitCode = apiErrorLine(err, f)
+	case errors.Is(err, errSomeNodesFailed):
+		f.Name, f.ExitCode = "unavailable", exitUnavailable
+		f.Line = fmt.Sprintf("unavailable: %v (see the error lines above)", err)
+	case errors.Is(err, client.ErrWrongChain):
+		f.Name = "wrong_chain"
+		f.Line = fmt.Sprintf("wrong chain: %v (check --chain)", err)
+	case errors.Is(err, client.ErrTransport):
+		f.Name, f.ExitCode = "unreachable", exitUnavailable
+		f.Line = fmt.Sprintf("unreachable: %v (is a node running at --rpc, and is --chain right?)", err)
+	case errors.Is(err, client.ErrMalformedResponse), errors.Is(err, client.ErrResponseTooLarge):
+		f.Name = "malformed_response"
+		f.Line = fmt.Sprintf("malformed response: %v (is --rpc an S-Chain node of a compatible version?)", err)
+	case errors.Is(err, context.DeadlineExceeded):
+		f.Name, f.ExitCode = "deadline", exitUnavailable
+		f.Line = fmt.Sprintf("deadline: %v (raise --timeout or retry later)", err)
+	case errors.Is(err, context.Canceled):
+		f.Name, f.ExitCode = "canceled", exitUnavailable
+		f.Line = "canceled: " + err.Error()
+	default:
+		f.Line = "error: " + err.Error()
+	}
+	// Retries ran out of time: say so, but name what was retried.
+	if errors.Is(err, context.DeadlineExceeded) && f.Name != "deadline" {
+		f.Line = fmt.Sprintf("gave up within --timeout %v: %s", g.timeout, f.Line)
+		f.ExitCode = exitUnavailable
+	}
+	return f
+}
+
+func notOwnerLine(err error, g *globals) string {
+	hint, _ := client.IsNotOwner(err)
+	advice := "(the client follows this automatically when several --rpc URIs are given)"
+	if len(g.rpc) > 1 {
+		advice = "(add that node's URI to --rpc)"
+	}
+	return fmt.Sprintf("not owner: range %q is owned by %s in epoch %d %s", hint.Range, hint.Owner, hint.Epoch, advice)
+}
+
+// apiErrorLine renders the node's error codes other than NotOwner.
+func apiErrorLine(err error, f failure) (string, int) {
+	e, _ := client.AsError(err)
+	name := strings.ReplaceAll(f.Name, "_", " ")
+	switch e.Code {
+	case api.CodeNotReady:
+		return fmt.Sprintf("%s: %s (the node knows no epoch yet or its validator set is empty; retry later)", name, e.Message), exitUnavailable
+	case api.CodeMempoolFull:
+		d, _ := client.IsMempoolFull(err)
+		return fmt.Sprintf("%s: %s (the owner is pushing back; retry after %d ms)", name, e.Message, d.RetryAfterMs), exitUnavailable
+	case api.CodeRejected:
+		d, _ := client.IsRejected(err)
+		return fmt.Sprintf("%s: %s (rule %q: retrying will not help)", name, e.Message, d.Reason), exitRejected
+	case api.CodeInvalidParams:
+		return fmt.Sprintf("%s: %s (check the arguments)", name, e.Message), exitUsage
+	case api.CodeTimeout:
+		return fmt.Sprintf("%s: %s (the transaction may still be accepted: check with schain receipt TXID)", name, e.Message), exitUnavailable
+	default:
+		return fmt.Sprintf("%s: %s (node-side failure; see the node's log)", name, e.Message), exitError
+	}
+}

@@ -1,0 +1,191 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/spf13/cobra"
+
+	"github.com/s-chain/schain/vm/api"
+)
+
+func newReceiptCmd(g *globals) *cobra.Command {
+	var wait bool
+	cmd := &cobra.Command{
+		Use:   "receipt TXID [--wait]",
+		Short: "Show a transaction's receipt",
+		Long: `Show a transaction's receipt. With --wait, poll until it is accepted or
+rejected, following re-pins to the replacement transaction.`,
+		Args: exactArgs(1, "TXID"),
+		RunE: func(cmd *cobra.Command, argv []string) error {
+			txID, err := parseID(argv[0])
+			if err != nil {
+				return usageError{err}
+			}
+			r, err := g.router()
+			if err != nil {
+				return err
+			}
+			ctx, cancel := g.apiContext(cmd)
+			defer cancel()
+			var rc *api.ReceiptReply
+			if wait {
+				rc, err = r.WaitForReceipt(ctx, txID)
+			} else {
+				rc, err = r.GetReceipt(ctx, txID)
+			}
+			if rc == nil || (err != nil && rc.Status != api.StatusRejected) {
+				return err
+			}
+			return errors.Join(err, g.emit(rc, receiptFields(rc)))
+		},
+	}
+	cmd.Flags().BoolVar(&wait, "wait", false, "wait until the transaction is decided")
+	return cmd
+}
+
+func newOwnerCmd(g *globals) *cobra.Command {
+	return &cobra.Command{
+		Use:   "owner RANGE",
+		Short: "Show a range's owner in the current epoch",
+		Args:  exactArgs(1, "RANGE"),
+		RunE: func(cmd *cobra.Command, argv []string) error {
+			r, err := g.router()
+			if err != nil {
+				return err
+			}
+			ctx, cancel := g.apiContext(cmd)
+			defer cancel()
+			o, err := r.GetOwner(ctx, argv[0])
+			if err != nil {
+				return err
+			}
+			return g.emit(o, []field{{"range", o.Range}, {"owner", o.Owner}, {"epoch", o.Epoch}, {"fingerprint", o.Fingerprint}})
+		},
+	}
+}
+
+func newEpochCmd(g *globals) *cobra.Command {
+	return &cobra.Command{
+		Use:   "epoch",
+		Short: "Show the current epoch and its validators",
+		Args:  exactArgs(0, "no arguments"),
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			r, err := g.router()
+			if err != nil {
+				return err
+			}
+			ctx, cancel := g.apiContext(cmd)
+			defer cancel()
+			e, err := r.GetEpoch(ctx)
+			if err != nil {
+				return err
+			}
+			fs := []field{{"pChainHeight", e.PChainHeight}, {"fingerprint", e.Fingerprint}, {"nodeID", e.NodeID}, {"members", len(e.Members)}}
+			for _, m := range e.Members {
+				fs = append(fs, field{"member", fmt.Sprintf("%s weight %d", m.NodeID, m.Weight)})
+			}
+			return g.emit(e, fs)
+		},
+	}
+}
+
+func newAllocCmd(g *globals) *cobra.Command {
+	return &cobra.Command{
+		Use:   "alloc RANGE",
+		Short: "Show a range's next unissued id (accepted state)",
+		Args:  exactArgs(1, "RANGE"),
+		RunE: func(cmd *cobra.Command, argv []string) error {
+			r, err := g.router()
+			if err != nil {
+				return err
+			}
+			ctx, cancel := g.apiContext(cmd)
+			defer cancel()
+			a, err := r.GetAllocation(ctx, argv[0])
+			if err != nil {
+				return err
+			}
+			return g.emit(a, []field{{"range", a.Range}, {"next", a.Next}})
+		},
+	}
+}
+
+func newManifestCmd(g *globals) *cobra.Command {
+	return &cobra.Command{
+		Use:   "manifest BUCKET KEY",
+		Short: "Show an accepted object manifest",
+		Args:  exactArgs(2, "BUCKET KEY"),
+		RunE: func(cmd *cobra.Command, argv []string) error {
+			r, err := g.router()
+			if err != nil {
+				return err
+			}
+			ctx, cancel := g.apiContext(cmd)
+			defer cancel()
+			reply, err := r.GetManifest(ctx, argv[0], argv[1])
+			if err != nil {
+				return err
+			}
+			m := reply.Manifest
+			fs := []field{{"bucket", m.Bucket}, {"key", m.Key}, {"size", m.Size}, {"contentHash", m.ContentHash}, {"deleted", m.Deleted}}
+			for _, c := range m.Chunks {
+				fs = append(fs, field{"chunk", chunkString(c)})
+			}
+			return g.emit(reply, fs)
+		},
+	}
+}
+
+// nodeResult is one endpoint's answer in `schain node --json`.
+type nodeResult struct {
+	URI   string         `json:"uri"`
+	Node  *api.NodeReply `json:"node,omitempty"`
+	Error *failure       `json:"error,omitempty"`
+}
+
+var errSomeNodesFailed = errors.New("some nodes did not answer")
+
+func newNodeCmd(g *globals) *cobra.Command {
+	return &cobra.Command{
+		Use:   "node",
+		Short: "Identify the node behind each --rpc URI",
+		Args:  exactArgs(0, "no arguments"),
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			r, err := g.router()
+			if err != nil {
+				return err
+			}
+			ctx, cancel := g.apiContext(cmd)
+			defer cancel()
+			var (
+				results []nodeResult
+				fs      []field
+				failed  int
+			)
+			for _, c := range r.Clients() {
+				res := nodeResult{URI: c.URI()}
+				n, err := c.GetNode(ctx)
+				fs = append(fs, field{"uri", c.URI()})
+				if err != nil {
+					f := describe(err, g)
+					res.Error = &f
+					failed++
+					fs = append(fs, field{"error", f.Line})
+				} else {
+					res.Node = n
+					fs = append(fs, field{"nodeID", n.NodeID}, field{"networkID", n.NetworkID}, field{"chainID", n.ChainID},
+						field{"height", n.Height}, field{"stateRoot", n.StateRoot})
+				}
+				results = append(results, res)
+			}
+			if err := g.emit(results, fs); err != nil {
+				return err
+			}
+			if failed > 0 {
+				return fmt.Errorf("%w: %d of %d", errSomeNodesFailed, failed, len(results))
+			}
+			return nil
+		},
+	}
+}

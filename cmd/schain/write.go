@@ -1,0 +1,152 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/s-chain/schain/txs"
+	"github.com/s-chain/schain/vm/api"
+)
+
+var errChunkSyntax = errors.New("--chunk wants range:id:size:hash")
+
+func newAllocateCmd(g *globals) *cobra.Command {
+	var (
+		args api.AllocateArgs
+		wait bool
+	)
+	cmd := &cobra.Command{
+		Use:   "allocate --range R --count N [--floor F] [--wait]",
+		Short: "Reserve count ids in a range at its owner",
+		Long: `Reserve ids [base, base+count) in a range; base is max(counter, floor).
+Base is known once the transaction is accepted: pass --wait to wait for it
+(following re-pins), or run "schain receipt TXID --wait" later.`,
+		Args: exactArgs(0, "no arguments"),
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if args.Range == "" || args.Count == 0 {
+				return usageError{errors.New("--range and a positive --count are required")}
+			}
+			r, err := g.router()
+			if err != nil {
+				return err
+			}
+			ctx, cancel := g.apiContext(cmd)
+			defer cancel()
+			reply, err := r.Allocate(ctx, args)
+			if err != nil {
+				return err
+			}
+			if wait {
+				reply.Receipt, err = r.WaitForReceipt(ctx, reply.TxID)
+			}
+			fs := []field{{"txID", reply.TxID}, {"index", reply.Index}, {"epoch", reply.Epoch}, {"owner", reply.Owner}}
+			if reply.Receipt != nil {
+				fs = append(fs, allocatedFields(reply, args.Range)...)
+			}
+			return errors.Join(err, g.emit(reply, fs))
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&args.Range, "range", "", "range (a bucket, or a band bucket/... of it)")
+	f.Uint64Var(&args.Count, "count", 0, "number of ids to reserve")
+	f.Uint64Var(&args.Floor, "floor", 0, "lowest acceptable base (cutover from the legacy allocator)")
+	f.BoolVar(&wait, "wait", false, "wait until the transaction is decided")
+	return cmd
+}
+
+// allocatedFields shows the receipt, leading with this request's ids when
+// its entry can be told apart (the index names it unless a re-pin regrouped
+// the entries).
+func allocatedFields(reply *api.AllocateReply, rangeKey string) []field {
+	rc := reply.Receipt
+	var fs []field
+	if reply.Index < len(rc.Entries) && rc.Entries[reply.Index].Range == rangeKey && rc.TxID == reply.TxID {
+		e := rc.Entries[reply.Index]
+		fs = append(fs, field{"base", e.Base}, field{"count", e.Count})
+	}
+	return append(fs, waitedFields(reply.TxID, rc)...)
+}
+
+func newPutManifestCmd(g *globals) *cobra.Command {
+	var (
+		args        api.PutManifestArgs
+		contentHash string
+		chunkSpecs  []string
+		wait        bool
+	)
+	cmd := &cobra.Command{
+		Use:   "put-manifest --bucket B --key K --size S --content-hash H --chunk range:id:size:hash ... [--deleted] [--wait]",
+		Short: "Commit an object manifest at its bucket's owner",
+		Long: `Commit an object manifest; every chunk id must already be allocated in its
+range (the bucket or one of its bands). Hashes are CB58 or 64 hex digits.`,
+		Args: exactArgs(0, "no arguments"),
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if args.Bucket == "" || args.Key == "" || (contentHash == "" && !args.Deleted) {
+				return usageError{errors.New("--bucket, --key and --content-hash are required")}
+			}
+			if contentHash != "" {
+				h, err := parseID(contentHash)
+				if err != nil {
+					return usageError{fmt.Errorf("--content-hash: %w", err)}
+				}
+				args.ContentHash = h
+			}
+			for _, s := range chunkSpecs {
+				c, err := parseChunk(s)
+				if err != nil {
+					return usageError{err}
+				}
+				args.Chunks = append(args.Chunks, c)
+			}
+			r, err := g.router()
+			if err != nil {
+				return err
+			}
+			ctx, cancel := g.apiContext(cmd)
+			defer cancel()
+			reply, err := r.PutManifest(ctx, args)
+			if err != nil {
+				return err
+			}
+			if wait {
+				reply.Receipt, err = r.WaitForReceipt(ctx, reply.TxID)
+			}
+			fs := []field{{"txID", reply.TxID}, {"index", reply.Index}, {"epoch", reply.Epoch}, {"owner", reply.Owner}}
+			if reply.Receipt != nil {
+				fs = append(fs, waitedFields(reply.TxID, reply.Receipt)...)
+			}
+			return errors.Join(err, g.emit(reply, fs))
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&args.Bucket, "bucket", "", "bucket (the manifest's range)")
+	f.StringVar(&args.Key, "key", "", "object key")
+	f.Uint64Var(&args.Size, "size", 0, "object size in bytes")
+	f.StringVar(&contentHash, "content-hash", "", "object content hash")
+	f.StringArrayVar(&chunkSpecs, "chunk", nil, "chunk as range:id:size:hash (repeatable, in order)")
+	f.BoolVar(&args.Deleted, "deleted", false, "write a tombstone")
+	f.BoolVar(&wait, "wait", false, "wait until the transaction is decided")
+	return cmd
+}
+
+// parseChunk reads range:id:size:hash from the right, so a range may itself
+// contain colons.
+func parseChunk(s string) (txs.Chunk, error) {
+	parts := strings.Split(s, ":")
+	if len(parts) < 4 {
+		return txs.Chunk{}, fmt.Errorf("%w, got %q", errChunkSyntax, s)
+	}
+	n := len(parts)
+	rng := strings.Join(parts[:n-3], ":")
+	id, err1 := strconv.ParseUint(parts[n-3], 10, 64)
+	size, err2 := strconv.ParseUint(parts[n-2], 10, 64)
+	hash, err3 := parseID(parts[n-1])
+	if err := errors.Join(err1, err2, err3); err != nil || rng == "" {
+		return txs.Chunk{}, fmt.Errorf("%w, got %q: %v", errChunkSyntax, s, err)
+	}
+	return txs.Chunk{Range: rng, ID: id, Size: size, Hash: hash}, nil
+}
