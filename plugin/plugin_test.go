@@ -99,7 +99,13 @@ func TestOverRPCChainVM(t *testing.T) {
 	require.NoError(client.Initialize(ctx, snowCtx, memdb.New(), []byte(`{}`), nil, nil, nil, nil))
 	t.Cleanup(func() { _ = client.Shutdown(context.Background()) })
 
-	// Opening blocks: one without a context, one that opens epoch 7.
+	handlers, err := client.CreateHandlers(ctx)
+	require.NoError(err)
+	srv := httptest.NewServer(handlers[""])
+	t.Cleanup(srv.Close)
+	// A request before the first epoch is NotReady and makes the chain open
+	// it: one block without a context, one that opens epoch 7.
+	require.Equal(api.CodeNotReady, callErr(t, srv.URL, "getEpoch", api.Empty{}))
 	msg, err := client.WaitForEvent(ctx)
 	require.NoError(err)
 	require.Equal(common.PendingTxs, msg)
@@ -115,10 +121,6 @@ func TestOverRPCChainVM(t *testing.T) {
 	require.NoError(b2.Accept(ctx))
 	require.NoError(client.SetPreference(ctx, b2.ID()))
 
-	handlers, err := client.CreateHandlers(ctx)
-	require.NoError(err)
-	srv := httptest.NewServer(handlers[""])
-	t.Cleanup(srv.Close)
 	var alloc api.AllocateReply
 	call(t, srv.URL, "allocate", api.AllocateArgs{Range: "photos", Count: 3}, &alloc)
 	require.Equal(keys[0].NodeID, alloc.Owner)
@@ -149,6 +151,23 @@ type noTracker struct{}
 
 func (noTracker) TrackProcess(int)   {}
 func (noTracker) UntrackProcess(int) {}
+
+// callErr performs a call that must fail and returns its error code.
+func callErr(t *testing.T, url, method string, params any) int {
+	body, err := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": 1, "method": "schain." + method, "params": params})
+	require.NoError(t, err)
+	resp, err := http.Post(url, "application/json", bytes.NewReader(body))
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	var out struct {
+		Error *struct {
+			Code int `json:"code"`
+		} `json:"error"`
+	}
+	require.NoError(t, json.NewDecoder(resp.Body).Decode(&out))
+	require.NotNil(t, out.Error)
+	return out.Error.Code
+}
 
 func call(t *testing.T, url, method string, params, result any) {
 	body, err := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": 1, "method": "schain." + method, "params": params})

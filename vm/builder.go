@@ -21,6 +21,10 @@ func (vm *VM) BuildBlock(ctx context.Context) (snowman.Block, error) {
 	return vm.build(ctx, nil)
 }
 
+// maxContextlessOpening bounds the empty blocks built without a P-chain
+// context while the chain opens its first epoch.
+const maxContextlessOpening = 4
+
 // BuildBlockWithContext packs pending transactions of the context's epoch.
 func (vm *VM) BuildBlockWithContext(ctx context.Context, bctx *snowblock.Context) (snowman.Block, error) {
 	return vm.build(ctx, bctx)
@@ -35,16 +39,21 @@ func (vm *VM) build(ctx context.Context, bctx *snowblock.Context) (snowman.Block
 	}
 	// Until a block carries an epoch, nodes cannot pin transactions: the
 	// chain opens its first epoch with (at most two) empty blocks.
-	opening := !parent.HasEpoch
+	opening := !parent.HasEpoch && vm.openingWanted
 	if vm.mempool.Len() == 0 && !opening {
 		return nil, ErrNoWork
 	}
 	ts := max(uint64(vm.cfg.Clock().UnixMilli()), parent.Block.Timestamp)
 	height := parent.Block.Height + 1
 	if bctx == nil {
-		if parent.Block.Height > 0 {
+		// Before the proposer VM forks in (one or two blocks after genesis,
+		// depending on the genesis time) blocks come without a context;
+		// they open the chain and carry nothing. A bound keeps a chain
+		// whose proposer VM never activates from building empty blocks
+		// forever.
+		if !opening || parent.Block.Height >= maxContextlessOpening {
 			vm.bootstrapTried = true
-			return nil, fmt.Errorf("%w: only the first block is built without a P-chain context", ErrNoWork)
+			return nil, fmt.Errorf("%w: a block without a P-chain context carries no transactions", ErrNoWork)
 		}
 		return vm.seal(parent, height, ts, false, 0, nil)
 	}

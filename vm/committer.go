@@ -63,7 +63,7 @@ func (vm *VM) AllocateOne(ctx context.Context, entry txs.AllocateEntry) (Submitt
 func (vm *VM) checkOwned(ctx context.Context, ranges []string) error {
 	epoch, ok := vm.CurrentEpoch()
 	if !ok {
-		return fmt.Errorf("%w: no epoch known yet (no block with a P-chain context)", ErrNotReady)
+		return vm.errNoEpoch()
 	}
 	e, err := vm.epochs.Get(ctx, epoch)
 	if err != nil {

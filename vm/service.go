@@ -157,7 +157,7 @@ func (s *Service) GetNode(_ *http.Request, _ *api.Empty, reply *api.NodeReply) e
 func (vm *VM) currentSnapshot(ctx context.Context) (*execute.Epoch, error) {
 	epoch, ok := vm.CurrentEpoch()
 	if !ok {
-		return nil, fmt.Errorf("%w: no epoch known yet (no block with a P-chain context)", ErrNotReady)
+		return nil, vm.errNoEpoch()
 	}
 	e, err := vm.epochs.Get(ctx, epoch)
 	if err != nil {

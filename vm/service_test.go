@@ -50,6 +50,8 @@ func (nw *net) prefer(id ids.ID) {
 // an empty block that opens epoch, accepted everywhere.
 func (nw *net) ready(epoch uint64) {
 	ctx := context.Background()
+	_, err := nw.vms[0].Allocate(ctx, []txs.AllocateEntry{{Range: "opening", Count: 1}})
+	require.ErrorIs(nw.t, err, vm.ErrNotReady, "a request before the first epoch asks for the opening blocks")
 	b1, err := nw.vms[0].BuildBlock(ctx)
 	require.NoError(nw.t, err)
 	require.Empty(nw.t, b1.(*vm.Block).Txs)

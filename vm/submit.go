@@ -31,7 +31,7 @@ func (vm *VM) PutManifest(ctx context.Context, m txs.Manifest) (*txs.Tx, error) 
 func (vm *VM) signOwn(ctx context.Context, build func(txs.Header) txs.Unsigned, ranges []string) (*txs.Tx, error) {
 	epoch, ok := vm.CurrentEpoch()
 	if !ok {
-		return nil, fmt.Errorf("%w: no epoch known yet (no block with a P-chain context)", ErrNotReady)
+		return nil, vm.errNoEpoch()
 	}
 	tx, err := vm.signAt(ctx, epoch, build, ranges)
 	if err != nil {

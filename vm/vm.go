@@ -89,8 +89,12 @@ type VM struct {
 	preferred    ids.ID
 	epoch        uint64 // newest epoch seen in a block context
 	haveEpoch    bool
-	// bootstrapTried stops WaitForEvent from asking for opening blocks the
-	// builder cannot make (no proposer VM context); reset on every accept.
+	// openingWanted is set when a client asked for something that needs
+	// an epoch before the chain has one: only then does the VM ask the engine
+	// for the (empty) opening blocks. bootstrapTried stops WaitForEvent from
+	// asking for opening blocks the builder cannot make (no proposer VM
+	// context); it is reset on every accept.
+	openingWanted  bool
 	bootstrapTried bool
 	nonce          uint64
 
@@ -318,7 +322,18 @@ func (vm *VM) WaitForEvent(ctx context.Context) (common.Message, error) {
 func (vm *VM) needsOpening() bool {
 	vm.mu.Lock()
 	defer vm.mu.Unlock()
-	return !vm.lastAccepted.HasEpoch && !vm.bootstrapTried && len(vm.processing) == 0
+	return vm.openingWanted && !vm.lastAccepted.HasEpoch && !vm.bootstrapTried && len(vm.processing) == 0
+}
+
+// errNoEpoch records that a client is waiting for the first epoch and wakes
+// WaitForEvent so the engine builds the opening blocks; the client retries
+// on NotReady.
+func (vm *VM) errNoEpoch() error {
+	vm.mu.Lock()
+	vm.openingWanted = true
+	vm.mu.Unlock()
+	vm.tracker.wake()
+	return fmt.Errorf("%w: the chain has not opened its first epoch yet (it is doing so now; retry shortly)", ErrNotReady)
 }
 
 // ParseBlock returns the known instance for a known block: the rpcchainvm

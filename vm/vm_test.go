@@ -138,7 +138,9 @@ func TestMultiVM(t *testing.T) {
 	nw := newNet(t, 3)
 	v0 := nw.vms[0]
 
-	_, err := v0.Allocate(ctx, []txs.AllocateEntry{{Range: "r", Count: 1}})
+	_, err := v0.BuildBlock(ctx)
+	require.ErrorIs(err, vm.ErrNoWork, "nothing is built before anyone asks")
+	_, err = v0.Allocate(ctx, []txs.AllocateEntry{{Range: "r", Count: 1}})
 	require.ErrorIs(err, vm.ErrNotReady, "no epoch before any block context")
 	msg, err := v0.WaitForEvent(ctx)
 	require.NoError(err)

@@ -1,0 +1,216 @@
+package main
+
+import (
+	"context"
+	"crypto/sha256"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"time"
+
+	"github.com/ava-labs/avalanchego/ids"
+	"github.com/spf13/cobra"
+
+	"github.com/s-chain/schain/client"
+	"github.com/s-chain/schain/tests/localnet"
+	"github.com/s-chain/schain/txs"
+	"github.com/s-chain/schain/vm/api"
+)
+
+func newDemoCmd(g *globals) *cobra.Command {
+	var buildDir string
+	cmd := &cobra.Command{
+		Use:   "demo",
+		Short: "Exercise the local network: owners, allocations on every node, a manifest read back everywhere",
+		Args:  exactArgs(0, "no arguments"),
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			n, err := localnet.Open(cmd.Context(), filepath.Join(buildDir, "network"), nil)
+			if err != nil {
+				return err
+			}
+			ctx, cancel := context.WithTimeout(cmd.Context(), 3*time.Minute)
+			defer cancel()
+			return runDemo(ctx, g, n)
+		},
+	}
+	cmd.Flags().StringVar(&buildDir, "build-dir", defaultBuildDir(), "directory with the network data")
+	return cmd
+}
+
+func runDemo(ctx context.Context, g *globals, n *localnet.Network) error {
+	w := g.out
+	r, err := client.NewRouter(n.ChainURIsBase(), n.ChainID.String(), client.DefaultRouterConfig())
+	if err != nil {
+		return err
+	}
+	names := map[ids.NodeID]string{}
+	for i, nd := range n.Nodes {
+		names[nd.NodeID] = fmt.Sprintf("node%d", i+1)
+	}
+
+	ep, err := r.GetEpoch(ctx)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(w, "\n== epoch: P-chain height %d, fingerprint %s\n", ep.PChainHeight, ep.Fingerprint)
+	for _, m := range ep.Members {
+		fmt.Fprintf(w, "   %-6s %s weight %d\n", names[m.NodeID], m.NodeID, m.Weight)
+	}
+
+	fmt.Fprintf(w, "\n== owners (HRW over the epoch's validators)\n")
+	owned := map[ids.NodeID]string{}
+	for i := 0; i < 12 || len(owned) < len(n.Nodes); i++ {
+		rk := fmt.Sprintf("demo-bucket-%02d", i)
+		o, err := r.GetOwner(ctx, rk)
+		if err != nil {
+			return err
+		}
+		if i < 12 {
+			fmt.Fprintf(w, "   %-16s -> %s\n", rk, names[o.Owner])
+		}
+		if _, ok := owned[o.Owner]; !ok {
+			owned[o.Owner] = rk
+		}
+		if i > 200 {
+			break
+		}
+	}
+
+	fmt.Fprintf(w, "\n== allocations, each sent to its range's owner and waited for\n")
+	var txIDs []ids.ID
+	for _, nd := range n.Nodes {
+		rk, ok := owned[nd.NodeID]
+		if !ok {
+			continue
+		}
+		began := time.Now()
+		rep, err := r.Allocate(ctx, api.AllocateArgs{Range: rk, Count: 10})
+		if err != nil {
+			return fmt.Errorf("allocate on %s: %w", rk, err)
+		}
+		rc, err := r.WaitForReceipt(ctx, rep.TxID)
+		if err != nil {
+			return err
+		}
+		e := rc.Entries[rep.Index]
+		fmt.Fprintf(w, "   %-16s owner %-6s ids [%d, %d) in block %d, %s\n", rk, names[rep.Owner], e.Base, e.Base+e.Count, rc.Height, time.Since(began).Round(time.Millisecond))
+		txIDs = append(txIDs, rep.TxID)
+	}
+
+	fmt.Fprintf(w, "\n== a manifest on reserved ids, read back from every node\n")
+	bucket := owned[n.Nodes[0].NodeID]
+	rep, err := r.Allocate(ctx, api.AllocateArgs{Range: bucket, Count: 2})
+	if err != nil {
+		return err
+	}
+	rc, err := r.WaitForReceipt(ctx, rep.TxID)
+	if err != nil {
+		return err
+	}
+	base := rc.Entries[rep.Index].Base
+	content := []byte("hello, pinned writer")
+	sum := sha256.Sum256(content)
+	m := api.PutManifestArgs{Bucket: bucket, Key: "greetings/hello.txt", Size: uint64(len(content)), ContentHash: sum,
+		Chunks: []txs.Chunk{{Range: bucket, ID: base, Size: 10, Hash: sha256.Sum256(content[:10])}, {Range: bucket, ID: base + 1, Size: uint64(len(content) - 10), Hash: sha256.Sum256(content[10:])}}}
+	put, err := r.PutManifest(ctx, m)
+	if err != nil {
+		return err
+	}
+	if _, err := r.WaitForReceipt(ctx, put.TxID); err != nil {
+		return err
+	}
+	txIDs = append(txIDs, rep.TxID, put.TxID)
+	for _, c := range r.Clients() {
+		got, err := readManifestEventually(ctx, c, bucket, m.Key)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(w, "   %-6s %s/%s: %d bytes in %d chunks (ids %d, %d)\n", names[nodeOf(ctx, c)], bucket, m.Key, got.Manifest.Size, len(got.Manifest.Chunks), got.Manifest.Chunks[0].ID, got.Manifest.Chunks[1].ID)
+	}
+	unallocated := m
+	unallocated.Key = "greetings/bad.txt"
+	unallocated.Chunks = []txs.Chunk{{Range: bucket, ID: base + 1_000_000, Size: uint64(len(content)), Hash: sum}}
+	bad, err := r.PutManifest(ctx, unallocated)
+	if err == nil {
+		var rc *api.ReceiptReply
+		rc, err = r.WaitForReceipt(ctx, bad.TxID)
+		if rc != nil {
+			err = errors.New(rc.Error)
+		}
+	}
+	fmt.Fprintf(w, "   a manifest on an unallocated id is refused: %v\n", err)
+
+	fmt.Fprintf(w, "\n== a non-owner refuses to write (no fallback writer)\n")
+	for _, c := range r.Clients() {
+		id := nodeOf(ctx, c)
+		if id == n.Nodes[0].NodeID {
+			continue
+		}
+		_, err := c.Allocate(ctx, api.AllocateArgs{Range: bucket, Count: 1})
+		if d, ok := client.IsNotOwner(err); ok {
+			fmt.Fprintf(w, "   %-6s: NotOwner, owner is %s (%s) in epoch %d\n", names[id], names[d.Owner], d.Owner, d.Epoch)
+		} else {
+			fmt.Fprintf(w, "   %-6s: unexpected answer: %v\n", names[id], err)
+		}
+		break
+	}
+
+	fmt.Fprintf(w, "\n== receipts\n")
+	for _, id := range txIDs {
+		rc, err := r.GetReceipt(ctx, id)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(w, "   %s %s at height %d: %d entries\n", id, rc.Status, rc.Height, len(rc.Entries))
+	}
+
+	fmt.Fprintf(w, "\n== nodes agree\n")
+	for _, c := range r.Clients() {
+		info, err := c.GetNode(ctx)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(w, "   %-6s height %d state root %s\n", names[info.NodeID], info.Height, info.StateRoot)
+	}
+	fmt.Fprintf(w, "\nRPC endpoints:\n")
+	for _, nd := range n.Nodes {
+		fmt.Fprintf(w, "   %s\n", n.ChainURI(nd))
+	}
+	fmt.Fprintf(w, "CLI:  export %s=%s\n      schain --rpc %s owner photos\nStop: make stop\n", chainEnv, n.ChainID, joinURIs(n))
+	return nil
+}
+
+func joinURIs(n *localnet.Network) string {
+	s := ""
+	for i, u := range n.ChainURIsBase() {
+		if i > 0 {
+			s += ","
+		}
+		s += u
+	}
+	return s
+}
+
+func nodeOf(ctx context.Context, c *client.Client) ids.NodeID {
+	info, err := c.GetNode(ctx)
+	if err != nil {
+		return ids.EmptyNodeID
+	}
+	return info.NodeID
+}
+
+// readManifestEventually waits until a node has accepted the block holding
+// the manifest (each node accepts on its own schedule).
+func readManifestEventually(ctx context.Context, c *client.Client, bucket, key string) (*api.ManifestReply, error) {
+	for {
+		m, err := c.GetManifest(ctx, bucket, key)
+		if err == nil {
+			return m, nil
+		}
+		select {
+		case <-ctx.Done():
+			return nil, fmt.Errorf("manifest %s/%s never appeared on %s: %w", bucket, key, c.URI(), err)
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}

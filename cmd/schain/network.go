@@ -1,0 +1,218 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/s-chain/schain/client"
+	"github.com/s-chain/schain/tests/localnet"
+)
+
+// buildDirEnv overrides where binaries and network data live.
+const buildDirEnv = "SCHAIN_BUILD_DIR"
+
+func defaultBuildDir() string {
+	if d := os.Getenv(buildDirEnv); d != "" {
+		return d
+	}
+	return "build"
+}
+
+func newNetworkCmd(g *globals) *cobra.Command {
+	var buildDir string
+	cmd := &cobra.Command{
+		Use:   "network",
+		Short: "Run a local S-Chain network (avalanchego nodes on 127.0.0.1)",
+	}
+	cmd.PersistentFlags().StringVar(&buildDir, "build-dir", defaultBuildDir(), "directory with avalanchego, plugins/ and network data (default $"+buildDirEnv+" or ./build)")
+
+	var nodes int
+	var replace bool
+	start := &cobra.Command{
+		Use:   "start",
+		Short: "Start a network of validators with an S-Chain subnet and wait until the chain answers",
+		Long: `Start a network of validators with an S-Chain subnet and wait until the chain
+answers. If a network is already running and healthy it is reused; --replace
+stops it and starts a new one.`,
+		Args: exactArgs(0, "no arguments"),
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			ctx := cmd.Context()
+			root := filepath.Join(buildDir, "network")
+			if n, err := localnet.Open(ctx, root, nil); err == nil {
+				if !replace && chainAnswers(ctx, g, n) {
+					fmt.Fprintf(g.out, "reusing the running network %s\n", n.Dir)
+					return printNetwork(g, n)
+				}
+				fmt.Fprintf(g.out, "stopping the previous network %s\n", n.Dir)
+				if err := localnet.StopAll(ctx, root, nil); err != nil {
+					fmt.Fprintf(g.errOut, "warning: stopping the previous network: %v\n", err)
+				}
+			}
+			cfg := localnet.DefaultConfig(buildDir)
+			cfg.Nodes = nodes
+			cfg.Progress = g.errOut
+			began := time.Now()
+			n, err := localnet.Start(ctx, cfg)
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(g.out, "network up in %s; waiting for the chain to open its first epoch...\n", time.Since(began).Round(time.Second))
+			if err := waitChainReady(ctx, g, n, 3*time.Minute); err != nil {
+				return err
+			}
+			fmt.Fprintf(g.out, "chain ready %s after start\n", time.Since(began).Round(time.Second))
+			return printNetwork(g, n)
+		},
+	}
+	start.Flags().IntVar(&nodes, "nodes", 3, "number of validators (at least 2)")
+	start.Flags().BoolVar(&replace, "replace", false, "stop a running network and start a new one")
+
+	stop := &cobra.Command{
+		Use:   "stop",
+		Short: "Stop the local network and every node process",
+		Args:  exactArgs(0, "no arguments"),
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			err := localnet.StopAll(cmd.Context(), filepath.Join(buildDir, "network"), nil)
+			if errors.Is(err, localnet.ErrNoNetwork) {
+				fmt.Fprintln(g.out, "no local network is running")
+				return nil
+			}
+			if err == nil {
+				fmt.Fprintln(g.out, "network stopped")
+			}
+			return err
+		},
+	}
+
+	status := &cobra.Command{
+		Use:   "status",
+		Short: "Show the local network's endpoints and whether each node answers",
+		Args:  exactArgs(0, "no arguments"),
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			n, err := localnet.Open(cmd.Context(), filepath.Join(buildDir, "network"), nil)
+			if err != nil {
+				return err
+			}
+			if err := printNetwork(g, n); err != nil {
+				return err
+			}
+			for _, nd := range n.Nodes {
+				c, err := client.New(nd.URI, n.ChainID.String(), client.DefaultConfig())
+				if err != nil {
+					return err
+				}
+				ctx, cancel := context.WithTimeout(cmd.Context(), 3*time.Second)
+				info, err := c.GetNode(ctx)
+				cancel()
+				if err != nil {
+					fmt.Fprintf(g.out, "  %s  down (%v)\n", nd.NodeID, err)
+					continue
+				}
+				fmt.Fprintf(g.out, "  %s  up, height %d, state root %s\n", nd.NodeID, info.Height, info.StateRoot)
+			}
+			return nil
+		},
+	}
+	cmd.AddCommand(start, stop, status)
+	return cmd
+}
+
+// chainAnswers reports whether every node's S-Chain endpoint answers.
+func chainAnswers(ctx context.Context, g *globals, n *localnet.Network) bool {
+	for _, nd := range n.Nodes {
+		c, err := client.New(nd.URI, n.ChainID.String(), client.DefaultConfig())
+		if err != nil {
+			return false
+		}
+		cctx, cancel := context.WithTimeout(ctx, 3*time.Second)
+		_, err = c.GetNode(cctx)
+		cancel()
+		if err != nil {
+			return false
+		}
+	}
+	_ = g
+	return true
+}
+
+// waitChainReady polls every node until it answers getEpoch (the chain has
+// opened its first epoch), printing what it waits for.
+func waitChainReady(ctx context.Context, g *globals, n *localnet.Network, limit time.Duration) error {
+	ctx, cancel := context.WithTimeout(ctx, limit)
+	defer cancel()
+	began := time.Now()
+	last := ""
+	for {
+		var waiting []string
+		for _, nd := range n.Nodes {
+			c, err := client.New(nd.URI, n.ChainID.String(), client.DefaultConfig())
+			if err != nil {
+				return err
+			}
+			cctx, ccancel := context.WithTimeout(ctx, 3*time.Second)
+			_, err = c.GetEpoch(cctx)
+			ccancel()
+			if err != nil {
+				waiting = append(waiting, fmt.Sprintf("%s (%s)", short(nd.NodeID.String()), errName(err)))
+			}
+		}
+		if len(waiting) == 0 {
+			return nil
+		}
+		msg := "waiting for " + strings.Join(waiting, ", ")
+		if msg != last || time.Since(began)%(10*time.Second) < 500*time.Millisecond {
+			fmt.Fprintf(g.errOut, "  %s [%s]\n", msg, time.Since(began).Round(time.Second))
+			last = msg
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("chain not ready after %s: %s (node logs: %s/<nodeID>/logs)", limit, msg, n.Dir)
+		case <-time.After(500 * time.Millisecond):
+		}
+	}
+}
+
+func short(s string) string {
+	if len(s) > 14 {
+		return s[:14] + "…"
+	}
+	return s
+}
+
+func printNetwork(g *globals, n *localnet.Network) error {
+	type out struct {
+		Dir      string          `json:"dir"`
+		ChainID  string          `json:"chainID"`
+		SubnetID string          `json:"subnetID"`
+		RPC      []string        `json:"rpc"`
+		Nodes    []localnet.Node `json:"nodes"`
+	}
+	var uris []string
+	for _, nd := range n.Nodes {
+		uris = append(uris, nd.URI)
+	}
+	o := out{Dir: n.Dir, ChainID: n.ChainID.String(), SubnetID: n.SubnetID.String(), RPC: uris, Nodes: n.Nodes}
+	fs := []field{{"network", n.Dir}, {"chainID", n.ChainID}, {"subnetID", n.SubnetID}}
+	for i, nd := range n.Nodes {
+		fs = append(fs, field{fmt.Sprintf("node%d", i+1), fmt.Sprintf("%s %s", nd.NodeID, n.ChainURI(nd))})
+	}
+	fs = append(fs,
+		field{"use it", fmt.Sprintf("export %s=%s; schain --rpc %s owner <range>", chainEnv, n.ChainID, strings.Join(uris, ","))},
+		field{"stop it", "make stop (or schain network stop)"})
+	return g.emit(o, fs)
+}
+
+// errName is a short label for an error while waiting.
+func errName(err error) string {
+	if e, ok := client.AsError(err); ok {
+		return e.Name()
+	}
+	return "unreachable"
+}

@@ -1,0 +1,325 @@
+// Package localnet runs a local S-Chain network: avalanchego nodes on
+// 127.0.0.1 (tmpnet processes), a subnet validated by all of them, and one
+// S-Chain chain on it. `schain network start|stop|status`, `make run` and
+// the e2e tests use it.
+package localnet
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+	"syscall"
+	"time"
+
+	"github.com/ava-labs/avalanchego/config"
+	nodeconfig "github.com/ava-labs/avalanchego/config/node"
+	"github.com/ava-labs/avalanchego/ids"
+	"github.com/ava-labs/avalanchego/tests/fixture/tmpnet"
+	"github.com/ava-labs/avalanchego/utils/logging"
+
+	"github.com/s-chain/schain/vm"
+)
+
+// SubnetName names the S-Chain subnet inside a tmpnet network.
+const SubnetName = "schain"
+
+var (
+	// ErrNoNetwork means no network was started under the root directory.
+	ErrNoNetwork = errors.New("localnet: no network (start one with `schain network start` or `make run`)")
+	// ErrMissingBinary means the node or plugin binary was not built.
+	ErrMissingBinary = errors.New("localnet: binary missing (run `make build`)")
+)
+
+// Config describes a network to start.
+type Config struct {
+	// Nodes is the number of validators (at least 2: a single node runs
+	// without sybil protection and has no validator set).
+	Nodes int
+	// RootDir holds network directories and the pointer to the current one.
+	RootDir string
+	// AvalancheGo is the node binary; PluginDir holds the plugin named by
+	// vm.ID.
+	AvalancheGo string
+	PluginDir   string
+	// Genesis is the S-Chain genesis JSON (defaults to "{}").
+	Genesis []byte
+	// Snow are the subnet's consensus parameters. The default (k=3,
+	// alphaPreference=2, alphaConfidence=2, beta=3 for 3 nodes) keeps
+	// finality live with one node of three down.
+	Snow map[string]any
+	// Progress receives human-readable progress lines.
+	Progress io.Writer
+}
+
+// DefaultConfig starts 3 nodes from the build directory's binaries.
+func DefaultConfig(buildDir string) Config {
+	return Config{
+		Nodes:       3,
+		RootDir:     filepath.Join(buildDir, "network"),
+		AvalancheGo: filepath.Join(buildDir, "avalanchego"),
+		PluginDir:   filepath.Join(buildDir, "plugins"),
+		Progress:    os.Stdout,
+	}
+}
+
+// Node is one running validator as a client needs it.
+type Node struct {
+	NodeID ids.NodeID `json:"nodeID"`
+	URI    string     `json:"uri"`
+	PID    int        `json:"pid"`
+}
+
+// Network is a started network.
+type Network struct {
+	Dir      string `json:"dir"`
+	SubnetID ids.ID `json:"subnetID"`
+	ChainID  ids.ID `json:"chainID"`
+	Nodes    []Node `json:"nodes"`
+	tmp      *tmpnet.Network
+	log      logging.Logger
+}
+
+// ChainURIs are the JSON-RPC endpoints of every node.
+func (n *Network) ChainURIs() []string {
+	out := make([]string, len(n.Nodes))
+	for i, nd := range n.Nodes {
+		out[i] = n.ChainURI(nd)
+	}
+	return out
+}
+
+// ChainURIsBase are the nodes' base URIs (what clients take with a chain ID).
+func (n *Network) ChainURIsBase() []string {
+	out := make([]string, len(n.Nodes))
+	for i, nd := range n.Nodes {
+		out[i] = nd.URI
+	}
+	return out
+}
+
+// ChainURI is a node's S-Chain JSON-RPC endpoint.
+func (n *Network) ChainURI(nd Node) string { return nd.URI + "/ext/bc/" + n.ChainID.String() }
+
+func (c Config) verify() error {
+	if c.Nodes < 2 {
+		return fmt.Errorf("localnet: %d nodes: at least 2 are needed (one node runs without a validator set)", c.Nodes)
+	}
+	for _, p := range []string{c.AvalancheGo, filepath.Join(c.PluginDir, vm.ID.String())} {
+		if _, err := os.Stat(p); err != nil {
+			return fmt.Errorf("%w: %s", ErrMissingBinary, p)
+		}
+	}
+	return nil
+}
+
+func logger(w io.Writer) logging.Logger {
+	if w == nil {
+		w = io.Discard
+	}
+	return logging.NewLogger("", logging.NewWrappedCore(logging.Info, nopCloser{w}, logging.Plain.ConsoleEncoder()))
+}
+
+type nopCloser struct{ io.Writer }
+
+func (nopCloser) Close() error { return nil }
+
+// Start creates and bootstraps a new network under cfg.RootDir and waits
+// until every node is healthy. On failure it stops what it started.
+func Start(ctx context.Context, cfg Config) (*Network, error) {
+	if err := cfg.verify(); err != nil {
+		return nil, err
+	}
+	if err := os.MkdirAll(cfg.RootDir, 0o755); err != nil {
+		return nil, err
+	}
+	absAvago, err := filepath.Abs(cfg.AvalancheGo)
+	if err != nil {
+		return nil, err
+	}
+	absPlugins, err := filepath.Abs(cfg.PluginDir)
+	if err != nil {
+		return nil, err
+	}
+	snow := cfg.Snow
+	if snow == nil {
+		snow = map[string]any{"k": cfg.Nodes, "alphaPreference": cfg.Nodes/2 + 1, "alphaConfidence": cfg.Nodes/2 + 1, "beta": 3, "concurrentRepolls": 1}
+	}
+	genesis := cfg.Genesis
+	if len(genesis) == 0 {
+		// The chain starts now: with a genesis time after the proposer VM's
+		// fork, the chain reaches blocks with a P-chain context one block
+		// sooner.
+		genesis = []byte(fmt.Sprintf(`{"timestamp": %d}`, time.Now().UnixMilli()))
+	}
+	log := logger(cfg.Progress)
+	nodes := tmpnet.NewNodesOrPanic(cfg.Nodes)
+	flags := tmpnet.DefaultTmpnetFlags()
+	flags[config.FdLimitKey] = "8192"
+	flags[config.ProposerVMUseCurrentHeightKey] = "true"
+	flags[config.ProposerVMMinBlockDelayKey] = "0s"
+	flags[config.LogLevelKey] = "info"
+	tn := &tmpnet.Network{
+		Owner:        "schain",
+		DefaultFlags: flags,
+		DefaultRuntimeConfig: tmpnet.NodeRuntimeConfig{Process: &tmpnet.ProcessRuntimeConfig{
+			AvalancheGoPath: absAvago, PluginDir: absPlugins, ReuseDynamicPorts: true,
+		}},
+		Nodes: nodes,
+		Subnets: []*tmpnet.Subnet{{
+			Name:   SubnetName,
+			Config: tmpnet.ConfigMap{"snowParameters": snow},
+			Chains: []*tmpnet.Chain{{
+				VMID: vm.ID, Genesis: genesis, VersionArgs: []string{"version-json"},
+			}},
+			ValidatorIDs: tmpnet.NodesToIDs(nodes...),
+		}},
+	}
+	fmt.Fprintf(progress(cfg), "starting %d avalanchego nodes on 127.0.0.1 with an S-Chain subnet (about 20 s)...\n", cfg.Nodes)
+	if err := tmpnet.BootstrapNewNetwork(ctx, log, tn, cfg.RootDir); err != nil {
+		if tn.Dir != "" {
+			_ = tn.Stop(context.Background())
+		}
+		return nil, fmt.Errorf("bootstrapping the network: %w", err)
+	}
+	n, err := describe(ctx, tn, log)
+	if err != nil {
+		_ = tn.Stop(context.Background())
+		return nil, err
+	}
+	if err := writeCurrent(cfg.RootDir, n.Dir); err != nil {
+		_ = tn.Stop(context.Background())
+		return nil, err
+	}
+	return n, nil
+}
+
+func progress(cfg Config) io.Writer {
+	if cfg.Progress == nil {
+		return io.Discard
+	}
+	return cfg.Progress
+}
+
+// Open reads the current network of rootDir.
+func Open(ctx context.Context, rootDir string, progress io.Writer) (*Network, error) {
+	b, err := os.ReadFile(filepath.Join(rootDir, "current"))
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, ErrNoNetwork
+	}
+	if err != nil {
+		return nil, err
+	}
+	log := logger(progress)
+	tn, err := tmpnet.ReadNetwork(ctx, log, string(b))
+	if err != nil {
+		return nil, fmt.Errorf("reading network %s: %w", b, err)
+	}
+	return describe(ctx, tn, log)
+}
+
+func writeCurrent(rootDir, dir string) error {
+	return os.WriteFile(filepath.Join(rootDir, "current"), []byte(dir), 0o644)
+}
+
+func describe(_ context.Context, tn *tmpnet.Network, log logging.Logger) (*Network, error) {
+	s := tn.GetSubnet(SubnetName)
+	if s == nil || len(s.Chains) == 0 {
+		return nil, fmt.Errorf("localnet: network %s has no %q subnet", tn.Dir, SubnetName)
+	}
+	n := &Network{Dir: tn.Dir, SubnetID: s.SubnetID, ChainID: s.Chains[0].ChainID, tmp: tn, log: log}
+	for _, nd := range tn.Nodes {
+		pc, _ := readProcess(nd)
+		n.Nodes = append(n.Nodes, Node{NodeID: nd.NodeID, URI: nd.URI, PID: pc.PID})
+	}
+	// A stable order, so "node1" means the same node in every command.
+	slices.SortFunc(n.Nodes, func(a, b Node) int { return a.NodeID.Compare(b.NodeID) })
+	return n, nil
+}
+
+func readProcess(nd *tmpnet.Node) (nodeconfig.ProcessContext, error) {
+	var pc nodeconfig.ProcessContext
+	b, err := os.ReadFile(filepath.Join(nd.DataDir, config.DefaultProcessContextFilename))
+	if err != nil {
+		return pc, err
+	}
+	return pc, json.Unmarshal(b, &pc)
+}
+
+// Stop stops every node and waits for the processes to exit.
+func (n *Network) Stop(ctx context.Context) error { return n.tmp.Stop(ctx) }
+
+// StopAll stops the current network of rootDir, if any.
+func StopAll(ctx context.Context, rootDir string, progress io.Writer) error {
+	n, err := Open(ctx, rootDir, progress)
+	if err != nil {
+		return err
+	}
+	if err := n.Stop(ctx); err != nil {
+		return err
+	}
+	return os.Remove(filepath.Join(rootDir, "current"))
+}
+
+func (n *Network) node(id ids.NodeID) (*tmpnet.Node, error) { return n.tmp.GetNode(id) }
+
+// StopNode stops one node gracefully and waits until it exited.
+func (n *Network) StopNode(ctx context.Context, id ids.NodeID) error {
+	nd, err := n.node(id)
+	if err != nil {
+		return err
+	}
+	return nd.Stop(ctx)
+}
+
+// KillNode sends SIGKILL to one node (a crash, not a shutdown) and waits
+// until the process is gone.
+func (n *Network) KillNode(ctx context.Context, id ids.NodeID) error {
+	nd, err := n.node(id)
+	if err != nil {
+		return err
+	}
+	pc, err := readProcess(nd)
+	if err != nil {
+		return fmt.Errorf("finding the process of %s: %w", id, err)
+	}
+	if err := syscall.Kill(pc.PID, syscall.SIGKILL); err != nil {
+		return fmt.Errorf("killing %s (pid %d): %w", id, pc.PID, err)
+	}
+	for {
+		if err := syscall.Kill(pc.PID, 0); errors.Is(err, syscall.ESRCH) {
+			_ = os.Remove(filepath.Join(nd.DataDir, config.DefaultProcessContextFilename))
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("waiting for %s (pid %d) to die: %w", id, pc.PID, ctx.Err())
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+}
+
+// StartNode (re)starts a stopped or killed node and waits until healthy.
+func (n *Network) StartNode(ctx context.Context, id ids.NodeID) error {
+	nd, err := n.node(id)
+	if err != nil {
+		return err
+	}
+	if err := n.tmp.StartNode(ctx, nd); err != nil {
+		return err
+	}
+	if err := nd.WaitForHealthy(ctx); err != nil {
+		return err
+	}
+	pc, _ := readProcess(nd)
+	for i := range n.Nodes {
+		if n.Nodes[i].NodeID == id {
+			n.Nodes[i].URI, n.Nodes[i].PID = nd.URI, pc.PID
+		}
+	}
+	return nil
+}
