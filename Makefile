@@ -11,7 +11,7 @@ PLUGIN := build/plugins/$(VMID)
 SCHAIN := build/schain
 GO_SOURCES := $(shell find . -name '*.go' -not -path './build/*' -not -name '*_test.go') go.mod go.sum
 
-.PHONY: all build test unit kat32 lint fmt vet staticcheck bench fuzz run stop clean weed
+.PHONY: all build test unit kat32 e2e lint fmt vet staticcheck bench fuzz run stop clean weed
 
 all: build
 
@@ -33,14 +33,18 @@ $(PLUGIN): $(GO_SOURCES)
 $(SCHAIN): $(GO_SOURCES)
 	$(GO) build -o $@ ./cmd/schain
 
-## test: everything CI runs (lint, unit tests with the race detector, 32-bit known answers)
-test: lint unit kat32
+## test: everything CI runs (lint, unit tests with the race detector, 32-bit known answers, e2e on a real network)
+test: lint unit kat32 e2e
 
 unit:
 	$(GO) test -race -count=1 -timeout 20m $(PKGS)
 
 kat32:
 	./scripts/kat32.sh
+
+## e2e: end-to-end tests on a local 3-node network they start and always stop (logs of a failed run stay under build/e2e)
+e2e: $(NODE) $(PLUGIN)
+	$(GO) test -tags e2e -count=1 -timeout 30m -v ./tests/e2e/
 
 lint: fmt vet staticcheck
 

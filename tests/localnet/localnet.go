@@ -10,9 +10,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/url"
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
+	"strings"
 	"syscall"
 	"time"
 
@@ -291,7 +294,7 @@ func (n *Network) KillNode(ctx context.Context, id ids.NodeID) error {
 		return fmt.Errorf("killing %s (pid %d): %w", id, pc.PID, err)
 	}
 	for {
-		if err := syscall.Kill(pc.PID, 0); errors.Is(err, syscall.ESRCH) {
+		if gone(pc.PID) {
 			_ = os.Remove(filepath.Join(nd.DataDir, config.DefaultProcessContextFilename))
 			return nil
 		}
@@ -303,11 +306,44 @@ func (n *Network) KillNode(ctx context.Context, id ids.NodeID) error {
 	}
 }
 
+// gone reports whether pid has exited. A node started by this process is
+// its child: it stays a zombie (and looks alive to signal 0) until reaped,
+// so reap it here.
+func gone(pid int) bool {
+	var ws syscall.WaitStatus
+	wpid, err := syscall.Wait4(pid, &ws, syscall.WNOHANG, nil)
+	switch {
+	case wpid == pid:
+		return true
+	case errors.Is(err, syscall.ECHILD):
+		// Not our child (started by another `schain` process): init reaps it.
+		if err := syscall.Kill(pid, 0); errors.Is(err, syscall.ESRCH) {
+			return true
+		}
+		stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+		return err != nil || strings.Contains(string(stat), ") Z ")
+	}
+	return false
+}
+
 // StartNode (re)starts a stopped or killed node and waits until healthy.
 func (n *Network) StartNode(ctx context.Context, id ids.NodeID) error {
 	nd, err := n.node(id)
 	if err != nil {
 		return err
+	}
+	// Keep the node's ports across restarts, so clients and peers that knew
+	// it find it again.
+	for _, known := range n.Nodes {
+		if known.NodeID != id {
+			continue
+		}
+		if u, err := url.Parse(known.URI); err == nil && u.Port() != "" {
+			nd.Flags[config.HTTPPortKey] = u.Port()
+		}
+	}
+	if nd.StakingAddress.IsValid() {
+		nd.Flags[config.StakingPortKey] = strconv.Itoa(int(nd.StakingAddress.Port()))
 	}
 	if err := n.tmp.StartNode(ctx, nd); err != nil {
 		return err

@@ -1,0 +1,443 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"fmt"
+	"io"
+	"net/http"
+	"sort"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/ava-labs/avalanchego/ids"
+	"github.com/stretchr/testify/require"
+
+	"github.com/s-chain/schain/client"
+	"github.com/s-chain/schain/tests/localnet"
+	"github.com/s-chain/schain/txs"
+	"github.com/s-chain/schain/vm/api"
+)
+
+// ownedRanges finds n ranges with prefix owned by each node.
+func ownedRanges(ctx context.Context, t *testing.T, r *client.Router, prefix string, n int) map[ids.NodeID][]string {
+	out := map[ids.NodeID][]string{}
+	for i := 0; ; i++ {
+		done := true
+		for _, nd := range network.Nodes {
+			if len(out[nd.NodeID]) < n {
+				done = false
+			}
+		}
+		if done {
+			return out
+		}
+		require.Less(t, i, 10_000, "HRW never gave every node a range")
+		rk := fmt.Sprintf("%s-%04d", prefix, i)
+		o, err := r.GetOwner(ctx, rk)
+		require.NoError(t, err)
+		if len(out[o.Owner]) < n {
+			out[o.Owner] = append(out[o.Owner], rk)
+		}
+	}
+}
+
+// agree waits until every node reports the same last accepted height and
+// state root, and returns them.
+func agree(ctx context.Context, t *testing.T) (uint64, ids.ID) {
+	var height uint64
+	var root ids.ID
+	require.NoError(t, poll(ctx, func() error {
+		var seen []string
+		for _, nd := range network.Nodes {
+			info, err := nodeClient(t, nd).GetNode(ctx)
+			if err != nil {
+				return err
+			}
+			height, root = info.Height, info.StateRoot
+			seen = append(seen, fmt.Sprintf("%d/%s", info.Height, info.StateRoot))
+		}
+		for _, s := range seen[1:] {
+			if s != seen[0] {
+				return fmt.Errorf("nodes differ: %v", seen)
+			}
+		}
+		return nil
+	}))
+	return height, root
+}
+
+func TestA_RoutingAndAgreement(t *testing.T) {
+	require := require.New(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	r := router(t)
+	owned := ownedRanges(ctx, t, r, "route", 1)
+	for owner, rs := range owned {
+		rep, err := r.Allocate(ctx, api.AllocateArgs{Range: rs[0], Count: 7})
+		require.NoError(err)
+		require.Equal(owner, rep.Owner, "routed to the owner")
+		rc, err := r.WaitForReceipt(ctx, rep.TxID)
+		require.NoError(err)
+		require.Equal(api.StatusAccepted, rc.Status)
+		require.Equal(uint64(7), rc.Entries[rep.Index].Count)
+	}
+	agree(ctx, t)
+	for _, rs := range owned {
+		for _, nd := range network.Nodes {
+			a, err := nodeClient(t, nd).GetAllocation(ctx, rs[0])
+			require.NoError(err)
+			require.Equal(uint64(7), a.Next, "node %s", nd.NodeID)
+		}
+	}
+	// A non-owner refuses and names the owner.
+	for owner, rs := range owned {
+		for _, nd := range network.Nodes {
+			if nd.NodeID == owner {
+				continue
+			}
+			_, err := nodeClient(t, nd).Allocate(ctx, api.AllocateArgs{Range: rs[0], Count: 1})
+			d, ok := client.IsNotOwner(err)
+			require.True(ok, "want NotOwner from %s, got %v", nd.NodeID, err)
+			require.Equal(owner, d.Owner)
+			break
+		}
+	}
+}
+
+func TestB_ConcurrentLoad(t *testing.T) {
+	require := require.New(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	const clients, perClient, ranges = 8, 500, 64
+	r := router(t)
+	type sub struct {
+		txID  ids.ID
+		index int
+		rk    string
+		count uint64
+	}
+	subs := make([][]sub, clients)
+	var wg sync.WaitGroup
+	errs := make(chan error, clients)
+	began := time.Now()
+	for c := 0; c < clients; c++ {
+		wg.Add(1)
+		go func(c int) {
+			defer wg.Done()
+			for i := 0; i < perClient; i++ {
+				rk := fmt.Sprintf("load-%02d", (c*perClient+i)%ranges)
+				count := uint64(1 + (i % 3))
+				rep, err := r.Allocate(ctx, api.AllocateArgs{Range: rk, Count: count})
+				if err != nil {
+					errs <- fmt.Errorf("client %d request %d: %w", c, i, err)
+					return
+				}
+				subs[c] = append(subs[c], sub{rep.TxID, rep.Index, rk, count})
+			}
+		}(c)
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		require.NoError(err)
+	}
+	submitted := time.Since(began)
+	receipts := map[ids.ID]*api.ReceiptReply{}
+	type iv struct{ lo, hi uint64 }
+	byRange := map[string][]iv{}
+	want := map[string]uint64{}
+	for _, cs := range subs {
+		for _, s := range cs {
+			rc, ok := receipts[s.txID]
+			if !ok {
+				var err error
+				rc, err = r.WaitForReceipt(ctx, s.txID)
+				require.NoError(err)
+				require.Equal(api.StatusAccepted, rc.Status, "tx %s: %s", s.txID, rc.Error)
+				receipts[s.txID] = rc
+			}
+			e := rc.Entries[s.index]
+			require.Equal(s.rk, e.Range)
+			require.Equal(s.count, e.Count)
+			byRange[s.rk] = append(byRange[s.rk], iv{e.Base, e.Base + e.Count})
+			want[s.rk] += s.count
+		}
+	}
+	t.Logf("%d allocations in %d txs: submitted in %s, all accepted after %s", clients*perClient, len(receipts), submitted, time.Since(began))
+	for rk, ivs := range byRange {
+		sort.Slice(ivs, func(i, j int) bool { return ivs[i].lo < ivs[j].lo })
+		for i := 1; i < len(ivs); i++ {
+			require.LessOrEqual(ivs[i-1].hi, ivs[i].lo, "overlapping ids in %s", rk)
+		}
+		a, err := r.GetAllocation(ctx, rk)
+		require.NoError(err)
+		require.Equal(want[rk], a.Next, "range %s: counter equals the sum of counts", rk)
+	}
+	agree(ctx, t)
+}
+
+func TestC_Manifests(t *testing.T) {
+	require := require.New(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	r := router(t)
+	bucket := ownedRanges(ctx, t, r, "objects", 1)[network.Nodes[1].NodeID][0]
+	rep, err := r.Allocate(ctx, api.AllocateArgs{Range: bucket, Count: 2})
+	require.NoError(err)
+	rc, err := r.WaitForReceipt(ctx, rep.TxID)
+	require.NoError(err)
+	base := rc.Entries[rep.Index].Base
+	body := []byte("0123456789abcdefghij")
+	m := api.PutManifestArgs{Bucket: bucket, Key: "dir/file.bin", Size: 20, ContentHash: sha256.Sum256(body),
+		Chunks: []txs.Chunk{{Range: bucket, ID: base, Size: 10}, {Range: bucket, ID: base + 1, Size: 10}}}
+	put, err := r.PutManifest(ctx, m)
+	require.NoError(err)
+	prc, err := r.WaitForReceipt(ctx, put.TxID)
+	require.NoError(err)
+	require.Equal(api.StatusAccepted, prc.Status)
+	for _, nd := range network.Nodes {
+		c := nodeClient(t, nd)
+		require.NoError(poll(ctx, func() error { _, err := c.GetManifest(ctx, bucket, m.Key); return err }))
+		got, err := c.GetManifest(ctx, bucket, m.Key)
+		require.NoError(err)
+		require.Equal(m.Chunks, got.Manifest.Chunks)
+	}
+	bad := m
+	bad.Key = "dir/bad.bin"
+	bad.Chunks = []txs.Chunk{{Range: bucket, ID: base + 50_000, Size: 20}}
+	bput, err := r.PutManifest(ctx, bad)
+	require.NoError(err)
+	brc, err := r.WaitForReceipt(ctx, bput.TxID)
+	require.ErrorIs(err, client.ErrTxRejected)
+	require.NotNil(brc)
+	require.Equal(api.StatusRejected, brc.Status)
+	require.Contains(brc.Error, "never allocated")
+	_, err = r.GetManifest(ctx, bucket, bad.Key)
+	require.Error(err)
+}
+
+func TestD_BadInput(t *testing.T) {
+	require := require.New(t)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	endpoint := network.ChainURI(network.Nodes[0])
+	post := func(body string) (int, string) {
+		req, err := http.NewRequestWithContext(ctx, http.MethodPost, endpoint, strings.NewReader(body))
+		require.NoError(err)
+		req.Header.Set("Content-Type", "application/json")
+		resp, err := http.DefaultClient.Do(req)
+		require.NoError(err)
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(b)
+	}
+	for name, body := range map[string]string{
+		"wrong types":    `{"jsonrpc":"2.0","id":1,"method":"schain.allocate","params":{"range":5,"count":"x"}}`,
+		"huge count":     `{"jsonrpc":"2.0","id":1,"method":"schain.allocate","params":{"range":"r","count":18446744073709551615}}`,
+		"negative count": `{"jsonrpc":"2.0","id":1,"method":"schain.allocate","params":{"range":"r","count":-1}}`,
+		"unknown method": `{"jsonrpc":"2.0","id":1,"method":"schain.launchMissiles","params":{}}`,
+		"not json":       `{"jsonrpc":"2.0","id":1,"method":`,
+		"bad range":      `{"jsonrpc":"2.0","id":1,"method":"schain.getAllocation","params":{"range":"a b"}}`,
+	} {
+		_, out := post(body)
+		require.Contains(out, `"error"`, name)
+		require.NotContains(out, `"result"`, name)
+	}
+	// Still serving.
+	var buf bytes.Buffer
+	buf.WriteString(`{"jsonrpc":"2.0","id":1,"method":"schain.getNode","params":{}}`)
+	code, out := post(buf.String())
+	require.Equal(http.StatusOK, code)
+	require.Contains(out, `"result"`)
+	_, err := nodeClient(t, network.Nodes[0]).GetNode(ctx)
+	require.NoError(err)
+}
+
+// TestE_EpochBoundary runs load while the P-chain height changes and an
+// ACP-181 epoch boundary passes: ownership re-pins, and every request still
+// ends accepted exactly once (through a re-signed replacement if its first
+// transaction was pinned to the old epoch).
+func TestE_EpochBoundary(t *testing.T) {
+	require := require.New(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	defer cancel()
+	r := router(t)
+	before, err := r.GetEpoch(ctx)
+	require.NoError(err)
+	require.NoError(network.AdvancePChain(ctx))
+
+	type sub struct {
+		txID  ids.ID
+		index int
+		rk    string
+	}
+	var (
+		mu   sync.Mutex
+		subs []sub
+		wg   sync.WaitGroup
+	)
+	loadCtx, stopLoad := context.WithCancel(ctx)
+	for w := 0; w < 4; w++ {
+		wg.Add(1)
+		go func(w int) {
+			defer wg.Done()
+			for i := 0; loadCtx.Err() == nil; i++ {
+				rk := fmt.Sprintf("epoch-%02d", (w*7+i)%16)
+				rep, err := r.Allocate(loadCtx, api.AllocateArgs{Range: rk, Count: 1})
+				if err != nil {
+					continue // NotOwner/NotReady around the boundary are retried by the router; cancellation ends the loop
+				}
+				mu.Lock()
+				subs = append(subs, sub{rep.TxID, rep.Index, rk})
+				mu.Unlock()
+			}
+		}(w)
+	}
+	var after *api.EpochReply
+	err = poll(ctx, func() error {
+		after, err = r.GetEpoch(ctx)
+		if err != nil {
+			return err
+		}
+		if after.PChainHeight <= before.PChainHeight {
+			return fmt.Errorf("epoch still %d", after.PChainHeight)
+		}
+		return nil
+	})
+	stopLoad()
+	wg.Wait()
+	require.NoError(err, "the epoch never moved past P-chain height %d", before.PChainHeight)
+	t.Logf("epoch %d -> %d, %d allocations during the run", before.PChainHeight, after.PChainHeight, len(subs))
+	require.NotEmpty(subs)
+
+	type iv struct{ lo, hi uint64 }
+	byRange := map[string][]iv{}
+	repinned := 0
+	for _, s := range subs {
+		first, err := r.GetReceipt(ctx, s.txID)
+		require.NoError(err)
+		if first.ReplacedBy != nil {
+			repinned++
+		}
+		rc, err := r.WaitForReceipt(ctx, s.txID)
+		require.NoError(err, "request in %s lost", s.rk)
+		require.Equal(api.StatusAccepted, rc.Status)
+		e := rc.Entries[s.index]
+		byRange[s.rk] = append(byRange[s.rk], iv{e.Base, e.Base + e.Count})
+	}
+	t.Logf("%d requests were re-pinned to the new epoch", repinned)
+	for rk, ivs := range byRange {
+		sort.Slice(ivs, func(i, j int) bool { return ivs[i].lo < ivs[j].lo })
+		for i := 1; i < len(ivs); i++ {
+			require.LessOrEqual(ivs[i-1].hi, ivs[i].lo, "overlapping ids in %s", rk)
+		}
+	}
+	agree(ctx, t)
+}
+
+func TestY_StopRestart(t *testing.T) {
+	require := require.New(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	defer cancel()
+	r := router(t)
+	victim := network.Nodes[2]
+	owned := ownedRanges(ctx, t, r, "restart", 1)
+	require.NoError(network.StopNode(ctx, victim.NodeID))
+	// The others keep allocating their own ranges.
+	var live string
+	for owner, rs := range owned {
+		if owner != victim.NodeID {
+			live = rs[0]
+			break
+		}
+	}
+	rep, err := r.Allocate(ctx, api.AllocateArgs{Range: live, Count: 3})
+	require.NoError(err)
+	rc, err := r.WaitForReceipt(ctx, rep.TxID)
+	require.NoError(err)
+	require.Equal(api.StatusAccepted, rc.Status)
+	require.NoError(network.StartNode(ctx, victim.NodeID))
+	height, _ := agree(ctx, t)
+	require.Greater(height, rc.Height-1)
+	a, err := nodeClient(t, nodeByID(victim.NodeID)).GetAllocation(ctx, live)
+	require.NoError(err)
+	require.Equal(rc.Entries[rep.Index].Base+3, a.Next, "the restarted node caught up")
+	// Its own ranges continue from the committed counter.
+	mine := owned[victim.NodeID][0]
+	before, err := r.GetAllocation(ctx, mine)
+	require.NoError(err)
+	rep, err = r.Allocate(ctx, api.AllocateArgs{Range: mine, Count: 2})
+	require.NoError(err)
+	rc, err = r.WaitForReceipt(ctx, rep.TxID)
+	require.NoError(err)
+	require.Equal(before.Next, rc.Entries[rep.Index].Base, "nothing reissued")
+}
+
+func TestZ_KillOwner(t *testing.T) {
+	require := require.New(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	r := router(t)
+	victim := network.Nodes[0]
+	owned := ownedRanges(ctx, t, r, "kill", 2)
+	dead := owned[victim.NodeID][0]
+	rep, err := r.Allocate(ctx, api.AllocateArgs{Range: dead, Count: 5})
+	require.NoError(err)
+	_, err = r.WaitForReceipt(ctx, rep.TxID)
+	require.NoError(err)
+	committed, err := r.GetAllocation(ctx, dead)
+	require.NoError(err)
+
+	require.NoError(network.KillNode(ctx, victim.NodeID))
+	// Ranges of live owners keep allocating.
+	for owner, rs := range owned {
+		if owner == victim.NodeID {
+			continue
+		}
+		rep, err := r.Allocate(ctx, api.AllocateArgs{Range: rs[1], Count: 1})
+		require.NoError(err)
+		rc, err := r.WaitForReceipt(ctx, rep.TxID)
+		require.NoError(err)
+		require.Equal(api.StatusAccepted, rc.Status)
+	}
+	// The dead owner's range fails fast and clearly: no hang, no other writer.
+	short, cancelShort := context.WithTimeout(ctx, 15*time.Second)
+	began := time.Now()
+	_, err = r.Allocate(short, api.AllocateArgs{Range: dead, Count: 1})
+	cancelShort()
+	require.Error(err)
+	require.Less(time.Since(began), 20*time.Second)
+	t.Logf("allocate on the dead owner's range: %v", err)
+	for _, nd := range network.Nodes[1:] {
+		_, err := nodeClient(t, nd).Allocate(ctx, api.AllocateArgs{Range: dead, Count: 1})
+		d, ok := client.IsNotOwner(err)
+		require.True(ok, "a live node must refuse, not write: %v", err)
+		require.Equal(victim.NodeID, d.Owner)
+	}
+	a, err := nodeClient(t, network.Nodes[1]).GetAllocation(ctx, dead)
+	require.NoError(err)
+	require.Equal(committed.Next, a.Next, "nobody wrote the dead owner's range")
+
+	require.NoError(network.StartNode(ctx, victim.NodeID))
+	agree(ctx, t)
+	rep, err = router(t).Allocate(ctx, api.AllocateArgs{Range: dead, Count: 1})
+	require.NoError(err)
+	rc, err := router(t).WaitForReceipt(ctx, rep.TxID)
+	require.NoError(err)
+	require.Equal(committed.Next, rc.Entries[rep.Index].Base, "resumes from the committed counter")
+}
+
+func nodeByID(id ids.NodeID) localnet.Node {
+	for _, nd := range network.Nodes {
+		if nd.NodeID == id {
+			return nd
+		}
+	}
+	return localnet.Node{}
+}
