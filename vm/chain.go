@@ -240,7 +240,11 @@ func (vm *VM) reject(b *Block) error {
 	}
 	b.rejected, b.layer = true, nil
 	delete(vm.processing, b.ID())
+	accepted := vm.state.Accepted()
 	for _, tx := range b.Txs {
+		if _, err := accepted.Receipt(tx.ID()); err == nil {
+			continue // a competing block already committed it
+		}
 		_ = vm.mempool.Add(tx) // back to the pool; if full, the owner re-submits
 	}
 	return nil
