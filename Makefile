@@ -70,10 +70,11 @@ FUZZTIME ?= 20s
 fuzz:
 	$(GO) test -run '^$$' -fuzz FuzzParse -fuzztime $(FUZZTIME) ./txs/
 
-## run: a local 3-node S-Chain network on 127.0.0.1 (reused if already up), then a demo
+## run: a local 3-node S-Chain network on 127.0.0.1 (reused if already up), a demo, and a short shadow run against an embedded legacy raft allocator
 run: build
 	$(SCHAIN) network start
 	$(SCHAIN) demo
+	$(SCHAIN) shadow run --requests 400 --gate-requests 200 --gate-duration 2s
 
 ## stop: stop the local network and every node process
 stop:

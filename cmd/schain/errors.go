@@ -59,6 +59,9 @@ func describe(err error, g *globals) failure {
 		f.Line = notOwnerLine(err, g)
 	case f.Code != 0:
 		f.Line, f.ExitCode = apiErrorLine(err, f)
+	case errors.Is(err, errGateClosed):
+		f.Name, f.ExitCode = "not_ready_for_cutover", exitNotReady
+		f.Line = "shadow: the cutover gate is not READY (see summary.txt and report.json for the evidence)"
 	case errors.Is(err, errSomeNodesFailed):
 		f.Name, f.ExitCode = "unavailable", exitUnavailable
 		f.Line = fmt.Sprintf("unavailable: %v (see the error lines above)", err)

@@ -74,7 +74,7 @@ full, unreachable, timed out).`,
 	root.AddCommand(
 		newAllocateCmd(g), newPutManifestCmd(g),
 		newReceiptCmd(g), newOwnerCmd(g), newEpochCmd(g), newAllocCmd(g), newManifestCmd(g), newNodeCmd(g),
-		newLegacyCmd(g), newNetworkCmd(g), newDemoCmd(g),
+		newLegacyCmd(g), newNetworkCmd(g), newDemoCmd(g), newShadowCmd(g),
 	)
 	return root
 }
