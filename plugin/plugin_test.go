@@ -21,6 +21,7 @@ import (
 	"github.com/ava-labs/avalanchego/snow/validators"
 	"github.com/ava-labs/avalanchego/snow/validators/validatorstest"
 	"github.com/ava-labs/avalanchego/utils/logging"
+	"github.com/ava-labs/avalanchego/utils/set"
 	"github.com/ava-labs/avalanchego/version"
 	"github.com/ava-labs/avalanchego/vms/platformvm/warp"
 	"github.com/ava-labs/avalanchego/vms/rpcchainvm"
@@ -96,7 +97,7 @@ func TestOverRPCChainVM(t *testing.T) {
 			}, nil
 		},
 	}
-	require.NoError(client.Initialize(ctx, snowCtx, memdb.New(), []byte(`{}`), nil, nil, nil, nil))
+	require.NoError(client.Initialize(ctx, snowCtx, memdb.New(), []byte(`{}`), nil, nil, nil, noSender{}))
 	t.Cleanup(func() { _ = client.Shutdown(context.Background()) })
 
 	handlers, err := client.CreateHandlers(ctx)
@@ -145,6 +146,16 @@ func TestOverRPCChainVM(t *testing.T) {
 	require.NoError(err)
 	require.Equal(b3.ID(), last)
 }
+
+// noSender stands in for the node's network: this node has no peers.
+type noSender struct{}
+
+func (noSender) SendAppRequest(context.Context, set.Set[ids.NodeID], uint32, []byte) error {
+	return nil
+}
+func (noSender) SendAppResponse(context.Context, ids.NodeID, uint32, []byte) error     { return nil }
+func (noSender) SendAppError(context.Context, ids.NodeID, uint32, int32, string) error { return nil }
+func (noSender) SendAppGossip(context.Context, common.SendConfig, []byte) error        { return nil }
 
 // noTracker stands in for the node's process tracker.
 type noTracker struct{}
