@@ -1,0 +1,36 @@
+package vm_test
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/s-chain/schain/vm"
+)
+
+func TestParseGenesis(t *testing.T) {
+	g, err := vm.ParseGenesis([]byte(`{}`))
+	require.NoError(t, err)
+	require.Equal(t, vm.DefaultGenesis(), *g, "an empty object means the defaults")
+
+	g, err = vm.ParseGenesis([]byte(`{"timestamp": 1234, "groupCommitWindowMs": 5, "txLimits": {"maxEntries": 64, "maxTxBytes": 65536, "maxRangeLen": 64, "maxKeyLen": 512, "maxChunks": 16, "maxCount": 1000}, "groupCommitMaxEntries": 64}`))
+	require.NoError(t, err)
+	require.Equal(t, uint64(1234), g.Timestamp)
+	require.Equal(t, 64, g.TxLimits.MaxEntries)
+
+	for name, in := range map[string]string{
+		"unknown field":          `{"timestmap": 1}`,
+		"not json":               `{`,
+		"bad tx limits":          `{"txLimits": {"maxEntries": 0}}`,
+		"block too small":        `{"blockLimits": {"maxBlockBytes": 100, "maxTxs": 4}}`,
+		"no block txs":           `{"blockLimits": {"maxBlockBytes": 4194304, "maxTxs": 0}}`,
+		"mempool too small":      `{"mempool": {"maxTxs": 1, "maxBytes": 10}}`,
+		"zero skew":              `{"maxTimeSkewMs": 0}`,
+		"window too long":        `{"groupCommitWindowMs": 5000}`,
+		"group above tx entries": `{"groupCommitMaxEntries": 100000}`,
+		"no wait bound":          `{"maxWaitMs": 0}`,
+	} {
+		_, err := vm.ParseGenesis([]byte(in))
+		require.ErrorIs(t, err, vm.ErrBadGenesis, name)
+	}
+}
