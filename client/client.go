@@ -44,6 +44,12 @@ type Config struct {
 	MaxResponseBytes int64
 	// HTTPClient, if set, replaces the bounded default (tests, proxies).
 	HTTPClient *http.Client
+	// Token is the node's write token, sent on every request as
+	// "Authorization: Bearer <token>" (never in the URL). The write methods
+	// (Allocate, PutManifest) need it; reads do not. Over plain HTTP it is
+	// visible on the network: keep node APIs on a trusted network or behind
+	// TLS.
+	Token string
 }
 
 // DefaultConfig suits a client on the same LAN as the nodes.
@@ -59,6 +65,23 @@ func DefaultConfig() Config {
 func (c Config) Verify() error {
 	if c.Timeout <= 0 || c.WaitTimeout <= 0 || c.MaxResponseBytes <= 0 {
 		return fmt.Errorf("%w: timeouts and MaxResponseBytes must be positive", errBadConfig)
+	}
+	return verifyToken(c.Token)
+}
+
+// maxTokenLen bounds a token; S-Chain's own are 50 bytes.
+const maxTokenLen = 1024
+
+// verifyToken checks that a token fits in a bearer header: visible ASCII
+// without spaces. The error never quotes the token.
+func verifyToken(tok string) error {
+	if len(tok) > maxTokenLen {
+		return fmt.Errorf("%w: token longer than %d bytes", errBadConfig, maxTokenLen)
+	}
+	for i := 0; i < len(tok); i++ {
+		if tok[i] < 0x21 || tok[i] > 0x7e {
+			return fmt.Errorf("%w: token has a space or non-printable byte at offset %d", errBadConfig, i)
+		}
 	}
 	return nil
 }
@@ -206,6 +229,9 @@ func (c *Client) call(ctx context.Context, method string, params, result any, wa
 	}
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Accept", "application/json")
+	if c.cfg.Token != "" {
+		req.Header.Set("Authorization", "Bearer "+c.cfg.Token)
+	}
 	resp, err := c.hc.Do(req)
 	if err != nil {
 		if ctx.Err() != nil {

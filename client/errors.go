@@ -34,6 +34,15 @@ var (
 	// ErrTimeout matches api.CodeTimeout: a server-side wait ran out; the
 	// transaction may still be decided later.
 	ErrTimeout = errors.New("timeout")
+	// ErrUnauthorized matches api.CodeUnauthorized: a write without a valid
+	// token (IsUnauthorized says why). Not retried.
+	ErrUnauthorized = errors.New("unauthorized")
+	// ErrTooManyRequests matches api.CodeTooManyRequests: this token has
+	// too many writes in flight on the node. Retried after the node's hint.
+	ErrTooManyRequests = errors.New("too many requests")
+	// ErrRequestTooLarge matches api.CodeRequestTooLarge: the request body
+	// exceeds the node's maxRequestBytes. Not retried.
+	ErrRequestTooLarge = errors.New("request too large")
 	// ErrServer matches every other code (api.CodeUnknown and the JSON-RPC
 	// protocol codes).
 	ErrServer = errors.New("server error")
@@ -96,6 +105,12 @@ func sentinel(code int) error {
 		return ErrInvalidParams
 	case api.CodeTimeout:
 		return ErrTimeout
+	case api.CodeUnauthorized:
+		return ErrUnauthorized
+	case api.CodeTooManyRequests:
+		return ErrTooManyRequests
+	case api.CodeRequestTooLarge:
+		return ErrRequestTooLarge
 	default:
 		return ErrServer
 	}
@@ -117,6 +132,12 @@ func CodeName(code int) string {
 		return "invalid_params"
 	case api.CodeTimeout:
 		return "timeout"
+	case api.CodeUnauthorized:
+		return "unauthorized"
+	case api.CodeTooManyRequests:
+		return "too_many_requests"
+	case api.CodeRequestTooLarge:
+		return "request_too_large"
 	case api.CodeUnknown:
 		return "unknown"
 	case codeParseError:
@@ -159,6 +180,21 @@ func IsMempoolFull(err error) (api.RetryData, bool) {
 	return d, decodeData(err, api.CodeMempoolFull, &d)
 }
 
+// IsUnauthorized reports whether err is an Unauthorized answer and returns
+// its reason (api.ReasonNoTokenConfigured, ReasonMissing or ReasonInvalid;
+// empty if the node sent no decodable data).
+func IsUnauthorized(err error) (api.UnauthorizedData, bool) {
+	var d api.UnauthorizedData
+	return d, decodeData(err, api.CodeUnauthorized, &d)
+}
+
+// IsTooManyRequests reports whether err is a TooManyRequests answer and
+// returns how long the node asked us to back off.
+func IsTooManyRequests(err error) (api.RetryData, bool) {
+	var d api.RetryData
+	return d, decodeData(err, api.CodeTooManyRequests, &d)
+}
+
 // IsRejected reports whether err is a Rejected answer and returns the rule's
 // name (empty if the node sent no decodable data).
 func IsRejected(err error) (api.RejectedData, bool) {
@@ -180,9 +216,11 @@ func decodeData(err error, code int, v any) bool {
 }
 
 // retryable reports whether the same request may succeed later: the node is
-// not ready, pushes back, or could not be reached. Rejected, InvalidParams,
-// Timeout (the tx may exist: a retry would duplicate it) and unknown server
-// errors are final.
+// not ready, pushes back (node-wide or on this token), or could not be
+// reached. Rejected, InvalidParams, Unauthorized, RequestTooLarge, Timeout
+// (the tx may exist: a retry would duplicate it) and unknown server errors
+// are final.
 func retryable(err error) bool {
-	return errors.Is(err, ErrNotReady) || errors.Is(err, ErrMempoolFull) || errors.Is(err, ErrTransport)
+	return errors.Is(err, ErrNotReady) || errors.Is(err, ErrMempoolFull) || errors.Is(err, ErrTooManyRequests) ||
+		errors.Is(err, ErrTransport)
 }

@@ -33,7 +33,7 @@ type Retry struct {
 	// MaxAttempts caps the attempts of one call (WaitForReceipt polls until
 	// decided or its context ends, whatever this says).
 	MaxAttempts int
-	// MaxRetryAfter caps a node's MempoolFull RetryAfterMs, so that a
+	// MaxRetryAfter caps a node's MempoolFull (or TooManyRequests) RetryAfterMs, so that a
 	// misconfigured node cannot park clients for hours.
 	MaxRetryAfter time.Duration
 }
@@ -65,10 +65,15 @@ func (r Retry) delay(attempt int) time.Duration {
 	return half + rand.N(half+1)
 }
 
-// backoff is the delay after err: at least what a MempoolFull node asked for.
+// backoff is the delay after err: at least what a MempoolFull or
+// TooManyRequests node asked for.
 func (r Retry) backoff(attempt int, err error) time.Duration {
 	d := r.delay(attempt)
-	if data, ok := IsMempoolFull(err); ok {
+	data, ok := IsMempoolFull(err)
+	if !ok {
+		data, ok = IsTooManyRequests(err)
+	}
+	if ok {
 		after := min(time.Duration(data.RetryAfterMs)*time.Millisecond, r.MaxRetryAfter)
 		d = max(d, after)
 	}

@@ -97,7 +97,10 @@ func TestOverRPCChainVM(t *testing.T) {
 			}, nil
 		},
 	}
-	require.NoError(client.Initialize(ctx, snowCtx, memdb.New(), []byte(`{}`), nil, nil, nil, noSender{}))
+	// The chain config reaches the plugin: one write token.
+	const token = "schain_plugin-test-token"
+	chainConfig := []byte(`{"writeTokens":[{"name":"plugin-test","sha256":"` + vm.TokenHash(token) + `"}]}`)
+	require.NoError(client.Initialize(ctx, snowCtx, memdb.New(), []byte(`{}`), nil, chainConfig, nil, noSender{}))
 	t.Cleanup(func() { _ = client.Shutdown(context.Background()) })
 
 	handlers, err := client.CreateHandlers(ctx)
@@ -122,8 +125,10 @@ func TestOverRPCChainVM(t *testing.T) {
 	require.NoError(b2.Accept(ctx))
 	require.NoError(client.SetPreference(ctx, b2.ID()))
 
+	// Writes need the token, which crosses the plugin boundary as a header.
+	require.Equal(api.CodeUnauthorized, callErr(t, srv.URL, "allocate", api.AllocateArgs{Range: "photos", Count: 3}))
 	var alloc api.AllocateReply
-	call(t, srv.URL, "allocate", api.AllocateArgs{Range: "photos", Count: 3}, &alloc)
+	callWith(t, srv.URL, token, "allocate", api.AllocateArgs{Range: "photos", Count: 3}, &alloc)
 	require.Equal(keys[0].NodeID, alloc.Owner)
 	require.Equal(uint64(7), alloc.Epoch)
 
@@ -181,9 +186,20 @@ func callErr(t *testing.T, url, method string, params any) int {
 }
 
 func call(t *testing.T, url, method string, params, result any) {
+	callWith(t, url, "", method, params, result)
+}
+
+// callWith is call with a write token ("" for none).
+func callWith(t *testing.T, url, token, method string, params, result any) {
 	body, err := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": 1, "method": "schain." + method, "params": params})
 	require.NoError(t, err)
-	resp, err := http.Post(url, "application/json", bytes.NewReader(body))
+	req, err := http.NewRequest(http.MethodPost, url, bytes.NewReader(body))
+	require.NoError(t, err)
+	req.Header.Set("Content-Type", "application/json")
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	resp, err := http.DefaultClient.Do(req)
 	require.NoError(t, err)
 	defer resp.Body.Close()
 	var out struct {

@@ -15,6 +15,11 @@ type metrics struct {
 	mempoolDepth    prometheus.Gauge
 	epoch           prometheus.Gauge
 	height          prometheus.Gauge
+	// API access (package access.go): labelled by token name, never by
+	// the token; "none" when no valid token was presented.
+	apiRejects *prometheus.CounterVec // by reason, token
+	apiWrites  *prometheus.CounterVec // admitted write requests, by token
+	apiPending *prometheus.GaugeVec   // write requests in flight, by token
 }
 
 func newMetrics(reg prometheus.Registerer) (*metrics, error) {
@@ -28,8 +33,11 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 		mempoolDepth:    prometheus.NewGauge(prometheus.GaugeOpts{Namespace: ns, Name: "mempool_txs", Help: "pending transactions"}),
 		epoch:           prometheus.NewGauge(prometheus.GaugeOpts{Namespace: ns, Name: "epoch", Help: "newest epoch (P-chain height) seen"}),
 		height:          prometheus.NewGauge(prometheus.GaugeOpts{Namespace: ns, Name: "accepted_height", Help: "last accepted block height"}),
+		apiRejects:      prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Name: "api_rejects", Help: "API requests refused by access control and limits, by reason and token name"}, []string{"reason", "token"}),
+		apiWrites:       prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Name: "api_writes", Help: "write requests admitted, by token name"}, []string{"token"}),
+		apiPending:      prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: ns, Name: "api_pending", Help: "write requests in flight, by token name"}, []string{"token"}),
 	}
-	for _, c := range []prometheus.Collector{m.acceptedTxs, m.acceptedEntries, m.rejects, m.verifySeconds, m.acceptSeconds, m.mempoolDepth, m.epoch, m.height} {
+	for _, c := range []prometheus.Collector{m.acceptedTxs, m.acceptedEntries, m.rejects, m.verifySeconds, m.acceptSeconds, m.mempoolDepth, m.epoch, m.height, m.apiRejects, m.apiWrites, m.apiPending} {
 		if err := reg.Register(c); err != nil {
 			return nil, err
 		}

@@ -4,8 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"net/http"
 	"strings"
+	"time"
 
 	"github.com/ava-labs/avalanchego/ids"
 	"github.com/gorilla/rpc/v2"
@@ -22,16 +24,21 @@ import (
 	"github.com/s-chain/schain/vm/mempool"
 )
 
-// Handler serves the JSON-RPC API (package api) at /ext/bc/<chainID>.
+// Handler serves the JSON-RPC API (package api) at /ext/bc/<chainID>,
+// behind the access control and limits of the node's chain config
+// (access.go).
 func (vm *VM) Handler() (http.Handler, error) {
+	if vm.gate == nil {
+		return nil, ErrNotInitialized
+	}
 	server := rpc.NewServer()
-	codec := paramsCodec{avajson.NewCodec()}
+	codec := apiCodec{Codec: avajson.NewCodec(), gate: vm.gate}
 	server.RegisterCodec(codec, "application/json")
 	server.RegisterCodec(codec, "application/json;charset=UTF-8")
 	if err := server.RegisterService(&Service{vm: vm}, api.Service); err != nil {
 		return nil, err
 	}
-	return server, nil
+	return apiHandler{gate: vm.gate, next: server}, nil
 }
 
 // Service implements the api methods. Reads see accepted state only.
@@ -41,10 +48,13 @@ type Service struct{ vm *VM }
 func (s *Service) Allocate(r *http.Request, args *api.AllocateArgs, reply *api.AllocateReply) error {
 	l := s.vm.genesis.TxLimits
 	if err := txs.VerifyRange(args.Range, l); err != nil {
-		return invalidParams(err)
+		return s.invalidParams(r, err)
 	}
 	if args.Count == 0 || args.Count > l.MaxCount {
-		return invalidParams(fmt.Errorf("count %d not in [1, %d]", args.Count, l.MaxCount))
+		return s.invalidParams(r, fmt.Errorf("count %d not in [1, %d]", args.Count, l.MaxCount))
+	}
+	if args.Floor > math.MaxUint64-args.Count {
+		return s.invalidParams(r, fmt.Errorf("floor %d + count %d overflows 64 bits", args.Floor, args.Count))
 	}
 	sub, err := s.vm.AllocateOne(r.Context(), txs.AllocateEntry{Range: args.Range, Count: args.Count, Floor: args.Floor})
 	if err != nil {
@@ -52,9 +62,9 @@ func (s *Service) Allocate(r *http.Request, args *api.AllocateArgs, reply *api.A
 	}
 	*reply = api.AllocateReply{TxID: sub.TxID, Index: sub.Index, Epoch: sub.Epoch, Owner: sub.Owner}
 	if args.Wait {
-		rc, err := s.vm.WaitReceipt(r.Context(), sub.TxID)
+		rc, err := s.wait(r.Context(), sub.TxID, args.WaitMs)
 		if err != nil {
-			return rpcError(err)
+			return err
 		}
 		reply.Receipt = rc
 	}
@@ -65,7 +75,7 @@ func (s *Service) Allocate(r *http.Request, args *api.AllocateArgs, reply *api.A
 func (s *Service) PutManifest(r *http.Request, args *api.PutManifestArgs, reply *api.PutManifestReply) error {
 	m := txs.Manifest{Bucket: args.Bucket, Key: args.Key, Size: args.Size, ContentHash: args.ContentHash, Chunks: args.Chunks, Deleted: args.Deleted}
 	if err := m.Verify(s.vm.genesis.TxLimits); err != nil {
-		return invalidParams(err)
+		return s.invalidParams(r, err)
 	}
 	tx, err := s.vm.PutManifest(r.Context(), m)
 	if err != nil {
@@ -74,13 +84,45 @@ func (s *Service) PutManifest(r *http.Request, args *api.PutManifestArgs, reply 
 	h := tx.Unsigned.Head()
 	*reply = api.PutManifestReply{TxID: tx.ID(), Epoch: h.Epoch, Owner: h.Owner}
 	if args.Wait {
-		rc, err := s.vm.WaitReceipt(r.Context(), tx.ID())
+		rc, err := s.wait(r.Context(), tx.ID(), args.WaitMs)
 		if err != nil {
-			return rpcError(err)
+			return err
 		}
 		reply.Receipt = rc
 	}
 	return nil
+}
+
+// wait waits for a write's receipt for at most min(waitMs, the chain
+// config's maxWaitMs, the genesis maxWaitMs); waitMs 0 means no bound of the
+// caller's own. A timeout names the transaction, so the caller polls it
+// instead of signing a second one.
+func (s *Service) wait(ctx context.Context, txID ids.ID, waitMs uint64) (*api.ReceiptReply, error) {
+	bound := min(s.vm.gate.cfg.MaxWait(), s.vm.genesis.MaxWait())
+	if waitMs > 0 {
+		bound = min(bound, time.Duration(waitMs)*time.Millisecond)
+	}
+	ctx, cancel := context.WithTimeout(ctx, bound)
+	defer cancel()
+	rc, err := s.vm.WaitReceipt(ctx, txID)
+	if errors.Is(err, ErrWaitTimeout) || errors.Is(err, context.DeadlineExceeded) {
+		return nil, &json2.Error{
+			Code:    api.CodeTimeout,
+			Message: fmt.Sprintf("%v (wait bound %v = min(waitMs, maxWaitMs); poll getReceipt, do not resend)", err, bound),
+			Data:    api.TimeoutData{TxID: txID, WaitMs: uint64(bound / time.Millisecond)},
+		}
+	}
+	if err != nil {
+		return nil, rpcError(err)
+	}
+	return rc, nil
+}
+
+// invalidParams refuses a write's arguments, counted under its token.
+func (s *Service) invalidParams(r *http.Request, err error) error {
+	c, _ := callOf(r)
+	s.vm.gate.reject(r, "", reasonInvalidParams, c.tokenName())
+	return invalidParams(err)
 }
 
 // GetReceipt reports a transaction's status.
@@ -228,23 +270,6 @@ func (vm *VM) WaitReceipt(ctx context.Context, txID ids.ID) (*api.ReceiptReply, 
 			return nil, fmt.Errorf("%w: %s is %s (%w)", ErrWaitTimeout, txID, rc.Status, ctx.Err())
 		}
 	}
-}
-
-// paramsCodec reports arguments that do not decode (wrong types, malformed
-// JSON) as JSON-RPC "invalid params" instead of a generic server error.
-type paramsCodec struct{ rpc.Codec }
-
-func (c paramsCodec) NewRequest(r *http.Request) rpc.CodecRequest {
-	return paramsRequest{c.Codec.NewRequest(r)}
-}
-
-type paramsRequest struct{ rpc.CodecRequest }
-
-func (r paramsRequest) ReadRequest(args any) error {
-	if err := r.CodecRequest.ReadRequest(args); err != nil {
-		return invalidParams(err)
-	}
-	return nil
 }
 
 func invalidParams(err error) error {

@@ -69,6 +69,12 @@ type Config struct {
 	Registerer prometheus.Registerer
 	Sender     common.AppSender
 	Peers      validators.State
+
+	// ChainConfig is this node's API access control and limits. Initialize
+	// always sets it from the node's chain config (defaults when empty: no
+	// write token, so the write methods are disabled). Nil is only for a VM
+	// run in-process (tests, embedding): no token is then required.
+	ChainConfig *ChainConfig
 }
 
 // VM implements the ChainVM. The engine does not share a lock with a plugin
@@ -99,6 +105,7 @@ type VM struct {
 	nonce          uint64
 
 	metrics       *metrics
+	gate          *gate
 	gossip        *gossiper
 	tracker       *tracker
 	intents       chan intent
@@ -114,26 +121,31 @@ func (vm *VM) Initialize(
 	db database.Database,
 	genesisBytes []byte,
 	_ []byte,
-	_ []byte,
+	configBytes []byte,
 	_ []*common.Fx,
 	appSender common.AppSender,
 ) error {
+	cc, err := ParseChainConfig(configBytes)
+	if err != nil {
+		return err
+	}
 	reg := prometheus.NewRegistry()
 	if err := chainCtx.Metrics.Register("schain", reg); err != nil {
 		return fmt.Errorf("registering metrics: %w", err)
 	}
 	return vm.Init(Config{
-		NetworkID:  chainCtx.NetworkID,
-		ChainID:    chainCtx.ChainID,
-		SubnetID:   chainCtx.SubnetID,
-		NodeID:     chainCtx.NodeID,
-		Signer:     chainCtx.WarpSigner,
-		Validators: chainCtx.ValidatorState,
-		Clock:      time.Now,
-		Log:        chainCtx.Log,
-		Registerer: reg,
-		Sender:     appSender,
-		Peers:      chainCtx.ValidatorState,
+		NetworkID:   chainCtx.NetworkID,
+		ChainID:     chainCtx.ChainID,
+		SubnetID:    chainCtx.SubnetID,
+		NodeID:      chainCtx.NodeID,
+		Signer:      chainCtx.WarpSigner,
+		Validators:  chainCtx.ValidatorState,
+		Clock:       time.Now,
+		Log:         chainCtx.Log,
+		Registerer:  reg,
+		Sender:      appSender,
+		Peers:       chainCtx.ValidatorState,
+		ChainConfig: &cc,
 	}, db, genesisBytes)
 }
 
@@ -154,6 +166,9 @@ func (vm *VM) Init(cfg Config, db database.Database, genesisBytes []byte) error 
 		cfg.Registerer = prometheus.NewRegistry()
 	}
 	if vm.metrics, err = newMetrics(cfg.Registerer); err != nil {
+		return err
+	}
+	if vm.gate, err = newGate(cfg.ChainConfig, cfg.Log, vm.metrics); err != nil {
 		return err
 	}
 	vm.cfg, vm.genesis = cfg, g

@@ -3,6 +3,7 @@ package vm_test
 import (
 	"context"
 	"errors"
+	"maps"
 	"testing"
 	"time"
 
@@ -34,7 +35,7 @@ func (v validatorSets) GetValidatorSet(_ context.Context, h uint64, _ ids.ID) (m
 	if !ok {
 		return nil, errors.New("unknown height")
 	}
-	return s, nil
+	return maps.Clone(s), nil // callers (p2p sampling) may modify the map
 }
 
 type net struct {

@@ -39,7 +39,9 @@ func newDemoCmd(g *globals) *cobra.Command {
 
 func runDemo(ctx context.Context, g *globals, n *localnet.Network) error {
 	w := g.out
-	r, err := client.NewRouter(n.ChainURIsBase(), n.ChainID.String(), client.DefaultRouterConfig())
+	cfg := client.DefaultRouterConfig()
+	cfg.Client.Token = n.Token
+	r, err := client.NewRouter(n.ChainURIsBase(), n.ChainID.String(), cfg)
 	if err != nil {
 		return err
 	}
@@ -176,6 +178,7 @@ func runDemo(ctx context.Context, g *globals, n *localnet.Network) error {
 	for _, nd := range n.Nodes {
 		fmt.Fprintf(w, "   %s\n", n.ChainURI(nd))
 	}
+	fmt.Fprintf(w, "Token: %s (schain picks it up for this chain; other clients send it as \"Authorization: Bearer <token>\")\n", n.TokenPath())
 	fmt.Fprintf(w, "CLI:  export %s=%s\n      schain --rpc %s owner photos\nStop: make stop\n", chainEnv, n.ChainID, joinURIs(n))
 	return nil
 }

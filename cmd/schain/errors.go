@@ -19,6 +19,8 @@ const (
 	exitRejected    = 3
 	exitNotOwner    = 4
 	exitUnavailable = 5
+	// 6 is left free; 7: the node refused the write token.
+	exitUnauthorized = 7
 )
 
 // usageError marks a mistake in the command line itself.
@@ -117,6 +119,21 @@ func apiErrorLine(err error, f failure) (string, int) {
 		return fmt.Sprintf("%s: %s (check the arguments)", name, e.Message), exitUsage
 	case api.CodeTimeout:
 		return fmt.Sprintf("%s: %s (the transaction may still be accepted: check with schain receipt TXID)", name, e.Message), exitUnavailable
+	case api.CodeUnauthorized:
+		d, _ := client.IsUnauthorized(err)
+		hint := "the node does not accept this token: check it, it may have been revoked"
+		switch d.Reason {
+		case api.ReasonMissing:
+			hint = "give the write token with --token-file, --token or $" + tokenEnv
+		case api.ReasonNoTokenConfigured:
+			hint = "the node's chain config lists no writeTokens: see README, Access control"
+		}
+		return fmt.Sprintf("%s: %s (%s)", name, e.Message, hint), exitUnauthorized
+	case api.CodeTooManyRequests:
+		d, _ := client.IsTooManyRequests(err)
+		return fmt.Sprintf("%s: %s (retry after %d ms)", name, e.Message, d.RetryAfterMs), exitUnavailable
+	case api.CodeRequestTooLarge:
+		return fmt.Sprintf("%s: %s (send less per request)", name, e.Message), exitUsage
 	default:
 		return fmt.Sprintf("%s: %s (node-side failure; see the node's log)", name, e.Message), exitError
 	}

@@ -188,22 +188,24 @@ func short(s string) string {
 
 func printNetwork(g *globals, n *localnet.Network) error {
 	type out struct {
-		Dir      string          `json:"dir"`
-		ChainID  string          `json:"chainID"`
-		SubnetID string          `json:"subnetID"`
-		RPC      []string        `json:"rpc"`
-		Nodes    []localnet.Node `json:"nodes"`
+		Dir       string          `json:"dir"`
+		ChainID   string          `json:"chainID"`
+		SubnetID  string          `json:"subnetID"`
+		RPC       []string        `json:"rpc"`
+		Nodes     []localnet.Node `json:"nodes"`
+		TokenFile string          `json:"tokenFile"`
 	}
 	var uris []string
 	for _, nd := range n.Nodes {
 		uris = append(uris, nd.URI)
 	}
-	o := out{Dir: n.Dir, ChainID: n.ChainID.String(), SubnetID: n.SubnetID.String(), RPC: uris, Nodes: n.Nodes}
+	o := out{Dir: n.Dir, ChainID: n.ChainID.String(), SubnetID: n.SubnetID.String(), RPC: uris, Nodes: n.Nodes, TokenFile: n.TokenPath()}
 	fs := []field{{"network", n.Dir}, {"chainID", n.ChainID}, {"subnetID", n.SubnetID}}
 	for i, nd := range n.Nodes {
 		fs = append(fs, field{fmt.Sprintf("node%d", i+1), fmt.Sprintf("%s %s", nd.NodeID, n.ChainURI(nd))})
 	}
 	fs = append(fs,
+		field{"write token", n.TokenPath() + " (schain uses it for this chain; others: export " + tokenEnv + "=$(cat " + n.TokenPath() + "))"},
 		field{"use it", fmt.Sprintf("export %s=%s; schain --rpc %s owner <range>", chainEnv, n.ChainID, strings.Join(uris, ","))},
 		field{"stop it", "make stop (or schain network stop)"})
 	return g.emit(o, fs)

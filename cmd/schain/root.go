@@ -24,6 +24,9 @@ type globals struct {
 	chain   string
 	json    bool
 	timeout time.Duration
+	// token and tokenFile give the write token (see resolveToken).
+	token     string
+	tokenFile string
 
 	out    io.Writer
 	errOut io.Writer
@@ -59,9 +62,16 @@ Writes go to the range's owner: with several --rpc URIs the client finds the
 owner among them and follows NotOwner hints; with one URI the node must own
 the range. Reads go to any node that answers.
 
+Writes (allocate, put-manifest) need a write token of the nodes: from
+--token-file, --token, $SCHAIN_TOKEN, or, for the local network started by
+"schain network start", its <network dir>/token (picked up when --chain is
+that network's chain). The token is sent as an Authorization header, never
+in a URL.
+
 Exit codes: 0 ok, 1 error, 2 usage or invalid parameters, 3 rejected by the
 chain, 4 not owner / owner unreachable, 5 unavailable (not ready, mempool
-full, unreachable, timed out).`,
+full, too many requests, unreachable, timed out), 7 unauthorized (no, wrong
+or revoked write token).`,
 		SilenceErrors: true,
 		SilenceUsage:  true,
 	}
@@ -71,10 +81,12 @@ full, unreachable, timed out).`,
 	pf.StringVar(&g.chain, "chain", os.Getenv(chainEnv), "chain ID or alias (default from $"+chainEnv+")")
 	pf.BoolVar(&g.json, "json", false, "machine-readable JSON output")
 	pf.DurationVar(&g.timeout, "timeout", 30*time.Second, "overall deadline of the command, retries and waits included")
+	pf.StringVar(&g.tokenFile, "token-file", "", "file holding the write token (default $"+tokenEnv+", or the local network's token)")
+	pf.StringVar(&g.token, "token", "", "write token (visible in the process list: prefer --token-file or $"+tokenEnv+")")
 	root.AddCommand(
 		newAllocateCmd(g), newPutManifestCmd(g),
 		newReceiptCmd(g), newOwnerCmd(g), newEpochCmd(g), newAllocCmd(g), newManifestCmd(g), newNodeCmd(g),
-		newLegacyCmd(g), newNetworkCmd(g), newDemoCmd(g), newShadowCmd(g),
+		newLegacyCmd(g), newNetworkCmd(g), newDemoCmd(g), newTokenCmd(g), newShadowCmd(g),
 	)
 	return root
 }
@@ -98,9 +110,14 @@ func (g *globals) router() (*client.Router, error) {
 		}
 		uris = append(uris, u)
 	}
+	token, err := g.resolveToken()
+	if err != nil {
+		return nil, err
+	}
 	cfg := client.DefaultRouterConfig()
 	cfg.Client.Timeout = min(cfg.Client.Timeout, g.timeout)
 	cfg.Client.WaitTimeout = g.timeout
+	cfg.Client.Token = token
 	r, err := client.NewRouter(uris, g.chain, cfg)
 	if err != nil {
 		return nil, usageError{err}

@@ -47,6 +47,10 @@ func run(m *testing.M) int {
 		return 1
 	}
 	network = n
+	if n.Token == "" {
+		fmt.Fprintf(os.Stderr, "e2e: the network has no write token at %s\n", n.TokenPath())
+		return 1
+	}
 	code := 1
 	defer func() {
 		if code != 0 {
@@ -117,9 +121,12 @@ func dumpLogs(n *localnet.Network) {
 	}
 }
 
+// router writes with the network's token, as every S-Chain client must.
 func router(t *testing.T) *client.Router {
 	t.Helper()
-	r, err := client.NewRouter(network.ChainURIsBase(), network.ChainID.String(), client.DefaultRouterConfig())
+	cfg := client.DefaultRouterConfig()
+	cfg.Client.Token = network.Token
+	r, err := client.NewRouter(network.ChainURIsBase(), network.ChainID.String(), cfg)
 	if err != nil {
 		t.Fatalf("router: %v", err)
 	}
@@ -128,7 +135,9 @@ func router(t *testing.T) *client.Router {
 
 func nodeClient(t *testing.T, nd localnet.Node) *client.Client {
 	t.Helper()
-	c, err := client.New(nd.URI, network.ChainID.String(), client.DefaultConfig())
+	cfg := client.DefaultConfig()
+	cfg.Token = network.Token
+	c, err := client.New(nd.URI, network.ChainID.String(), cfg)
 	if err != nil {
 		t.Fatalf("client: %v", err)
 	}

@@ -55,9 +55,25 @@ type Config struct {
 	// alphaPreference=2, alphaConfidence=2, beta=3 for 3 nodes) keeps
 	// finality live with one node of three down.
 	Snow map[string]any
+	// ChainConfig is the S-Chain chain config given to every node (nil:
+	// vm.DefaultChainConfig()). Start adds the network's write token to it.
+	ChainConfig *vm.ChainConfig
+	// Token is the network's write token (empty: Start generates one). Its
+	// hash goes into the chain config as TokenName; the token itself is
+	// written to <network dir>/token (mode 0600), where Open finds it, so
+	// that `schain` commands, the demo and the e2e tests write with it.
+	Token string
 	// Progress receives human-readable progress lines.
 	Progress io.Writer
 }
+
+// TokenName names the network's write token in the nodes' chain config
+// (and so in their logs and metrics).
+const TokenName = "localnet"
+
+// TokenFile is the file, in the network directory, holding the network's
+// write token.
+const TokenFile = "token"
 
 // DefaultConfig starts 3 nodes from the build directory's binaries.
 func DefaultConfig(buildDir string) Config {
@@ -83,9 +99,15 @@ type Network struct {
 	SubnetID ids.ID `json:"subnetID"`
 	ChainID  ids.ID `json:"chainID"`
 	Nodes    []Node `json:"nodes"`
-	tmp      *tmpnet.Network
-	log      logging.Logger
+	// Token is the network's write token (from <Dir>/token; empty for a
+	// network started before tokens existed). Never printed.
+	Token string `json:"-"`
+	tmp   *tmpnet.Network
+	log   logging.Logger
 }
+
+// TokenPath is the file holding the network's write token.
+func (n *Network) TokenPath() string { return filepath.Join(n.Dir, TokenFile) }
 
 // ChainURIs are the JSON-RPC endpoints of every node.
 func (n *Network) ChainURIs() []string {
@@ -159,6 +181,10 @@ func Start(ctx context.Context, cfg Config) (*Network, error) {
 		// sooner.
 		genesis = []byte(fmt.Sprintf(`{"timestamp": %d}`, time.Now().UnixMilli()))
 	}
+	token, chainConfig, err := cfg.chainConfig()
+	if err != nil {
+		return nil, err
+	}
 	log := logger(cfg.Progress)
 	nodes := tmpnet.NewNodesOrPanic(cfg.Nodes)
 	flags := tmpnet.DefaultTmpnetFlags()
@@ -177,7 +203,7 @@ func Start(ctx context.Context, cfg Config) (*Network, error) {
 			Name:   SubnetName,
 			Config: tmpnet.ConfigMap{"snowParameters": snow},
 			Chains: []*tmpnet.Chain{{
-				VMID: vm.ID, Genesis: genesis, VersionArgs: []string{"version-json"},
+				VMID: vm.ID, Genesis: genesis, Config: chainConfig, VersionArgs: []string{"version-json"},
 			}},
 			ValidatorIDs: tmpnet.NodesToIDs(nodes...),
 		}},
@@ -194,11 +220,68 @@ func Start(ctx context.Context, cfg Config) (*Network, error) {
 		_ = tn.Stop(context.Background())
 		return nil, err
 	}
+	if err := writeToken(n.TokenPath(), token); err != nil {
+		_ = tn.Stop(context.Background())
+		return nil, err
+	}
+	n.Token = token
 	if err := writeCurrent(cfg.RootDir, n.Dir); err != nil {
 		_ = tn.Stop(context.Background())
 		return nil, err
 	}
 	return n, nil
+}
+
+// chainConfig returns the network's token and the chain config JSON that
+// lists its hash.
+func (c Config) chainConfig() (string, string, error) {
+	token := c.Token
+	if token == "" {
+		var err error
+		if token, err = vm.GenerateToken(); err != nil {
+			return "", "", err
+		}
+	}
+	cc := vm.DefaultChainConfig()
+	if c.ChainConfig != nil {
+		cc = *c.ChainConfig
+		cc.WriteTokens = slices.Clone(cc.WriteTokens)
+	}
+	wt, err := vm.NewWriteToken(TokenName, token)
+	if err != nil {
+		return "", "", err
+	}
+	cc.WriteTokens = append(cc.WriteTokens, wt)
+	if err := cc.Verify(); err != nil {
+		return "", "", err
+	}
+	b, err := json.Marshal(cc)
+	if err != nil {
+		return "", "", err
+	}
+	return token, string(b), nil
+}
+
+// writeToken stores the token readable by its owner only.
+func writeToken(path, token string) error {
+	if err := os.WriteFile(path, []byte(token+"\n"), 0o600); err != nil {
+		return fmt.Errorf("localnet: writing the network's token: %w", err)
+	}
+	// WriteFile keeps the mode of an existing file: make sure.
+	return os.Chmod(path, 0o600)
+}
+
+// ReadToken reads a token file (surrounding whitespace trimmed).
+func ReadToken(path string) (string, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return "", err
+	}
+	tok := strings.TrimSpace(string(b))
+	if tok == "" {
+		return "", fmt.Errorf("token file %s is empty", path)
+	}
+	return tok, nil
 }
 
 func progress(cfg Config) io.Writer {
@@ -235,6 +318,9 @@ func describe(_ context.Context, tn *tmpnet.Network, log logging.Logger) (*Netwo
 		return nil, fmt.Errorf("localnet: network %s has no %q subnet", tn.Dir, SubnetName)
 	}
 	n := &Network{Dir: tn.Dir, SubnetID: s.SubnetID, ChainID: s.Chains[0].ChainID, tmp: tn, log: log}
+	if tok, err := ReadToken(n.TokenPath()); err == nil {
+		n.Token = tok
+	}
 	for _, nd := range tn.Nodes {
 		pc, _ := readProcess(nd)
 		n.Nodes = append(n.Nodes, Node{NodeID: nd.NodeID, URI: nd.URI, PID: pc.PID})

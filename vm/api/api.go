@@ -4,6 +4,12 @@
 //
 // The service is served at /ext/bc/<chainID> with gorilla/rpc v2 JSON
 // (JSON-RPC 2.0); methods are "schain.<name>".
+//
+// Access: the methods that make the node sign (allocate, putManifest)
+// require "Authorization: Bearer <token>" with one of the node's write
+// tokens (CodeUnauthorized otherwise); the read methods (get*) are open.
+// Every request body is bounded (CodeRequestTooLarge, HTTP 413), and so are
+// each token's write requests in flight (CodeTooManyRequests).
 package api
 
 import (
@@ -39,7 +45,53 @@ const (
 	CodeTimeout = -32014
 	// CodeNotFound: the object (manifest) does not exist in accepted state.
 	CodeNotFound = -32015
+	// CodeUnauthorized: a method that makes the node sign (allocate,
+	// putManifest) was called without a valid write token. Data is
+	// UnauthorizedData; retrying with the same credentials will not help.
+	// Read methods never answer it.
+	CodeUnauthorized = -32016
+	// CodeTooManyRequests: the caller's token already has the node's
+	// maxPendingPerToken write requests in flight. Data is RetryData. It is
+	// distinct from CodeMempoolFull (node-wide backpressure): this limit is
+	// per token, so one busy client cannot starve another. Retry after
+	// Data.RetryAfterMs, or once some of the caller's own requests returned.
+	CodeTooManyRequests = -32017
+	// CodeRequestTooLarge: the HTTP body exceeds the node's maxRequestBytes;
+	// it is answered with HTTP 413 and never decoded. Data is LimitData.
+	CodeRequestTooLarge = -32018
 )
+
+// Reasons of CodeUnauthorized (UnauthorizedData.Reason).
+const (
+	// ReasonNoTokenConfigured: the node's chain config lists no write token,
+	// so its write methods are disabled.
+	ReasonNoTokenConfigured = "no_token_configured"
+	// ReasonMissing: the request carries no "Authorization: Bearer <token>".
+	ReasonMissing = "missing"
+	// ReasonInvalid: the token is not (or no longer) one of the node's write
+	// tokens, or the Authorization header is malformed.
+	ReasonInvalid = "invalid"
+)
+
+// UnauthorizedData says why a write was refused.
+type UnauthorizedData struct {
+	Reason string `json:"reason"`
+}
+
+// LimitData names the exceeded limit of the node's chain config and its
+// value.
+type LimitData struct {
+	Limit string `json:"limit"`
+	Max   int64  `json:"max"`
+}
+
+// TimeoutData names the transaction a bounded wait gave up on, so that the
+// caller can keep polling getReceipt instead of retrying (which would sign a
+// second transaction).
+type TimeoutData struct {
+	TxID   ids.ID `json:"txID"`
+	WaitMs uint64 `json:"waitMs"`
+}
 
 // NotOwnerData is the routing hint of CodeNotOwner.
 type NotOwnerData struct {
@@ -61,12 +113,14 @@ type RejectedData struct {
 
 // AllocateArgs asks the node to reserve Count ids in Range, starting no
 // lower than Floor. With Wait, the call returns once the transaction is
-// decided, with its receipt.
+// decided, with its receipt, or with CodeTimeout after
+// min(WaitMs, the node's maxWaitMs) (WaitMs 0: the node's bound).
 type AllocateArgs struct {
-	Range string `json:"range"`
-	Count uint64 `json:"count"`
-	Floor uint64 `json:"floor,omitempty"`
-	Wait  bool   `json:"wait,omitempty"`
+	Range  string `json:"range"`
+	Count  uint64 `json:"count"`
+	Floor  uint64 `json:"floor,omitempty"`
+	Wait   bool   `json:"wait,omitempty"`
+	WaitMs uint64 `json:"waitMs,omitempty"`
 }
 
 // AllocateReply names the signed transaction and this request's entry in it.
@@ -88,6 +142,7 @@ type PutManifestArgs struct {
 	Chunks      []txs.Chunk `json:"chunks"`
 	Deleted     bool        `json:"deleted,omitempty"`
 	Wait        bool        `json:"wait,omitempty"`
+	WaitMs      uint64      `json:"waitMs,omitempty"`
 }
 
 // PutManifestReply names the transaction and entry.

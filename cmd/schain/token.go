@@ -1,0 +1,139 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/s-chain/schain/tests/localnet"
+	"github.com/s-chain/schain/vm"
+)
+
+// tokenEnv names the environment variable holding the write token.
+const tokenEnv = "SCHAIN_TOKEN"
+
+// token resolves the write token: --token-file, else --token, else
+// $SCHAIN_TOKEN, else the token of the local network (under the build
+// directory) when --chain is that network's chain. Empty means none: reads
+// work, writes are refused by the node.
+func (g *globals) resolveToken() (string, error) {
+	switch {
+	case g.tokenFile != "" && g.token != "":
+		return "", usageError{errors.New("give --token-file or --token, not both")}
+	case g.tokenFile != "":
+		tok, err := localnet.ReadToken(g.tokenFile)
+		if err != nil {
+			return "", usageError{fmt.Errorf("--token-file: %w", err)}
+		}
+		warnReadableByOthers(g, g.tokenFile)
+		return tok, nil
+	case g.token != "":
+		return g.token, nil
+	case os.Getenv(tokenEnv) != "":
+		return os.Getenv(tokenEnv), nil
+	}
+	return localToken(g.chain), nil
+}
+
+// localToken is the local network's token if chain is its chain.
+func localToken(chain string) string {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	n, err := localnet.Open(ctx, filepath.Join(defaultBuildDir(), "network"), nil)
+	if err != nil || n.ChainID.String() != chain {
+		return ""
+	}
+	return n.Token
+}
+
+func warnReadableByOthers(g *globals, path string) {
+	if info, err := os.Stat(path); err == nil && info.Mode().Perm()&0o077 != 0 {
+		fmt.Fprintf(g.errOut, "warning: token file %s is readable by others (mode %v); chmod 600 it\n", path, info.Mode().Perm())
+	}
+}
+
+func newTokenCmd(g *globals) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "token",
+		Short: "Manage the write tokens that let a client make a node sign",
+	}
+	var name, out string
+	newCmd := &cobra.Command{
+		Use:   "new --name NAME [--out FILE]",
+		Short: "Print a fresh random write token and its chain config entry",
+		Long: `Print a fresh random write token (256 bits) and the entry to add to
+"writeTokens" in each node's chain config: the node stores only the token's
+SHA-256, and uses NAME in its logs and metrics. Restart the node to apply;
+revoke a token by removing its entry and restarting.
+
+Keep the token secret: give it to clients with --token-file FILE or
+$` + tokenEnv + ` (--token shows it in the process list). With --out, the token
+is written to FILE (mode 0600, never overwritten) instead of printed.`,
+		Args: exactArgs(0, "no arguments"),
+		RunE: func(_ *cobra.Command, _ []string) error {
+			if name == "" {
+				return usageError{errors.New("--name is required")}
+			}
+			tok, err := vm.GenerateToken()
+			if err != nil {
+				return err
+			}
+			entry, err := vm.NewWriteToken(name, tok)
+			if err != nil {
+				return usageError{fmt.Errorf("--name: %w", err)}
+			}
+			type result struct {
+				Name      string        `json:"name"`
+				Token     string        `json:"token,omitempty"`
+				TokenFile string        `json:"tokenFile,omitempty"`
+				SHA256    string        `json:"sha256"`
+				Config    vm.WriteToken `json:"config"`
+			}
+			res := result{Name: name, SHA256: entry.SHA256, Config: entry}
+			if out != "" {
+				if err := writeNewTokenFile(out, tok); err != nil {
+					return err
+				}
+				res.TokenFile = out
+			} else {
+				res.Token = tok
+			}
+			snippet := fmt.Sprintf(`{"name":%q,"sha256":%q}`, entry.Name, entry.SHA256)
+			fs := []field{{"name", name}}
+			if out != "" {
+				fs = append(fs, field{"token file", out})
+			} else {
+				fs = append(fs, field{"token", tok})
+			}
+			fs = append(fs, field{"sha256", entry.SHA256}, field{"config", snippet})
+			if err := g.emit(res, fs); err != nil {
+				return err
+			}
+			if !g.json {
+				fmt.Fprintf(g.errOut, "add the config entry to \"writeTokens\" in each node's chain config (<chain-config-dir>/<chainID>/config.json) and restart the node\n")
+			}
+			return nil
+		},
+	}
+	newCmd.Flags().StringVar(&name, "name", "", "the token holder's name, for logs and metrics (A-Z a-z 0-9 . _ -)")
+	newCmd.Flags().StringVar(&out, "out", "", "write the token to this new file (mode 0600) instead of printing it")
+	cmd.AddCommand(newCmd)
+	return cmd
+}
+
+func writeNewTokenFile(path, tok string) error {
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	if err != nil {
+		return usageError{fmt.Errorf("--out: %w", err)}
+	}
+	if _, err := f.WriteString(tok + "\n"); err != nil {
+		_ = f.Close()
+		return err
+	}
+	return f.Close()
+}
