@@ -107,8 +107,10 @@ func (vm *VM) build(ctx context.Context, bctx *snowblock.Context) (snowman.Block
 	// lets owners re-pin; otherwise an empty block is built for nothing.
 	if len(picked) == 0 && !opening && !(stale && epoch > parent.Epoch) {
 		vm.state.Reject(layer)
+		vm.buildStalled = true
 		return nil, ErrNoWork
 	}
+	vm.buildStalled = false
 	root, err := layer.Seal()
 	if err != nil {
 		vm.state.Reject(layer)

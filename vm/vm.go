@@ -102,7 +102,10 @@ type VM struct {
 	// context); it is reset on every accept.
 	openingWanted  bool
 	bootstrapTried bool
-	nonce          uint64
+	// buildStalled is set when a build found nothing to include while
+	// transactions were pending; WaitForEvent then waits for a change.
+	buildStalled bool
+	nonce        uint64
 
 	metrics       *metrics
 	gate          *gate
@@ -318,20 +321,57 @@ func (vm *VM) Disconnected(ctx context.Context, nodeID ids.NodeID) error {
 // WaitForEvent returns PendingTxs when the mempool holds transactions, or
 // while the chain has not opened its first epoch (no block with a P-chain
 // context yet), so that the engine builds the opening blocks.
+//
+// It is level-triggered: while transactions are pending it keeps reporting
+// them, because a build attempt can fail above the VM (the proposer VM's
+// slot checks) after the event was consumed. When the VM's own last build
+// found nothing to include (work pinned to an epoch the chain has not
+// reached, or already in a processing block), it waits for a change (a new
+// transaction, a decided block) or for retryBuild, so the engine neither
+// spins nor stalls.
 func (vm *VM) WaitForEvent(ctx context.Context) (common.Message, error) {
 	for {
 		changed := vm.tracker.wait()
 		if vm.needsOpening() {
 			return common.PendingTxs, nil
 		}
+		vm.mu.Lock()
+		stalled := vm.buildStalled
+		vm.mu.Unlock()
+		if vm.mempool.Len() > 0 && !stalled {
+			return common.PendingTxs, nil
+		}
+		timer := time.NewTimer(retryBuild)
+		retry := timer.C
+		if vm.mempool.Len() == 0 {
+			retry = nil // nothing to retry: wait for a transaction
+		}
 		select {
 		case <-vm.mempool.Pending():
+			timer.Stop()
+			vm.setStalled(false)
 			return common.PendingTxs, nil
 		case <-changed:
+			timer.Stop()
+			vm.setStalled(false)
+		case <-retry:
+			vm.setStalled(false)
+			return common.PendingTxs, nil
 		case <-ctx.Done():
+			timer.Stop()
 			return 0, ctx.Err()
 		}
 	}
+}
+
+// retryBuild is how often pending work that could not go into the last
+// block is offered to the engine again.
+const retryBuild = time.Second
+
+func (vm *VM) setStalled(v bool) {
+	vm.mu.Lock()
+	vm.buildStalled = v
+	vm.mu.Unlock()
 }
 
 func (vm *VM) needsOpening() bool {
