@@ -1,11 +1,13 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 
 	"github.com/spf13/cobra"
 
+	"github.com/s-chain/schain/client"
 	"github.com/s-chain/schain/vm/api"
 )
 
@@ -50,17 +52,13 @@ func newOwnerCmd(g *globals) *cobra.Command {
 		Short: "Show a range's owner in the current epoch",
 		Args:  exactArgs(1, "RANGE"),
 		RunE: func(cmd *cobra.Command, argv []string) error {
-			r, err := g.router()
-			if err != nil {
-				return err
-			}
-			ctx, cancel := g.apiContext(cmd)
-			defer cancel()
-			o, err := r.GetOwner(ctx, argv[0])
-			if err != nil {
-				return err
-			}
-			return g.emit(o, []field{{"range", o.Range}, {"owner", o.Owner}, {"epoch", o.Epoch}, {"fingerprint", o.Fingerprint}})
+			return g.withRouter(cmd, func(ctx context.Context, r *client.Router) error {
+				o, err := r.GetOwner(ctx, argv[0])
+				if err != nil {
+					return err
+				}
+				return g.emit(o, []field{{"range", o.Range}, {"owner", o.Owner}, {"epoch", o.Epoch}, {"fingerprint", o.Fingerprint}})
+			})
 		},
 	}
 }
@@ -71,21 +69,17 @@ func newEpochCmd(g *globals) *cobra.Command {
 		Short: "Show the current epoch and its validators",
 		Args:  exactArgs(0, "no arguments"),
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			r, err := g.router()
-			if err != nil {
-				return err
-			}
-			ctx, cancel := g.apiContext(cmd)
-			defer cancel()
-			e, err := r.GetEpoch(ctx)
-			if err != nil {
-				return err
-			}
-			fs := []field{{"pChainHeight", e.PChainHeight}, {"fingerprint", e.Fingerprint}, {"nodeID", e.NodeID}, {"members", len(e.Members)}}
-			for _, m := range e.Members {
-				fs = append(fs, field{"member", fmt.Sprintf("%s weight %d", m.NodeID, m.Weight)})
-			}
-			return g.emit(e, fs)
+			return g.withRouter(cmd, func(ctx context.Context, r *client.Router) error {
+				e, err := r.GetEpoch(ctx)
+				if err != nil {
+					return err
+				}
+				fs := []field{{"pChainHeight", e.PChainHeight}, {"fingerprint", e.Fingerprint}, {"nodeID", e.NodeID}, {"members", len(e.Members)}}
+				for _, m := range e.Members {
+					fs = append(fs, field{"member", fmt.Sprintf("%s weight %d", m.NodeID, m.Weight)})
+				}
+				return g.emit(e, fs)
+			})
 		},
 	}
 }
@@ -96,17 +90,13 @@ func newAllocCmd(g *globals) *cobra.Command {
 		Short: "Show a range's next unissued id (accepted state)",
 		Args:  exactArgs(1, "RANGE"),
 		RunE: func(cmd *cobra.Command, argv []string) error {
-			r, err := g.router()
-			if err != nil {
-				return err
-			}
-			ctx, cancel := g.apiContext(cmd)
-			defer cancel()
-			a, err := r.GetAllocation(ctx, argv[0])
-			if err != nil {
-				return err
-			}
-			return g.emit(a, []field{{"range", a.Range}, {"next", a.Next}})
+			return g.withRouter(cmd, func(ctx context.Context, r *client.Router) error {
+				a, err := r.GetAllocation(ctx, argv[0])
+				if err != nil {
+					return err
+				}
+				return g.emit(a, []field{{"range", a.Range}, {"next", a.Next}})
+			})
 		},
 	}
 }
@@ -117,22 +107,18 @@ func newManifestCmd(g *globals) *cobra.Command {
 		Short: "Show an accepted object manifest",
 		Args:  exactArgs(2, "BUCKET KEY"),
 		RunE: func(cmd *cobra.Command, argv []string) error {
-			r, err := g.router()
-			if err != nil {
-				return err
-			}
-			ctx, cancel := g.apiContext(cmd)
-			defer cancel()
-			reply, err := r.GetManifest(ctx, argv[0], argv[1])
-			if err != nil {
-				return err
-			}
-			m := reply.Manifest
-			fs := []field{{"bucket", m.Bucket}, {"key", m.Key}, {"size", m.Size}, {"contentHash", m.ContentHash}, {"deleted", m.Deleted}}
-			for _, c := range m.Chunks {
-				fs = append(fs, field{"chunk", chunkString(c)})
-			}
-			return g.emit(reply, fs)
+			return g.withRouter(cmd, func(ctx context.Context, r *client.Router) error {
+				reply, err := r.GetManifest(ctx, argv[0], argv[1])
+				if err != nil {
+					return err
+				}
+				m := reply.Manifest
+				fs := []field{{"bucket", m.Bucket}, {"key", m.Key}, {"size", m.Size}, {"contentHash", m.ContentHash}, {"deleted", m.Deleted}}
+				for _, c := range m.Chunks {
+					fs = append(fs, field{"chunk", chunkString(c)})
+				}
+				return g.emit(reply, fs)
+			})
 		},
 	}
 }

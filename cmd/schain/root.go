@@ -125,6 +125,18 @@ func (g *globals) router() (*client.Router, error) {
 	return r, nil
 }
 
+// withRouter runs f with the router of the global flags and a context
+// bounded by --timeout: the common frame of the API commands.
+func (g *globals) withRouter(cmd *cobra.Command, f func(context.Context, *client.Router) error) error {
+	r, err := g.router()
+	if err != nil {
+		return err
+	}
+	ctx, cancel := g.apiContext(cmd)
+	defer cancel()
+	return f(ctx, r)
+}
+
 // apiContext bounds one API command by --timeout.
 func (g *globals) apiContext(cmd *cobra.Command) (context.Context, context.CancelFunc) {
 	return context.WithTimeout(cmd.Context(), g.timeout)
