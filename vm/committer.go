@@ -69,12 +69,7 @@ func (vm *VM) checkOwned(ctx context.Context, ranges []string) error {
 	if err != nil {
 		return fmt.Errorf("%w: %w", ErrNotReady, err)
 	}
-	for _, r := range ranges {
-		if o := e.Owner(r); o != vm.cfg.NodeID {
-			return &execute.NotOwnerError{Range: r, Signer: vm.cfg.NodeID, Owner: o, Epoch: epoch}
-		}
-	}
-	return nil
+	return e.CheckOwner(ranges, vm.cfg.NodeID)
 }
 
 // runCommitter collects intents into groups bounded by entries and by the

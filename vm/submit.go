@@ -49,10 +49,8 @@ func (vm *VM) signAt(ctx context.Context, epoch uint64, build func(txs.Header) t
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrNotReady, err)
 	}
-	for _, r := range ranges {
-		if o := e.Owner(r); o != vm.cfg.NodeID {
-			return nil, &execute.NotOwnerError{Range: r, Signer: vm.cfg.NodeID, Owner: o, Epoch: epoch}
-		}
+	if err := e.CheckOwner(ranges, vm.cfg.NodeID); err != nil {
+		return nil, err
 	}
 	vm.mu.Lock()
 	vm.nonce++
@@ -82,10 +80,8 @@ func (vm *VM) checkSigner(tx *txs.Tx) error {
 	if h.Fingerprint != e.Fingerprint() {
 		return fmt.Errorf("%w: %s", execute.ErrWrongFingerprint, h.Fingerprint)
 	}
-	for _, r := range tx.Unsigned.Ranges() {
-		if o := e.Owner(r); o != h.Owner {
-			return &execute.NotOwnerError{Range: r, Signer: h.Owner, Owner: o, Epoch: h.Epoch}
-		}
+	if err := e.CheckOwner(tx.Unsigned.Ranges(), h.Owner); err != nil {
+		return err
 	}
 	pk, ok := e.PublicKey(h.Owner)
 	if !ok {

@@ -16,10 +16,24 @@ import (
 // is off, so every iteration pays the BLS check: entries/s shows how group
 // commit amortises it.
 func BenchmarkVerifyApplyAllocate(b *testing.B) {
-	for _, entries := range []int{1, 64, 1024} {
-		b.Run(fmt.Sprintf("entries=%d", entries), func(b *testing.B) {
-			w := newWorld(b, 5)
-			e := w.epoch(10, map[int]uint64{0: 1, 1: 1, 2: 1, 3: 1, 4: 1})
+	for _, validators := range []int{5, 21, 100} {
+		for _, entries := range []int{1, 64, 1024} {
+			b.Run(fmt.Sprintf("validators=%d/entries=%d", validators, entries), func(b *testing.B) {
+				benchVerifyApply(b, validators, entries)
+			})
+		}
+	}
+}
+
+func benchVerifyApply(b *testing.B, validators, entries int) {
+	{
+		{
+			w := newWorld(b, validators)
+			weights := map[int]uint64{}
+			for i := 0; i < validators; i++ {
+				weights[i] = uint64(1 + i%4)
+			}
+			e := w.epoch(10, weights)
 			owned := rangesOwnedBy(e, w.keys[0].NodeID, 16)
 			es := make([]txs.AllocateEntry, entries)
 			for i := range es {
@@ -40,6 +54,6 @@ func BenchmarkVerifyApplyAllocate(b *testing.B) {
 				b.StartTimer()
 			}
 			b.ReportMetric(float64(entries)*float64(b.N)/b.Elapsed().Seconds(), "entries/s")
-		})
+		}
 	}
 }

@@ -49,3 +49,20 @@ func (e *Epoch) PublicKey(nodeID ids.NodeID) (*bls.PublicKey, bool) {
 	pk, ok := e.keys[nodeID]
 	return pk, ok
 }
+
+// CheckOwner returns a NotOwnerError for the first range signer does not own.
+// HRW costs one hash per validator, so each distinct range is resolved once,
+// however many entries of a group share it.
+func (e *Epoch) CheckOwner(ranges []string, signer ids.NodeID) error {
+	checked := make(map[string]struct{}, len(ranges))
+	for _, rk := range ranges {
+		if _, ok := checked[rk]; ok {
+			continue
+		}
+		checked[rk] = struct{}{}
+		if o := e.Owner(rk); o != signer {
+			return &NotOwnerError{Range: rk, Signer: signer, Owner: o, Epoch: e.Height()}
+		}
+	}
+	return nil
+}

@@ -80,10 +80,8 @@ func Tx(r state.Reader, c *Context, tx *txs.Tx) (*state.Changes, error) {
 	if err := txs.Validate(tx.Unsigned, c.Limits); err != nil {
 		return nil, err
 	}
-	for _, rk := range tx.Unsigned.Ranges() {
-		if o := c.Epoch.Owner(rk); o != h.Owner {
-			return nil, &NotOwnerError{Range: rk, Signer: h.Owner, Owner: o, Epoch: h.Epoch}
-		}
+	if err := c.Epoch.CheckOwner(tx.Unsigned.Ranges(), h.Owner); err != nil {
+		return nil, err
 	}
 	applied, err := r.Applied(h.Epoch, tx.SigningHash())
 	if err != nil {
