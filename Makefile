@@ -63,7 +63,7 @@ staticcheck: $(STATICCHECK)
 
 ## bench: the micro-benchmarks whose figures the README records
 bench:
-	$(GO) test -run '^$$' -bench . -benchmem -count 5 ./pinning/ ./state/ ./vm/execute/
+	$(GO) test -run '^$$' -bench . -benchmem -count 5 ./pinning/ ./state/ ./vm/execute/ ./vm/
 
 ## fuzz: a short run of every fuzz target (go test -fuzz); FUZZTIME=1m for longer
 FUZZTIME ?= 20s

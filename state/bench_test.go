@@ -54,3 +54,42 @@ func BenchmarkStateRoot(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkAccept measures committing one block (its layer, block bytes,
+// height index and last-accepted pointer in one batch) by block size.
+func BenchmarkAccept(b *testing.B) {
+	for _, changes := range []int{1, 100, 10_000} {
+		b.Run(fmt.Sprintf("changes=%d", changes), func(b *testing.B) {
+			s, err := state.New(memdb.New(), txsLimits)
+			require.NoError(b, err)
+			g, err := s.NewLayer(nil)
+			require.NoError(b, err)
+			_, err = g.Seal()
+			require.NoError(b, err)
+			require.NoError(b, s.Accept(g, ids.ID{'g'}, nil))
+			updates := make([]state.CounterUpdate, changes)
+			for i := range updates {
+				updates[i] = state.CounterUpdate{Range: fmt.Sprintf("range-%06d", i)}
+			}
+			blockBytes := make([]byte, 64*changes)
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				b.StopTimer()
+				l, err := s.NewLayer(nil)
+				require.NoError(b, err)
+				for j := range updates {
+					updates[j].Next = uint64(i + 1)
+				}
+				var sh ids.ID
+				binary.BigEndian.PutUint64(sh[:], uint64(i))
+				require.NoError(b, l.Apply(&state.Changes{Counters: updates, SigningHash: sh, Epoch: 1}))
+				_, err = l.Seal()
+				require.NoError(b, err)
+				var id ids.ID
+				binary.BigEndian.PutUint64(id[:], uint64(i+1))
+				b.StartTimer()
+				require.NoError(b, s.Accept(l, id, blockBytes))
+			}
+		})
+	}
+}

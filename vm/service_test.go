@@ -104,13 +104,13 @@ type rpcErr struct {
 
 // rpcCall performs one JSON-RPC 2.0 call; it returns the error object, if
 // any.
-func rpcCall(t *testing.T, url, method string, params, result any) *rpcErr {
+func rpcCall(t testing.TB, url, method string, params, result any) *rpcErr {
 	body, err := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": 1, "method": "schain." + method, "params": params})
 	require.NoError(t, err)
 	return rawCall(t, url, body, result)
 }
 
-func rawCall(t *testing.T, url string, body []byte, result any) *rpcErr {
+func rawCall(t testing.TB, url string, body []byte, result any) *rpcErr {
 	resp, err := http.Post(url, "application/json", bytes.NewReader(body))
 	require.NoError(t, err)
 	defer resp.Body.Close()

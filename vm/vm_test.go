@@ -39,16 +39,16 @@ func (v validatorSets) GetValidatorSet(_ context.Context, h uint64, _ ids.ID) (m
 }
 
 type net struct {
-	t    *testing.T
+	t    testing.TB
 	keys []*txstest.Key
 	sets validatorSets
 	vms  []*vm.VM
 	dbs  []*memdb.Database
 }
 
-func newKeys(t *testing.T, n int) ([]*txstest.Key, error) { return txstest.NewKeys(t.Name(), n) }
+func newKeys(t testing.TB, n int) ([]*txstest.Key, error) { return txstest.NewKeys(t.Name(), n) }
 
-func newNet(t *testing.T, n int) *net {
+func newNet(t testing.TB, n int) *net {
 	keys, err := newKeys(t, n)
 	require.NoError(t, err)
 	all := map[ids.NodeID]*validators.GetValidatorOutput{}
@@ -105,7 +105,7 @@ func (nw *net) deliver(blk snowman.Block, epoch uint64) []snowman.Block {
 	return out
 }
 
-func acceptAll(t *testing.T, bs []snowman.Block) {
+func acceptAll(t testing.TB, bs []snowman.Block) {
 	for _, b := range bs {
 		require.NoError(t, b.Accept(context.Background()))
 	}
@@ -127,7 +127,7 @@ func (nw *net) ownedBy(i int, n int, e uint64) []string {
 	return out
 }
 
-func counter(t *testing.T, v *vm.VM, r string) uint64 {
+func counter(t testing.TB, v *vm.VM, r string) uint64 {
 	c, err := v.State().Counter(r)
 	require.NoError(t, err)
 	return c
