@@ -55,7 +55,7 @@ func (vm *VM) build(ctx context.Context, bctx *snowblock.Context) (snowman.Block
 			vm.bootstrapTried = true
 			return nil, fmt.Errorf("%w: a block without a P-chain context carries no transactions", ErrNoWork)
 		}
-		return vm.seal(parent, height, ts, false, 0, nil)
+		return vm.seal(parent, height, ts)
 	}
 	epoch := bctx.PChainHeight
 	if parent.HasEpoch && epoch < parent.Epoch {
@@ -130,7 +130,7 @@ func (vm *VM) build(ctx context.Context, bctx *snowblock.Context) (snowman.Block
 }
 
 // seal builds an epoch-less, transaction-less block on parent.
-func (vm *VM) seal(parent *Block, height, ts uint64, hasEpoch bool, epoch uint64, _ []*txs.Tx) (snowman.Block, error) {
+func (vm *VM) seal(parent *Block, height, ts uint64) (snowman.Block, error) {
 	layer, err := vm.state.NewLayer(parent.layerForChild())
 	if err != nil {
 		return nil, err
@@ -140,7 +140,7 @@ func (vm *VM) seal(parent *Block, height, ts uint64, hasEpoch bool, epoch uint64
 		vm.state.Reject(layer)
 		return nil, err
 	}
-	blk, err := block.New(parent.ID(), height, ts, hasEpoch, epoch, root, nil, vm.genesis.BlockLimits)
+	blk, err := block.New(parent.ID(), height, ts, false, 0, root, nil, vm.genesis.BlockLimits)
 	if err != nil {
 		vm.state.Reject(layer)
 		return nil, err

@@ -69,12 +69,10 @@ func (nw *net) ready(epoch uint64) {
 
 // rangeOf finds a range owned by node i in the VMs' current epoch.
 func (nw *net) rangeOf(i int, salt string) string {
-	ctx := context.Background()
 	for k := 0; ; k++ {
 		r := salt + "-" + string(rune('a'+k%26)) + string(rune('a'+k/26%26))
 		var reply api.OwnerReply
 		require.Nil(nw.t, rpcCall(nw.t, nw.server(0), "getOwner", api.RangeArgs{Range: r}, &reply))
-		_ = ctx
 		if reply.Owner == nw.keys[i].NodeID {
 			return r
 		}

@@ -16,7 +16,7 @@ import (
 func (vm *VM) Allocate(ctx context.Context, entries []txs.AllocateEntry) (*txs.Tx, error) {
 	return vm.signOwn(ctx, func(h txs.Header) txs.Unsigned {
 		return &txs.AllocateTx{Header: h, Entries: entries}
-	}, rangesOf(entries))
+	}, (&txs.AllocateTx{Entries: entries}).Ranges())
 }
 
 // PutManifest signs a manifest of a bucket this node owns and queues it.
@@ -92,14 +92,6 @@ func (vm *VM) checkSigner(tx *txs.Tx) error {
 	}
 	vm.sigs.Add(tx.ID())
 	return nil
-}
-
-func rangesOf(entries []txs.AllocateEntry) []string {
-	out := make([]string, len(entries))
-	for i, e := range entries {
-		out[i] = e.Range
-	}
-	return out
 }
 
 // SubmitTx queues a signed transaction of this node (API, re-pinning) and

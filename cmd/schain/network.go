@@ -46,7 +46,7 @@ stops it and starts a new one.`,
 			ctx := cmd.Context()
 			root := filepath.Join(buildDir, "network")
 			if n, err := localnet.Open(ctx, root, nil); err == nil {
-				if !replace && chainAnswers(ctx, g, n) {
+				if !replace && chainAnswers(ctx, n) {
 					fmt.Fprintf(g.out, "reusing the running network %s\n", n.Dir)
 					return printNetwork(g, n)
 				}
@@ -104,7 +104,7 @@ stops it and starts a new one.`,
 				return err
 			}
 			for _, nd := range n.Nodes {
-				c, err := client.New(nd.URI, n.ChainID.String(), client.DefaultConfig())
+				c, err := nodeClient(n, nd)
 				if err != nil {
 					return err
 				}
@@ -125,9 +125,9 @@ stops it and starts a new one.`,
 }
 
 // chainAnswers reports whether every node's S-Chain endpoint answers.
-func chainAnswers(ctx context.Context, g *globals, n *localnet.Network) bool {
+func chainAnswers(ctx context.Context, n *localnet.Network) bool {
 	for _, nd := range n.Nodes {
-		c, err := client.New(nd.URI, n.ChainID.String(), client.DefaultConfig())
+		c, err := nodeClient(n, nd)
 		if err != nil {
 			return false
 		}
@@ -138,7 +138,6 @@ func chainAnswers(ctx context.Context, g *globals, n *localnet.Network) bool {
 			return false
 		}
 	}
-	_ = g
 	return true
 }
 
@@ -152,7 +151,7 @@ func waitChainReady(ctx context.Context, g *globals, n *localnet.Network, limit 
 	for {
 		var waiting []string
 		for _, nd := range n.Nodes {
-			c, err := client.New(nd.URI, n.ChainID.String(), client.DefaultConfig())
+			c, err := nodeClient(n, nd)
 			if err != nil {
 				return err
 			}
@@ -217,4 +216,9 @@ func errName(err error) string {
 		return e.Name()
 	}
 	return "unreachable"
+}
+
+// nodeClient talks to one node of the local network (reads only: no token).
+func nodeClient(n *localnet.Network, nd localnet.Node) (*client.Client, error) {
+	return client.New(nd.URI, n.ChainID.String(), client.DefaultConfig())
 }

@@ -81,7 +81,7 @@ SeaweedFS cluster (--legacy-kind seaweedfs). The S-Chain side is --rpc and
 			if err != nil {
 				return usageError{err}
 			}
-			stop := showProgress(ctx, runner, requests, duration, g.errOut)
+			stop := showProgress(ctx, runner, requests, g.errOut)
 			rep, err := runner.Run(ctx)
 			stop()
 			if err != nil {
@@ -150,12 +150,12 @@ func openLegacy(ctx context.Context, addr, kind, mode string, progress io.Writer
 }
 
 // showProgress draws a progress bar from the runner's report until stopped.
-func showProgress(ctx context.Context, runner *shadow.Runner, requests uint64, duration time.Duration, w io.Writer) func() {
-	max := int64(requests)
-	if max == 0 {
-		max = -1
+func showProgress(ctx context.Context, runner *shadow.Runner, requests uint64, w io.Writer) func() {
+	total := int64(requests)
+	if total == 0 {
+		total = -1 // unknown: a spinner
 	}
-	bar := progressbar.NewOptions64(max, progressbar.OptionSetWriter(w), progressbar.OptionSetDescription("shadow"),
+	bar := progressbar.NewOptions64(total, progressbar.OptionSetWriter(w), progressbar.OptionSetDescription("shadow"),
 		progressbar.OptionShowCount(), progressbar.OptionSetElapsedTime(true), progressbar.OptionThrottle(200*time.Millisecond))
 	done := make(chan struct{})
 	finished := make(chan struct{})
@@ -178,7 +178,6 @@ func showProgress(ctx context.Context, runner *shadow.Runner, requests uint64, d
 			}
 		}
 	}()
-	_ = duration
 	return func() { close(done); <-finished }
 }
 

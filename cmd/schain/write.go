@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"strconv"
@@ -8,6 +9,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/s-chain/schain/client"
 	"github.com/s-chain/schain/txs"
 	"github.com/s-chain/schain/vm/api"
 )
@@ -30,24 +32,20 @@ Base is known once the transaction is accepted: pass --wait to wait for it
 			if args.Range == "" || args.Count == 0 {
 				return usageError{errors.New("--range and a positive --count are required")}
 			}
-			r, err := g.router()
-			if err != nil {
-				return err
-			}
-			ctx, cancel := g.apiContext(cmd)
-			defer cancel()
-			reply, err := r.Allocate(ctx, args)
-			if err != nil {
-				return err
-			}
-			if wait {
-				reply.Receipt, err = r.WaitForReceipt(ctx, reply.TxID)
-			}
-			fs := []field{{"txID", reply.TxID}, {"index", reply.Index}, {"epoch", reply.Epoch}, {"owner", reply.Owner}}
-			if reply.Receipt != nil {
-				fs = append(fs, allocatedFields(reply, args.Range)...)
-			}
-			return errors.Join(err, g.emit(reply, fs))
+			return g.withRouter(cmd, func(ctx context.Context, r *client.Router) error {
+				reply, err := r.Allocate(ctx, args)
+				if err != nil {
+					return err
+				}
+				if wait {
+					reply.Receipt, err = r.WaitForReceipt(ctx, reply.TxID)
+				}
+				fs := []field{{"txID", reply.TxID}, {"index", reply.Index}, {"epoch", reply.Epoch}, {"owner", reply.Owner}}
+				if reply.Receipt != nil {
+					fs = append(fs, allocatedFields(reply, args.Range)...)
+				}
+				return errors.Join(err, g.emit(reply, fs))
+			})
 		},
 	}
 	f := cmd.Flags()
@@ -102,24 +100,20 @@ range (the bucket or one of its bands). Hashes are CB58 or 64 hex digits.`,
 				}
 				args.Chunks = append(args.Chunks, c)
 			}
-			r, err := g.router()
-			if err != nil {
-				return err
-			}
-			ctx, cancel := g.apiContext(cmd)
-			defer cancel()
-			reply, err := r.PutManifest(ctx, args)
-			if err != nil {
-				return err
-			}
-			if wait {
-				reply.Receipt, err = r.WaitForReceipt(ctx, reply.TxID)
-			}
-			fs := []field{{"txID", reply.TxID}, {"index", reply.Index}, {"epoch", reply.Epoch}, {"owner", reply.Owner}}
-			if reply.Receipt != nil {
-				fs = append(fs, waitedFields(reply.TxID, reply.Receipt)...)
-			}
-			return errors.Join(err, g.emit(reply, fs))
+			return g.withRouter(cmd, func(ctx context.Context, r *client.Router) error {
+				reply, err := r.PutManifest(ctx, args)
+				if err != nil {
+					return err
+				}
+				if wait {
+					reply.Receipt, err = r.WaitForReceipt(ctx, reply.TxID)
+				}
+				fs := []field{{"txID", reply.TxID}, {"index", reply.Index}, {"epoch", reply.Epoch}, {"owner", reply.Owner}}
+				if reply.Receipt != nil {
+					fs = append(fs, waitedFields(reply.TxID, reply.Receipt)...)
+				}
+				return errors.Join(err, g.emit(reply, fs))
+			})
 		},
 	}
 	f := cmd.Flags()

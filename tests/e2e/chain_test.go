@@ -3,7 +3,6 @@
 package e2e
 
 import (
-	"bytes"
 	"context"
 	"crypto/sha256"
 	"fmt"
@@ -250,9 +249,7 @@ func TestD_BadInput(t *testing.T) {
 		require.NotContains(out, `"result"`, name)
 	}
 	// Still serving.
-	var buf bytes.Buffer
-	buf.WriteString(`{"jsonrpc":"2.0","id":1,"method":"schain.getNode","params":{}}`)
-	code, out := post(buf.String())
+	code, out := post(`{"jsonrpc":"2.0","id":1,"method":"schain.getNode","params":{}}`)
 	require.Equal(http.StatusOK, code)
 	require.Contains(out, `"result"`)
 	_, err := nodeClient(t, network.Nodes[0]).GetNode(ctx)
