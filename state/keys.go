@@ -15,7 +15,11 @@ const (
 	tagBlock       byte = 'b'
 	tagHeight      byte = 'h'
 	tagAccepted    byte = 'a'
+	tagLiveness    byte = 'l'
+	tagMembership  byte = 'p'
 )
+
+func livenessKey(nodeID ids.NodeID) []byte { return append([]byte{tagLiveness}, nodeID[:]...) }
 
 func counterKey(rangeKey string) []byte {
 	return append([]byte{tagCounter}, rangeKey...)
@@ -47,4 +51,5 @@ func heightKey(height uint64) []byte {
 var (
 	replayEpochKey = []byte{tagReplayEpoch}
 	acceptedKey    = []byte{tagAccepted}
+	membershipKey  = []byte{tagMembership}
 )

@@ -50,6 +50,14 @@ type Changes struct {
 	// Epoch and SigningHash enter the replay index.
 	Epoch       uint64
 	SigningHash ids.ID
+	// Liveness records are written whole.
+	Liveness []LivenessUpdate
+}
+
+// LivenessUpdate sets one validator's liveness record.
+type LivenessUpdate struct {
+	NodeID ids.NodeID
+	Record Liveness
 }
 
 // CounterUpdate sets a range's next unissued id.
@@ -79,6 +87,9 @@ func (l *Layer) Apply(c *Changes) error {
 			return err
 		}
 	}
+	if err := l.putLiveness(c.Liveness); err != nil {
+		return err
+	}
 	if c.Receipt != nil {
 		b, err := encodeReceipt(c.Receipt)
 		if err != nil {
@@ -89,6 +100,31 @@ func (l *Layer) Apply(c *Changes) error {
 		}
 	}
 	return l.put(replayKey(c.Epoch, c.SigningHash), []byte{})
+}
+
+// Freeze records m as the membership in force from this block on, with the
+// first-seen records of validators new to the chain.
+func (l *Layer) Freeze(m *Membership, seen []LivenessUpdate) error {
+	if err := l.writable(); err != nil {
+		return err
+	}
+	if err := l.putLiveness(seen); err != nil {
+		return err
+	}
+	b, err := encodeMembership(m)
+	if err != nil {
+		return err
+	}
+	return l.put(membershipKey, b)
+}
+
+func (l *Layer) putLiveness(us []LivenessUpdate) error {
+	for _, u := range us {
+		if err := l.put(livenessKey(u.NodeID), encodeLiveness(u.Record)); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // PruneReplay forgets replay entries of epochs before epoch. Under the strict

@@ -6,6 +6,7 @@ import (
 	"github.com/ava-labs/avalanchego/ids"
 
 	"github.com/s-chain/schain/internal/wire"
+	"github.com/s-chain/schain/pinning"
 )
 
 // Receipt records what an applied transaction did, entry by entry, so a
@@ -95,4 +96,94 @@ func decodeAccepted(b []byte) (Accepted, error) {
 		return Accepted{}, fmt.Errorf("%w: last-accepted record: %w", ErrCorrupt, err)
 	}
 	return a, nil
+}
+
+// Liveness is what the chain knows of one validator's liveness, in liveness
+// epochs (rounds of the genesis epoch duration).
+type Liveness struct {
+	// FirstSeen is the round of the first membership computed while the
+	// validator was in the P-chain set: its grace period starts there.
+	FirstSeen uint64 `json:"firstSeen"`
+	// Heartbeat is the newest round with an accepted heartbeat of it, valid
+	// only if HasHeartbeat.
+	Heartbeat    uint64 `json:"heartbeat"`
+	HasHeartbeat bool   `json:"hasHeartbeat"`
+}
+
+const livenessVersion byte = 1
+
+func encodeLiveness(l Liveness) []byte {
+	w := &wire.Writer{}
+	w.U8(livenessVersion)
+	w.U64(l.FirstSeen)
+	w.U64(l.Heartbeat)
+	w.Bool(l.HasHeartbeat)
+	return w.B
+}
+
+func decodeLiveness(b []byte) (Liveness, error) {
+	r := &wire.Reader{B: b}
+	if v := r.U8(); r.Err == nil && v != livenessVersion {
+		return Liveness{}, fmt.Errorf("%w: liveness version %d", ErrCorrupt, v)
+	}
+	l := Liveness{FirstSeen: r.U64(), Heartbeat: r.U64(), HasHeartbeat: r.Bool()}
+	if err := r.Done(); err != nil {
+		return Liveness{}, fmt.Errorf("%w: liveness record: %w", ErrCorrupt, err)
+	}
+	return l, nil
+}
+
+// Membership is the set ranges are pinned to, frozen by the first block of
+// a liveness epoch (Round) from the state its parent left, so that every
+// later block of the epoch, every node and every restart use the same one.
+type Membership struct {
+	// PChainHeight is the height of the validator set the members were
+	// taken from (the first block's P-chain context).
+	PChainHeight uint64 `json:"pChainHeight"`
+	Round        uint64 `json:"round"`
+	// Generation counts changes of (PChainHeight, Members) along the chain:
+	// it enters the fingerprint, so a transaction signed against one
+	// membership is dead once another is in force, even if the same set
+	// comes back later.
+	Generation uint64 `json:"generation"`
+	// Fallback is set when no validator was live and the whole P-chain set
+	// was taken instead (never nobody).
+	Fallback bool             `json:"fallback"`
+	Members  []pinning.Member `json:"members"`
+}
+
+const membershipVersion byte = 1
+
+func encodeMembership(m *Membership) ([]byte, error) {
+	w := &wire.Writer{}
+	w.U8(membershipVersion)
+	w.U64(m.PChainHeight)
+	w.U64(m.Round)
+	w.U64(m.Generation)
+	w.Bool(m.Fallback)
+	w.U32(uint32(len(m.Members)))
+	for _, mb := range m.Members {
+		w.Raw(mb.NodeID[:])
+		w.U64(mb.Weight)
+	}
+	return w.B, w.Err
+}
+
+func decodeMembership(b []byte) (*Membership, error) {
+	r := &wire.Reader{B: b}
+	if v := r.U8(); r.Err == nil && v != membershipVersion {
+		return nil, fmt.Errorf("%w: membership version %d", ErrCorrupt, v)
+	}
+	m := &Membership{PChainHeight: r.U64(), Round: r.U64(), Generation: r.U64(), Fallback: r.Bool()}
+	n := r.U32()
+	for i := uint32(0); i < n && r.Err == nil; i++ {
+		var mb pinning.Member
+		r.Fixed(mb.NodeID[:])
+		mb.Weight = r.U64()
+		m.Members = append(m.Members, mb)
+	}
+	if err := r.Done(); err != nil {
+		return nil, fmt.Errorf("%w: membership record: %w", ErrCorrupt, err)
+	}
+	return m, nil
 }

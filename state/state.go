@@ -48,6 +48,12 @@ type Reader interface {
 	Applied(epoch uint64, signingHash ids.ID) (bool, error)
 	// ReplayEpoch is the oldest epoch the replay index still holds.
 	ReplayEpoch() (uint64, error)
+	// Liveness is a validator's liveness record; ok is false if the chain
+	// never recorded it.
+	Liveness(nodeID ids.NodeID) (rec Liveness, ok bool, err error)
+	// Membership is the frozen membership of the newest liveness epoch, or
+	// ErrNotFound before the first block with a P-chain context.
+	Membership() (*Membership, error)
 }
 
 // State owns the database: accepted state, block index and the root of the
@@ -289,4 +295,27 @@ func (v view) ReplayEpoch() (uint64, error) {
 		return 0, fmt.Errorf("%w: replay epoch has %d bytes", ErrCorrupt, len(b))
 	}
 	return binary.BigEndian.Uint64(b), nil
+}
+
+func (v view) Liveness(nodeID ids.NodeID) (Liveness, bool, error) {
+	b, err := v.db.Get(livenessKey(nodeID))
+	if errors.Is(err, database.ErrNotFound) {
+		return Liveness{}, false, nil
+	}
+	if err != nil {
+		return Liveness{}, false, err
+	}
+	rec, err := decodeLiveness(b)
+	return rec, err == nil, err
+}
+
+func (v view) Membership() (*Membership, error) {
+	b, err := v.db.Get(membershipKey)
+	if errors.Is(err, database.ErrNotFound) {
+		return nil, fmt.Errorf("%w: no membership recorded yet", ErrNotFound)
+	}
+	if err != nil {
+		return nil, err
+	}
+	return decodeMembership(b)
 }

@@ -9,6 +9,7 @@ import (
 	"github.com/ava-labs/avalanchego/ids"
 	"github.com/stretchr/testify/require"
 
+	"github.com/s-chain/schain/pinning"
 	"github.com/s-chain/schain/state"
 	"github.com/s-chain/schain/txs"
 )
@@ -236,4 +237,43 @@ func TestPruneReplayBoundsTheIndex(t *testing.T) {
 	require.NoError(err)
 	require.Equal(uint64(6), e)
 	require.Equal(6, p.Changed(), "five deletions and the new oldest epoch")
+}
+
+func TestLivenessAndMembershipRecords(t *testing.T) {
+	require := require.New(t)
+	db := memdb.New()
+	s := open(t, db)
+	require.NoError(s.Accept(layerOn(t, s, nil, nil), ids.ID{'g'}, nil))
+	_, err := s.Accepted().Membership()
+	require.ErrorIs(err, state.ErrNotFound)
+	a, b := ids.NodeID{'a'}, ids.NodeID{'b'}
+	m := &state.Membership{PChainHeight: 9, Round: 4, Generation: 2, Members: []pinning.Member{{NodeID: a, Weight: 3}}}
+	var root ids.ID
+	l := layerOn(t, s, nil, func(l *state.Layer) {
+		require.NoError(l.Freeze(m, []state.LivenessUpdate{{NodeID: a, Record: state.Liveness{FirstSeen: 4}}, {NodeID: b, Record: state.Liveness{FirstSeen: 4}}}))
+		require.NoError(l.Apply(&state.Changes{Epoch: 9, SigningHash: ids.ID{1}, Liveness: []state.LivenessUpdate{{NodeID: a, Record: state.Liveness{FirstSeen: 4, Heartbeat: 4, HasHeartbeat: true}}}}))
+	})
+	root = l.Root()
+	require.NoError(s.Accept(l, ids.ID{1}, nil))
+
+	s2 := open(t, db) // survives a restart
+	got, err := s2.Accepted().Membership()
+	require.NoError(err)
+	require.Equal(m, got)
+	rec, ok, err := s2.Accepted().Liveness(a)
+	require.NoError(err)
+	require.True(ok)
+	require.Equal(state.Liveness{FirstSeen: 4, Heartbeat: 4, HasHeartbeat: true}, rec)
+	_, ok, err = s2.Accepted().Liveness(ids.NodeID{'z'})
+	require.NoError(err)
+	require.False(ok)
+
+	other := layerOn(t, s2, nil, func(l *state.Layer) {
+		require.NoError(l.Freeze(&state.Membership{PChainHeight: 9, Round: 4, Generation: 3, Members: m.Members}, nil))
+	})
+	require.NotEqual(root, other.Root())
+
+	require.NoError(db.Put([]byte{'p'}, []byte{1, 2}))
+	_, err = s2.Accepted().Membership()
+	require.ErrorIs(err, state.ErrCorrupt)
 }

@@ -49,6 +49,8 @@ func (t *PutManifestTx) encodeEntries(w *wire.Writer) {
 	}
 }
 
+func (t *HeartbeatTx) encodeEntries(w *wire.Writer) { w.U64(t.Round) }
+
 func writeManifest(w *wire.Writer, m *Manifest) {
 	w.Str(m.Bucket)
 	w.Str(m.Key)
@@ -148,6 +150,11 @@ func Parse(b []byte, l Limits) (*Tx, error) {
 			t.Entries = append(t.Entries, readManifest(r, l))
 		}
 		u = t
+	case kindHeartbeat:
+		if n != 1 {
+			return nil, fmt.Errorf("%w: a heartbeat has exactly one entry, got %d", ErrTooManyEntries, n)
+		}
+		u = &HeartbeatTx{Header: h, Round: r.U64()}
 	default:
 		return nil, fmt.Errorf("%w: %d", ErrUnknownKind, kind)
 	}

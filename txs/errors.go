@@ -31,4 +31,7 @@ var (
 	ErrDuplicateEntry     = errors.New("txs: object written twice in one transaction")
 	ErrBadSignature       = errors.New("txs: signature does not verify")
 	ErrNotCanonical       = errors.New("txs: bytes are not the canonical encoding")
+	// ErrHeartbeatFingerprint: a heartbeat is pinned to no membership, so
+	// its fingerprint must be zero (one byte string per heartbeat).
+	ErrHeartbeatFingerprint = errors.New("txs: a heartbeat carries a zero fingerprint")
 )

@@ -63,6 +63,7 @@ type Manifest struct {
 type Visitor interface {
 	Allocate(*AllocateTx) error
 	PutManifest(*PutManifestTx) error
+	Heartbeat(*HeartbeatTx) error
 }
 
 // Unsigned is the part of a transaction the owner signs.
@@ -90,14 +91,26 @@ type PutManifestTx struct {
 	Entries []Manifest `json:"entries"`
 }
 
+// HeartbeatTx is a validator's statement that it is alive in one liveness
+// epoch (Round). Epoch names the P-chain height whose validator set holds the
+// signer's key; Fingerprint is zero, because the heartbeat is what decides
+// the set ranges are pinned to, not something pinned to it. It touches no
+// counter: its only effect is the signer's last-heartbeat record.
+type HeartbeatTx struct {
+	Header
+	Round uint64 `json:"round"`
+}
+
 const (
 	kindAllocate    byte = 1
 	kindPutManifest byte = 2
+	kindHeartbeat   byte = 3
 )
 
 var (
 	_ Unsigned = (*AllocateTx)(nil)
 	_ Unsigned = (*PutManifestTx)(nil)
+	_ Unsigned = (*HeartbeatTx)(nil)
 )
 
 func (t *AllocateTx) Head() *Header            { return &t.Header }
@@ -108,6 +121,20 @@ func (t *PutManifestTx) Head() *Header         { return &t.Header }
 func (t *PutManifestTx) Visit(v Visitor) error { return v.PutManifest(t) }
 func (*PutManifestTx) kind() byte              { return kindPutManifest }
 func (t *PutManifestTx) entries() int          { return len(t.Entries) }
+func (t *HeartbeatTx) Head() *Header           { return &t.Header }
+func (t *HeartbeatTx) Visit(v Visitor) error   { return v.Heartbeat(t) }
+func (*HeartbeatTx) kind() byte                { return kindHeartbeat }
+func (*HeartbeatTx) entries() int              { return 1 }
+
+// Ranges is empty: a heartbeat writes no range.
+func (*HeartbeatTx) Ranges() []string { return nil }
+
+func (t *HeartbeatTx) verifyEntries(Limits) error {
+	if t.Fingerprint != ids.Empty {
+		return ErrHeartbeatFingerprint
+	}
+	return nil
+}
 
 // Ranges returns each entry's range.
 func (t *AllocateTx) Ranges() []string {
@@ -274,6 +301,8 @@ func (tx *Tx) Kind() string {
 		return "allocate"
 	case kindPutManifest:
 		return "putManifest"
+	case kindHeartbeat:
+		return "heartbeat"
 	default:
 		return "unknown"
 	}

@@ -40,6 +40,12 @@ func sampleManifest(owner ids.NodeID) *txs.PutManifestTx {
 	}}
 }
 
+func sampleHeartbeat(owner ids.NodeID) *txs.HeartbeatTx {
+	h := header(owner)
+	h.Fingerprint = ids.Empty
+	return &txs.HeartbeatTx{Header: h, Round: 1_234_567}
+}
+
 func newKey(t testing.TB) *txstest.Key {
 	keys, err := txstest.NewKeys(t.Name(), 2)
 	require.NoError(t, err)
@@ -48,7 +54,7 @@ func newKey(t testing.TB) *txstest.Key {
 
 func TestRoundTrip(t *testing.T) {
 	k := newKey(t)
-	for _, u := range []txs.Unsigned{sampleAllocate(k.NodeID), sampleManifest(k.NodeID)} {
+	for _, u := range []txs.Unsigned{sampleAllocate(k.NodeID), sampleManifest(k.NodeID), sampleHeartbeat(k.NodeID)} {
 		require := require.New(t)
 		tx, err := k.Sign(u)
 		require.NoError(err)
@@ -210,7 +216,7 @@ func TestLimitsVerify(t *testing.T) {
 
 func FuzzParse(f *testing.F) {
 	k := newKey(f)
-	for _, u := range []txs.Unsigned{sampleAllocate(k.NodeID), sampleManifest(k.NodeID)} {
+	for _, u := range []txs.Unsigned{sampleAllocate(k.NodeID), sampleManifest(k.NodeID), sampleHeartbeat(k.NodeID)} {
 		tx, err := k.Sign(u)
 		require.NoError(f, err)
 		f.Add(tx.Bytes())
@@ -230,4 +236,33 @@ func FuzzParse(f *testing.F) {
 		require.Equal(t, tx.Unsigned, again.Unsigned)
 		require.NoError(t, txs.Validate(tx.Unsigned, l))
 	})
+}
+
+func TestHeartbeatShape(t *testing.T) {
+	require := require.New(t)
+	k := newKey(t)
+	hb := sampleHeartbeat(k.NodeID)
+	tx, err := k.Sign(hb)
+	require.NoError(err)
+	require.Equal("heartbeat", tx.Kind())
+	require.Equal(1, tx.Entries())
+	require.Empty(hb.Ranges(), "a heartbeat writes no range")
+
+	pinned := sampleHeartbeat(k.NodeID)
+	pinned.Fingerprint = ids.ID{1}
+	_, err = k.Sign(pinned)
+	require.ErrorIs(err, txs.ErrHeartbeatFingerprint)
+
+	// Two entries under the heartbeat kind: the count field says 2.
+	b := bytes.Clone(tx.Bytes())
+	countAt := 2 + 1 + 4 + 32 + 8 + 32 + 20 + 8
+	b[countAt+3] = 2
+	_, err = txs.Parse(b, txs.DefaultLimits())
+	require.ErrorIs(err, txs.ErrTooManyEntries)
+
+	other := sampleHeartbeat(k.NodeID)
+	other.Round++
+	tx2, err := k.Sign(other)
+	require.NoError(err)
+	require.NotEqual(tx.SigningHash(), tx2.SigningHash(), "the round is signed")
 }

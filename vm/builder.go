@@ -8,6 +8,7 @@ import (
 	"github.com/ava-labs/avalanchego/snow/consensus/snowman"
 	snowblock "github.com/ava-labs/avalanchego/snow/engine/snowman/block"
 
+	"github.com/s-chain/schain/state"
 	"github.com/s-chain/schain/txs"
 	"github.com/s-chain/schain/vm/block"
 	"github.com/s-chain/schain/vm/execute"
@@ -62,15 +63,21 @@ func (vm *VM) build(ctx context.Context, bctx *snowblock.Context) (snowman.Block
 		return nil, fmt.Errorf("%w: context %d < parent %d", ErrEpochBackward, epoch, parent.Epoch)
 	}
 	vm.seeEpoch(epoch)
-	c, err := vm.execContext(ctx, true, epoch, height, 1)
+	c, err := vm.execContext(ctx, true, epoch, height, ts)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrNotReady, err)
+	}
+	if c.Validators == nil && !opening {
+		return nil, fmt.Errorf("%w: no usable validator at P-chain height %d", ErrNotReady, epoch)
 	}
 	layer, err := vm.state.NewLayer(parent.layerForChild())
 	if err != nil {
 		return nil, err
 	}
-	if err := execute.Block(layer, c, epoch, nil); err != nil {
+	// changed: this block puts a new membership in force, so work pinned to
+	// the old one becomes re-pinnable once it is accepted.
+	changed, err := executeBlock(layer, c, epoch, nil)
+	if err != nil {
 		vm.state.Reject(layer)
 		return nil, err
 	}
@@ -78,36 +85,19 @@ func (vm *VM) build(ctx context.Context, bctx *snowblock.Context) (snowman.Block
 		picked []*txs.Tx
 		stale  bool
 	)
-	for _, tx := range vm.mempool.Peek(vm.genesis.BlockLimits.MaxTxs, vm.genesis.BlockLimits.MaxBlockBytes-blockOverhead*(1+vm.genesis.BlockLimits.MaxTxs)/64) {
-		ch, err := execute.Tx(layer, c, tx)
-		switch {
-		case err == nil:
-		case errors.Is(err, execute.ErrReplay):
-			continue // in a processing ancestor; keep it in case that one is rejected
-		case errors.Is(err, execute.ErrWrongEpoch) && tx.Unsigned.Head().Epoch > epoch:
-			continue // pinned to an epoch this block has not reached
-		case errors.Is(err, execute.ErrWrongEpoch):
-			// Pinned to an older epoch: its owner re-pins it once a block
-			// of a newer epoch is accepted (see repinStale).
-			stale = true
-			continue
-		default:
-			vm.mempool.Remove(tx.ID()) // evict only the offending transaction
-			vm.tracker.reject(tx.ID(), "rejected: "+err.Error())
-			vm.metrics.rejects.WithLabelValues(reasonOf(err)).Inc()
-			continue
-		}
-		if err := layer.Apply(ch); err != nil {
+	if c.Epoch != nil {
+		picked, stale, err = vm.pick(layer, c)
+		if err != nil {
 			vm.state.Reject(layer)
 			return nil, err
 		}
-		picked = append(picked, tx)
 	}
-	// With only stale work, a block that just opens the new epoch is what
-	// lets owners re-pin; otherwise an empty block is built for nothing.
-	if len(picked) == 0 && !opening && !(stale && epoch > parent.Epoch) {
+	// With only stale work, a block that puts a new membership in force is
+	// what lets owners re-pin; otherwise an empty block is built for nothing.
+	if len(picked) == 0 && !opening && !(stale && changed) {
 		vm.state.Reject(layer)
 		vm.buildStalled = true
+		vm.repinWanted = vm.repinWanted || stale
 		return nil, ErrNoWork
 	}
 	vm.buildStalled = false
@@ -121,7 +111,7 @@ func (vm *VM) build(ctx context.Context, bctx *snowblock.Context) (snowman.Block
 		vm.state.Reject(layer)
 		return nil, err
 	}
-	b := &Block{Block: blk, vm: vm, layer: layer}
+	b := &Block{Block: blk, vm: vm, layer: layer, opened: changed}
 	vm.processing[b.ID()] = b
 	if vm.mempool.Len() > len(picked) {
 		vm.mempool.Signal() // more than one block's worth is pending
@@ -148,4 +138,46 @@ func (vm *VM) seal(parent *Block, height, ts uint64) (snowman.Block, error) {
 	b := &Block{Block: blk, vm: vm, layer: layer}
 	vm.processing[b.ID()] = b
 	return b, nil
+}
+
+// pick executes pending transactions on layer in pool order and returns the
+// ones that fit in a block. stale reports work pinned to a membership that
+// is no longer in force (its owner re-pins it once a block is accepted).
+func (vm *VM) pick(layer *state.Layer, c *execute.Context) (picked []*txs.Tx, stale bool, err error) {
+	for _, tx := range vm.mempool.Peek(vm.genesis.BlockLimits.MaxTxs, vm.genesis.BlockLimits.MaxBlockBytes-blockOverhead*(1+vm.genesis.BlockLimits.MaxTxs)/64) {
+		ch, err := execute.Tx(layer, c, tx)
+		switch {
+		case err == nil:
+		case errors.Is(err, execute.ErrReplay):
+			continue // in a processing ancestor; keep it in case that one is rejected
+		case ahead(tx, c.Epoch):
+			continue // pinned to an epoch this block has not reached
+		case errors.Is(err, execute.ErrWrongEpoch), errors.Is(err, execute.ErrWrongFingerprint):
+			// Pinned to a membership no longer in force: its owner re-pins
+			// it once a block is accepted (see repinStale).
+			stale = true
+			continue
+		default:
+			vm.mempool.Remove(tx.ID()) // evict only the offending transaction
+			vm.tracker.reject(tx.ID(), "rejected: "+err.Error())
+			vm.metrics.rejects.WithLabelValues(reasonOf(err)).Inc()
+			continue
+		}
+		if err := layer.Apply(ch); err != nil {
+			return nil, false, err
+		}
+		picked = append(picked, tx)
+	}
+	return picked, stale, nil
+}
+
+// ahead reports whether tx is pinned to a P-chain height, or (a heartbeat)
+// a liveness epoch, that e has not reached yet.
+func ahead(tx *txs.Tx, e *execute.Epoch) bool {
+	h := tx.Unsigned.Head()
+	if h.Epoch != e.Height() {
+		return h.Epoch > e.Height()
+	}
+	hb, ok := tx.Unsigned.(*txs.HeartbeatTx)
+	return ok && hb.Round > e.Round()
 }

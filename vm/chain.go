@@ -12,7 +12,9 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/s-chain/schain/state"
+	"github.com/s-chain/schain/txs"
 	"github.com/s-chain/schain/vm/block"
+	"github.com/s-chain/schain/vm/epochs"
 	"github.com/s-chain/schain/vm/execute"
 )
 
@@ -40,7 +42,10 @@ type Block struct {
 	*block.Block
 	vm *VM
 
-	layer    *state.Layer // set once verified, until decided
+	layer *state.Layer // set once verified, until decided
+	// opened is set when the block puts a new membership in force (a new
+	// P-chain height or generation): accepting it re-pins stale work.
+	opened   bool
 	accepted bool
 	rejected bool
 }
@@ -128,7 +133,7 @@ func (vm *VM) verify(ctx context.Context, b *Block, bctx *snowblock.Context) err
 	case bctx != nil && b.Epoch != bctx.PChainHeight:
 		return fmt.Errorf("%w: block %d, context %d", ErrEpochMismatch, b.Epoch, bctx.PChainHeight)
 	}
-	layer, err := vm.execute(ctx, parent, b.Block)
+	layer, opened, err := vm.execute(ctx, parent, b.Block)
 	if err != nil {
 		return err
 	}
@@ -136,32 +141,50 @@ func (vm *VM) verify(ctx context.Context, b *Block, bctx *snowblock.Context) err
 		vm.state.Reject(layer)
 		return fmt.Errorf("%w: header %s, executed %s", ErrWrongRoot, b.StateRoot, layer.Root())
 	}
-	b.layer = layer
+	b.layer, b.opened = layer, opened
 	vm.processing[b.ID()] = b
 	vm.noteEpoch(b)
 	return nil
 }
 
 // execute applies blk's transactions on a new layer over parent and seals
-// it. The caller owns the returned layer.
-func (vm *VM) execute(ctx context.Context, parent *Block, blk *block.Block) (*state.Layer, error) {
-	c, err := vm.execContext(ctx, blk.HasEpoch, blk.Epoch, blk.Height, len(blk.Txs))
+// it; opened reports whether the block put a new membership in force. The
+// caller owns the returned layer.
+func (vm *VM) execute(ctx context.Context, parent *Block, blk *block.Block) (layer *state.Layer, opened bool, err error) {
+	c, err := vm.execContext(ctx, blk.HasEpoch, blk.Epoch, blk.Height, blk.Timestamp)
 	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
-	layer, err := vm.state.NewLayer(parent.layerForChild())
+	layer, err = vm.state.NewLayer(parent.layerForChild())
 	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
-	if err := execute.Block(layer, c, blk.Epoch, blk.Txs); err != nil {
+	opened, err = executeBlock(layer, c, blk.Epoch, blk.Txs)
+	if err == nil {
+		_, err = layer.Seal()
+	}
+	if err != nil {
 		vm.state.Reject(layer)
-		return nil, err
+		return nil, false, err
 	}
-	if _, err := layer.Seal(); err != nil {
-		vm.state.Reject(layer)
-		return nil, err
+	return layer, opened, nil
+}
+
+// executeBlock is execute.Block that also reports whether the block put a
+// new membership in force: a new P-chain height or a new generation.
+func executeBlock(layer *state.Layer, c *execute.Context, pChainHeight uint64, blockTxs []*txs.Tx) (bool, error) {
+	prev, err := layer.Membership()
+	if err != nil && !errors.Is(err, state.ErrNotFound) {
+		return false, err
 	}
-	return layer, nil
+	if err := execute.Block(layer, c, pChainHeight, blockTxs); err != nil {
+		return false, err
+	}
+	if c.Epoch == nil || c.Epoch.Membership() == nil {
+		return false, nil
+	}
+	m := c.Epoch.Membership()
+	return prev == nil || prev.PChainHeight != m.PChainHeight || prev.Generation != m.Generation, nil
 }
 
 // extendable reports whether a child may be built or verified on b: b is
@@ -180,20 +203,32 @@ func (b *Block) layerForChild() *state.Layer {
 	return b.layer
 }
 
-func (vm *VM) execContext(ctx context.Context, hasEpoch bool, epoch, height uint64, txCount int) (*execute.Context, error) {
+// execContext fixes what a block's execution depends on: for a block with a
+// P-chain context, the validator set at its P-chain height and the liveness
+// epoch of its timestamp, from which execute.Block opens or finds the
+// membership.
+func (vm *VM) execContext(ctx context.Context, hasEpoch bool, pChainHeight, height, timestamp uint64) (*execute.Context, error) {
 	c := &execute.Context{
 		NetworkID:  vm.cfg.NetworkID,
 		ChainID:    vm.cfg.ChainID,
 		Limits:     vm.genesis.TxLimits,
 		Height:     height,
 		Signatures: vm.sigs,
+		Liveness:   vm.genesis.Liveness(),
+		Round:      vm.round(timestamp),
+		Restrict:   vm.memberships.restrict,
 	}
-	if hasEpoch && txCount > 0 {
-		e, err := vm.epochs.Get(ctx, epoch)
-		if err != nil {
+	if hasEpoch {
+		v, err := vm.epochs.Get(ctx, pChainHeight)
+		switch {
+		case errors.Is(err, epochs.ErrNotReady):
+			// No usable validator at this height: the block carries
+			// nothing and opens no membership, on every node alike.
+		case err != nil:
 			return nil, err
+		default:
+			c.Validators = v
 		}
-		c.Epoch = e
 	}
 	return c, nil
 }
@@ -214,7 +249,6 @@ func (vm *VM) accept(b *Block) error {
 	}
 	b.accepted, b.layer = true, nil
 	delete(vm.processing, b.ID())
-	prevEpoch, hadEpoch := vm.lastAccepted.Epoch, vm.lastAccepted.HasEpoch
 	vm.lastAccepted = b
 	vm.bootstrapTried = false
 	included := make([]ids.ID, len(b.Txs))
@@ -222,8 +256,21 @@ func (vm *VM) accept(b *Block) error {
 		included[i] = tx.ID()
 	}
 	vm.mempool.Remove(included...)
-	if b.HasEpoch && (!hadEpoch || b.Epoch > prevEpoch) {
-		vm.repinStale(b.Epoch)
+	if b.HasEpoch && (b.opened || vm.repinWanted) {
+		vm.repinWanted = false
+		if e, err := vm.acceptedSnapshot(context.Background()); err != nil {
+			vm.cfg.Log.Warn("cannot re-pin stale transactions", zap.Error(err))
+		} else if e != nil {
+			vm.repinStale(e)
+			vm.metrics.members.Set(float64(e.Len()))
+			if b.opened {
+				m := e.Membership()
+				vm.cfg.Log.Info("membership in force",
+					zap.Uint64("pChainHeight", m.PChainHeight), zap.Uint64("round", m.Round),
+					zap.Uint64("generation", m.Generation), zap.Int("members", len(m.Members)),
+					zap.Bool("fallback", m.Fallback), zap.Uint64("height", b.Block.Height))
+			}
+		}
 	}
 	vm.mempool.Signal()
 	vm.metrics.mempoolDepth.Set(float64(vm.mempool.Len()))

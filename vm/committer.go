@@ -61,13 +61,9 @@ func (vm *VM) AllocateOne(ctx context.Context, entry txs.AllocateEntry) (Submitt
 // checkOwned fails fast with NotOwnerError before a request waits for a
 // group.
 func (vm *VM) checkOwned(ctx context.Context, ranges []string) error {
-	epoch, ok := vm.CurrentEpoch()
-	if !ok {
-		return vm.errNoEpoch()
-	}
-	e, err := vm.epochs.Get(ctx, epoch)
+	e, err := vm.Snapshot(ctx)
 	if err != nil {
-		return fmt.Errorf("%w: %w", ErrNotReady, err)
+		return err
 	}
 	return e.CheckOwner(ranges, vm.cfg.NodeID)
 }

@@ -9,6 +9,7 @@ import (
 
 	"github.com/s-chain/schain/txs"
 	"github.com/s-chain/schain/vm/block"
+	"github.com/s-chain/schain/vm/execute"
 	"github.com/s-chain/schain/vm/mempool"
 )
 
@@ -42,6 +43,19 @@ type Genesis struct {
 	// TrackedTxs bounds the rejected/re-pinned transactions a node remembers
 	// for getReceipt.
 	TrackedTxs int `json:"trackedTxs"`
+	// EpochDurationMs is the length of a liveness epoch: every validator
+	// sends one heartbeat per epoch, and the members ranges are pinned to
+	// are re-computed at each epoch's first block.
+	EpochDurationMs uint64 `json:"epochDurationMs"`
+	// LivenessEpochs (K) is how many epochs a heartbeat keeps a validator a
+	// member, and the grace of a validator new to the set. A dead owner's
+	// ranges move after at most K+1 epochs.
+	LivenessEpochs uint64 `json:"livenessEpochs"`
+}
+
+// Liveness is the membership rule for execution.
+func (g *Genesis) Liveness() execute.Liveness {
+	return execute.Liveness{EpochMs: g.EpochDurationMs, K: g.LivenessEpochs}
 }
 
 // DefaultGenesis is what an empty JSON object means.
@@ -58,6 +72,8 @@ func DefaultGenesis() Genesis {
 		GroupCommitMaxEntries: 256,
 		MaxWaitMs:             30_000,
 		TrackedTxs:            16_384,
+		EpochDurationMs:       30_000,
+		LivenessEpochs:        2,
 	}
 }
 
@@ -98,6 +114,10 @@ func (g *Genesis) Verify() error {
 		return fmt.Errorf("%w: groupCommitMaxEntries %d not in [1, txLimits.maxEntries=%d]", ErrBadGenesis, g.GroupCommitMaxEntries, g.TxLimits.MaxEntries)
 	case g.MaxWaitMs == 0 || g.TrackedTxs < 1:
 		return fmt.Errorf("%w: maxWaitMs and trackedTxs must be positive", ErrBadGenesis)
+	case g.EpochDurationMs < 1000:
+		return fmt.Errorf("%w: epochDurationMs %d is below 1000: heartbeats could not land in every epoch", ErrBadGenesis, g.EpochDurationMs)
+	case g.LivenessEpochs < 1:
+		return fmt.Errorf("%w: livenessEpochs must be at least 1 (a heartbeat must outlive the epoch it was sent in)", ErrBadGenesis)
 	}
 	return nil
 }

@@ -9,22 +9,39 @@ import (
 	"github.com/s-chain/schain/vm/execute"
 )
 
-// repinStale runs after a block of epoch `epoch` is accepted. Pending
-// transactions pinned to an older epoch can never be included any more
-// (block epochs never go down), so they leave the pool. This node's own
-// ones are re-signed for the new epoch where it still owns every range: a
-// clean retry, never a double write, because the old one is now dead.
-// Otherwise their receipt says the owner changed and names the new owner.
-// Called with vm.mu held; signing happens in the background.
-func (vm *VM) repinStale(epoch uint64) {
+// stale reports whether tx can never be included once e is in force: block
+// P-chain heights and liveness epochs never go down, and a membership's
+// fingerprint covers its generation, so a transaction pinned to an older
+// height, an older membership of this height, or (a heartbeat) an older
+// liveness epoch is dead.
+func stale(tx *txs.Tx, e *execute.Epoch) bool {
+	h := tx.Unsigned.Head()
+	switch {
+	case h.Epoch != e.Height():
+		return h.Epoch < e.Height()
+	case tx.Kind() == "heartbeat":
+		return tx.Unsigned.(*txs.HeartbeatTx).Round < e.Round()
+	default:
+		return h.Fingerprint != e.Fingerprint()
+	}
+}
+
+// repinStale runs after a block that put membership e in force is accepted
+// (or after a build skipped stale work). Pending transactions that can never
+// be included any more leave the pool. This node's own allocations and
+// manifests are re-signed for the current epoch where it still owns every
+// range: a clean retry, never a double write, because the old one is now
+// dead. Otherwise their receipt says the owner changed and names the new
+// owner. Heartbeats are not re-signed: the heartbeat loop sends the current
+// one. Called with vm.mu held; signing happens in the background.
+func (vm *VM) repinStale(e *execute.Epoch) {
 	var own []*txs.Tx
 	for _, tx := range vm.mempool.Peek(vm.genesis.Mempool.MaxTxs, vm.genesis.Mempool.MaxBytes) {
-		h := tx.Unsigned.Head()
-		if h.Epoch >= epoch {
+		if !stale(tx, e) {
 			continue
 		}
 		vm.mempool.Remove(tx.ID())
-		if h.Owner == vm.cfg.NodeID {
+		if tx.Unsigned.Head().Owner == vm.cfg.NodeID && tx.Kind() != "heartbeat" {
 			own = append(own, tx)
 		}
 	}
@@ -35,20 +52,20 @@ func (vm *VM) repinStale(epoch uint64) {
 	go func() {
 		defer vm.background.Done()
 		for _, old := range own {
-			vm.repin(context.Background(), old, epoch)
+			vm.repin(context.Background(), old)
 		}
 	}()
 }
 
-func (vm *VM) repin(ctx context.Context, old *txs.Tx, epoch uint64) {
-	tx, err := vm.signAt(ctx, epoch, func(h txs.Header) txs.Unsigned {
+func (vm *VM) repin(ctx context.Context, old *txs.Tx) {
+	tx, err := vm.signCurrent(ctx, func(h txs.Header) txs.Unsigned {
 		switch u := old.Unsigned.(type) {
 		case *txs.AllocateTx:
 			return &txs.AllocateTx{Header: h, Entries: u.Entries}
 		case *txs.PutManifestTx:
 			return &txs.PutManifestTx{Header: h, Entries: u.Entries}
 		default:
-			panic(fmt.Sprintf("unknown transaction kind %T", u))
+			panic(fmt.Sprintf("re-pinning a %T", u))
 		}
 	}, old.Unsigned.Ranges())
 	if err == nil {
@@ -61,6 +78,6 @@ func (vm *VM) repin(ctx context.Context, old *txs.Tx, epoch uint64) {
 	case errors.As(err, &noe):
 		vm.tracker.reject(old.ID(), fmt.Sprintf("rejected: owner changed: range %q is owned by %s in epoch %d", noe.Range, noe.Owner, noe.Epoch))
 	default:
-		vm.tracker.reject(old.ID(), fmt.Sprintf("rejected: re-pinning to epoch %d failed: %v", epoch, err))
+		vm.tracker.reject(old.ID(), fmt.Sprintf("rejected: re-pinning failed: %v", err))
 	}
 }

@@ -166,7 +166,7 @@ func (s *Service) GetOwner(r *http.Request, args *api.RangeArgs, reply *api.Owne
 	if err := txs.VerifyRange(args.Range, s.vm.genesis.TxLimits); err != nil {
 		return invalidParams(err)
 	}
-	e, err := s.vm.currentSnapshot(r.Context())
+	e, err := s.vm.Snapshot(r.Context())
 	if err != nil {
 		return rpcError(err)
 	}
@@ -174,15 +174,42 @@ func (s *Service) GetOwner(r *http.Request, args *api.RangeArgs, reply *api.Owne
 	return nil
 }
 
-// GetEpoch describes this node's current epoch.
+// GetEpoch describes this node's current epoch: the members (live
+// validators), the whole P-chain set and each validator's liveness record.
 func (s *Service) GetEpoch(r *http.Request, _ *api.Empty, reply *api.EpochReply) error {
-	e, err := s.vm.currentSnapshot(r.Context())
+	e, err := s.vm.Snapshot(r.Context())
 	if err != nil {
 		return rpcError(err)
 	}
-	*reply = api.EpochReply{PChainHeight: e.Height(), Fingerprint: e.Fingerprint(), NodeID: s.vm.cfg.NodeID}
-	for _, m := range e.Members() {
-		reply.Members = append(reply.Members, api.Member{NodeID: m.NodeID, Weight: m.Weight})
+	v, err := s.vm.epochs.Get(r.Context(), e.Height())
+	if err != nil {
+		return rpcError(fmt.Errorf("%w: %w", ErrNotReady, err))
+	}
+	m := e.Membership()
+	*reply = api.EpochReply{
+		PChainHeight: e.Height(), Round: m.Round, Fingerprint: e.Fingerprint(),
+		Generation: m.Generation, Fallback: m.Fallback,
+		EpochDurationMs: s.vm.genesis.EpochDurationMs, LivenessEpochs: s.vm.genesis.LivenessEpochs,
+		NodeID: s.vm.cfg.NodeID,
+	}
+	for _, mb := range e.Members() {
+		reply.Members = append(reply.Members, api.Member{NodeID: mb.NodeID, Weight: mb.Weight})
+	}
+	accepted := s.vm.state.Accepted()
+	for _, val := range v.Members() {
+		_, member := e.Weight(val.NodeID)
+		vl := api.ValidatorLiveness{NodeID: val.NodeID, Weight: val.Weight, Member: member}
+		rec, known, err := accepted.Liveness(val.NodeID)
+		if err != nil {
+			return rpcError(err)
+		}
+		if known {
+			vl.FirstSeen = &rec.FirstSeen
+			if rec.HasHeartbeat {
+				vl.LastHeartbeat = &rec.Heartbeat
+			}
+		}
+		reply.Validators = append(reply.Validators, vl)
 	}
 	return nil
 }
@@ -194,18 +221,6 @@ func (s *Service) GetNode(_ *http.Request, _ *api.Empty, reply *api.NodeReply) e
 	s.vm.mu.Unlock()
 	*reply = api.NodeReply{NodeID: s.vm.cfg.NodeID, NetworkID: s.vm.cfg.NetworkID, ChainID: s.vm.cfg.ChainID, Height: last.Block.Height, StateRoot: last.StateRoot}
 	return nil
-}
-
-func (vm *VM) currentSnapshot(ctx context.Context) (*execute.Epoch, error) {
-	epoch, ok := vm.CurrentEpoch()
-	if !ok {
-		return nil, vm.errNoEpoch()
-	}
-	e, err := vm.epochs.Get(ctx, epoch)
-	if err != nil {
-		return nil, fmt.Errorf("%w: %w", ErrNotReady, err)
-	}
-	return e, nil
 }
 
 // Receipt reports a transaction's status from accepted state, the pending

@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/ava-labs/avalanchego/ids"
+
 	"github.com/s-chain/schain/txs"
 	"github.com/s-chain/schain/vm/execute"
 	"github.com/s-chain/schain/vm/mempool"
@@ -29,11 +31,7 @@ func (vm *VM) PutManifest(ctx context.Context, m txs.Manifest) (*txs.Tx, error) 
 // signOwn pins a transaction of this node's own ranges to the current epoch,
 // signs and queues it.
 func (vm *VM) signOwn(ctx context.Context, build func(txs.Header) txs.Unsigned, ranges []string) (*txs.Tx, error) {
-	epoch, ok := vm.CurrentEpoch()
-	if !ok {
-		return nil, vm.errNoEpoch()
-	}
-	tx, err := vm.signAt(ctx, epoch, build, ranges)
+	tx, err := vm.signCurrent(ctx, build, ranges)
 	if err != nil {
 		return nil, err
 	}
@@ -43,28 +41,41 @@ func (vm *VM) signOwn(ctx context.Context, build func(txs.Header) txs.Unsigned, 
 	return tx, nil
 }
 
-// signAt signs at a given epoch after checking this node owns every range.
-func (vm *VM) signAt(ctx context.Context, epoch uint64, build func(txs.Header) txs.Unsigned, ranges []string) (*txs.Tx, error) {
-	e, err := vm.epochs.Get(ctx, epoch)
+// signCurrent signs against the current epoch (see Snapshot) after
+// checking this node owns every range there.
+func (vm *VM) signCurrent(ctx context.Context, build func(txs.Header) txs.Unsigned, ranges []string) (*txs.Tx, error) {
+	e, err := vm.Snapshot(ctx)
 	if err != nil {
-		return nil, fmt.Errorf("%w: %w", ErrNotReady, err)
+		return nil, err
 	}
 	if err := e.CheckOwner(ranges, vm.cfg.NodeID); err != nil {
 		return nil, err
 	}
+	return vm.sign(build(vm.header(e.Height(), e.Fingerprint())))
+}
+
+// header starts a transaction of this node with a fresh nonce.
+func (vm *VM) header(pChainHeight uint64, fingerprint ids.ID) txs.Header {
 	vm.mu.Lock()
 	vm.nonce++
 	nonce := vm.nonce
 	vm.mu.Unlock()
-	return txs.Sign(build(txs.Header{
-		NetworkID: vm.cfg.NetworkID, ChainID: vm.cfg.ChainID, Epoch: epoch,
-		Fingerprint: e.Fingerprint(), Owner: vm.cfg.NodeID, Nonce: nonce,
-	}), vm.genesis.TxLimits, vm.cfg.Signer)
+	return txs.Header{
+		NetworkID: vm.cfg.NetworkID, ChainID: vm.cfg.ChainID, Epoch: pChainHeight,
+		Fingerprint: fingerprint, Owner: vm.cfg.NodeID, Nonce: nonce,
+	}
 }
 
-// checkSigner verifies, against the validator set of the tx's own epoch,
-// that the signer owns every range and signed it. The success is cached, so
-// the block that later carries the tx skips the BLS check.
+func (vm *VM) sign(u txs.Unsigned) (*txs.Tx, error) {
+	return txs.Sign(u, vm.genesis.TxLimits, vm.cfg.Signer)
+}
+
+// checkSigner verifies that a validator of the tx's P-chain height signed
+// it and, when this node knows the membership the tx is pinned to, that the
+// signer owns every range there. (A tx pinned to a membership this node has
+// not computed yet, say at an epoch boundary, is admitted on its signature:
+// only validators can sign, and execution decides the rest.) The success
+// is cached, so the block that later carries the tx skips the BLS check.
 func (vm *VM) checkSigner(tx *txs.Tx) error {
 	h := tx.Unsigned.Head()
 	if h.NetworkID != vm.cfg.NetworkID || h.ChainID != vm.cfg.ChainID {
@@ -77,11 +88,10 @@ func (vm *VM) checkSigner(tx *txs.Tx) error {
 	if err != nil {
 		return fmt.Errorf("%w: %w", ErrNotReady, err)
 	}
-	if h.Fingerprint != e.Fingerprint() {
-		return fmt.Errorf("%w: %s", execute.ErrWrongFingerprint, h.Fingerprint)
-	}
-	if err := e.CheckOwner(tx.Unsigned.Ranges(), h.Owner); err != nil {
-		return err
+	if m, ok := vm.memberships.byFingerprint(h.Fingerprint); ok && m.Height() == h.Epoch {
+		if err := m.CheckOwner(tx.Unsigned.Ranges(), h.Owner); err != nil {
+			return err
+		}
 	}
 	pk, ok := e.PublicKey(h.Owner)
 	if !ok {

@@ -25,6 +25,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/s-chain/schain/state"
+	"github.com/s-chain/schain/txs"
 	"github.com/s-chain/schain/vm/block"
 	"github.com/s-chain/schain/vm/epochs"
 	"github.com/s-chain/schain/vm/execute"
@@ -75,6 +76,10 @@ type Config struct {
 	// write token, so the write methods are disabled). Nil is only for a VM
 	// run in-process (tests, embedding): no token is then required.
 	ChainConfig *ChainConfig
+	// Heartbeats makes the VM send its heartbeat a few times per liveness
+	// epoch (Initialize sets it: a node always does). In-process users call
+	// Heartbeat themselves.
+	Heartbeats bool
 }
 
 // VM implements the ChainVM. The engine does not share a lock with a plugin
@@ -86,8 +91,11 @@ type VM struct {
 	genesis *Genesis
 	state   *state.State
 	epochs  *epochs.Cache
-	sigs    *execute.SignatureCache
-	mempool *mempool.Mempool
+	// memberships caches the epochs of frozen memberships (see
+	// Snapshot).
+	memberships *memberships
+	sigs        *execute.SignatureCache
+	mempool     *mempool.Mempool
 
 	mu           sync.Mutex
 	processing   map[ids.ID]*Block // verified, undecided
@@ -105,7 +113,11 @@ type VM struct {
 	// buildStalled is set when a build found nothing to include while
 	// transactions were pending; WaitForEvent then waits for a change.
 	buildStalled bool
-	nonce        uint64
+	// repinWanted is set when a build skipped work pinned to a membership
+	// no longer in force; the next accept re-pins it.
+	repinWanted   bool
+	nonce         uint64
+	lastHeartbeat *txs.Tx // the last heartbeat this node sent
 
 	metrics       *metrics
 	gate          *gate
@@ -149,6 +161,7 @@ func (vm *VM) Initialize(
 		Sender:      appSender,
 		Peers:       chainCtx.ValidatorState,
 		ChainConfig: &cc,
+		Heartbeats:  true,
 	}, db, genesisBytes)
 }
 
@@ -176,6 +189,7 @@ func (vm *VM) Init(cfg Config, db database.Database, genesisBytes []byte) error 
 	}
 	vm.cfg, vm.genesis = cfg, g
 	vm.epochs = epochs.NewCache(cfg.Validators, cfg.SubnetID, g.EpochCache)
+	vm.memberships = newMemberships(g.EpochCache)
 	vm.sigs = execute.NewSignatureCache(g.SignatureCache)
 	vm.mempool = mempool.New(g.Mempool)
 	vm.tracker = newTracker(g.TrackedTxs)
@@ -208,6 +222,10 @@ func (vm *VM) Init(cfg Config, db database.Database, genesisBytes []byte) error 
 	vm.intents = make(chan intent, 4*g.GroupCommitMaxEntries)
 	vm.committerDone = make(chan struct{})
 	go vm.runCommitter(ctx)
+	if cfg.Heartbeats {
+		vm.background.Add(1)
+		go vm.runHeartbeats(ctx, heartbeatInterval(g.EpochDurationMs))
+	}
 	if cfg.Sender != nil && cfg.Peers != nil {
 		if err := vm.startGossip(ctx, cfg.Log, cfg.Sender, cfg.Peers, cfg.Registerer); err != nil {
 			return err

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"maps"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -39,23 +40,30 @@ func (v validatorSets) GetValidatorSet(_ context.Context, h uint64, _ ids.ID) (m
 }
 
 type net struct {
-	t    testing.TB
-	keys []*txstest.Key
-	sets validatorSets
-	vms  []*vm.VM
-	dbs  []*memdb.Database
+	t       testing.TB
+	keys    []*txstest.Key
+	sets    validatorSets
+	vms     []*vm.VM
+	dbs     []*memdb.Database
+	genesis []byte
+	// now is every VM's clock, unix milliseconds.
+	now atomic.Int64
 }
 
 func newKeys(t testing.TB, n int) ([]*txstest.Key, error) { return txstest.NewKeys(t.Name(), n) }
 
-func newNet(t testing.TB, n int) *net {
+func newNet(t testing.TB, n int) *net { return newNetWith(t, n, genesis) }
+
+// newNetWith starts n VMs on genesis g with the clock at 5 s.
+func newNetWith(t testing.TB, n int, g []byte) *net {
 	keys, err := newKeys(t, n)
 	require.NoError(t, err)
 	all := map[ids.NodeID]*validators.GetValidatorOutput{}
 	for _, k := range keys {
 		all[k.NodeID] = &validators.GetValidatorOutput{NodeID: k.NodeID, Weight: 10, PublicKey: k.PublicKey()}
 	}
-	nw := &net{t: t, keys: keys, sets: validatorSets{10: all, 20: all}}
+	nw := &net{t: t, keys: keys, sets: validatorSets{10: all, 20: all}, genesis: g}
+	nw.now.Store(5000)
 	for i := range keys {
 		nw.dbs = append(nw.dbs, memdb.New())
 		nw.vms = append(nw.vms, nw.start(i))
@@ -68,8 +76,8 @@ func (nw *net) start(i int) *vm.VM {
 	require.NoError(nw.t, v.Init(vm.Config{
 		NetworkID: 5, ChainID: chainID, SubnetID: subnetID, NodeID: nw.keys[i].NodeID,
 		Signer: nw.keys[i].Signer(5, chainID), Validators: nw.sets,
-		Clock: func() time.Time { return time.UnixMilli(5000) },
-	}, nw.dbs[i], genesis))
+		Clock: func() time.Time { return time.UnixMilli(nw.now.Load()) },
+	}, nw.dbs[i], nw.genesis))
 	nw.t.Cleanup(func() { require.NoError(nw.t, v.Shutdown(context.Background())) })
 	return v
 }

@@ -54,9 +54,9 @@ func runDemo(ctx context.Context, g *globals, n *localnet.Network) error {
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(w, "\n== epoch: P-chain height %d, fingerprint %s\n", ep.PChainHeight, ep.Fingerprint)
-	for _, m := range ep.Members {
-		fmt.Fprintf(w, "   %-6s %s weight %d\n", names[m.NodeID], m.NodeID, m.Weight)
+	fmt.Fprintf(w, "\n== epoch: P-chain height %d, liveness round %d, fingerprint %s\n", ep.PChainHeight, ep.Round, ep.Fingerprint)
+	for _, v := range ep.Validators {
+		fmt.Fprintf(w, "   %-6s %s\n", names[v.NodeID], describeLiveness(v))
 	}
 
 	fmt.Fprintf(w, "\n== owners (HRW over the epoch's validators)\n")

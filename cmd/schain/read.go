@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -66,7 +67,7 @@ func newOwnerCmd(g *globals) *cobra.Command {
 func newEpochCmd(g *globals) *cobra.Command {
 	return &cobra.Command{
 		Use:   "epoch",
-		Short: "Show the current epoch and its validators",
+		Short: "Show the current epoch: members ranges are pinned to, and every validator's liveness",
 		Args:  exactArgs(0, "no arguments"),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return g.withRouter(cmd, func(ctx context.Context, r *client.Router) error {
@@ -74,9 +75,14 @@ func newEpochCmd(g *globals) *cobra.Command {
 				if err != nil {
 					return err
 				}
-				fs := []field{{"pChainHeight", e.PChainHeight}, {"fingerprint", e.Fingerprint}, {"nodeID", e.NodeID}, {"members", len(e.Members)}}
-				for _, m := range e.Members {
-					fs = append(fs, field{"member", fmt.Sprintf("%s weight %d", m.NodeID, m.Weight)})
+				fs := []field{
+					{"pChainHeight", e.PChainHeight}, {"round", e.Round}, {"generation", e.Generation},
+					{"fingerprint", e.Fingerprint}, {"nodeID", e.NodeID}, {"members", len(e.Members)},
+					{"fallback", e.Fallback},
+					{"liveness", fmt.Sprintf("epochs of %s, heartbeat lasts %d", time.Duration(e.EpochDurationMs)*time.Millisecond, e.LivenessEpochs)},
+				}
+				for _, v := range e.Validators {
+					fs = append(fs, field{"validator", describeLiveness(v)})
 				}
 				return g.emit(e, fs)
 			})
@@ -174,4 +180,17 @@ func newNodeCmd(g *globals) *cobra.Command {
 			return nil
 		},
 	}
+}
+
+// describeLiveness is one validator's line in `schain epoch`.
+func describeLiveness(v api.ValidatorLiveness) string {
+	role := "member"
+	if !v.Member {
+		role = "NOT a member"
+	}
+	hb := "no heartbeat yet"
+	if v.LastHeartbeat != nil {
+		hb = fmt.Sprintf("last heartbeat in round %d", *v.LastHeartbeat)
+	}
+	return fmt.Sprintf("%s weight %d: %s, %s", v.NodeID, v.Weight, role, hb)
 }

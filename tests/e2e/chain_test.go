@@ -376,58 +376,110 @@ func TestY_StopRestart(t *testing.T) {
 	require.Equal(before.Next, rc.Entries[rep.Index].Base, "nothing reissued")
 }
 
+// TestZ_KillOwner kills -9 the owner of some ranges. Other owners' ranges
+// keep allocating throughout; within K+1 liveness epochs the dead owner's
+// ranges allocate again through their next HRW candidate, from the
+// committed counters; after the old owner restarts and heartbeats, its
+// ranges come back to it. No receipt of the whole run overlaps another.
 func TestZ_KillOwner(t *testing.T) {
 	require := require.New(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
 	defer cancel()
 	r := router(t)
 	victim := network.Nodes[0]
 	owned := ownedRanges(ctx, t, r, "kill", 2)
-	dead := owned[victim.NodeID][0]
-	rep, err := r.Allocate(ctx, api.AllocateArgs{Range: dead, Count: 5})
-	require.NoError(err)
-	_, err = r.WaitForReceipt(ctx, rep.TxID)
-	require.NoError(err)
-	committed, err := r.GetAllocation(ctx, dead)
-	require.NoError(err)
+	deadRanges := owned[victim.NodeID]
+	issued := map[string][][2]uint64{}
+	alloc := func(ctx context.Context, rk string, count uint64) (ids.NodeID, error) {
+		rep, err := r.Allocate(ctx, api.AllocateArgs{Range: rk, Count: count})
+		if err != nil {
+			return ids.EmptyNodeID, err
+		}
+		rc, err := r.WaitForReceipt(ctx, rep.TxID)
+		if err != nil {
+			return ids.EmptyNodeID, err
+		}
+		if rc.Status != api.StatusAccepted {
+			return ids.EmptyNodeID, fmt.Errorf("receipt %s: %s", rc.Status, rc.Error)
+		}
+		e := rc.Entries[rep.Index]
+		issued[rk] = append(issued[rk], [2]uint64{e.Base, e.Base + e.Count})
+		return rep.Owner, nil
+	}
+	for _, rk := range deadRanges {
+		_, err := alloc(ctx, rk, 5)
+		require.NoError(err)
+	}
 
 	require.NoError(network.KillNode(ctx, victim.NodeID))
+	killed := time.Now()
 	// Ranges of live owners keep allocating.
 	for owner, rs := range owned {
 		if owner == victim.NodeID {
 			continue
 		}
-		rep, err := r.Allocate(ctx, api.AllocateArgs{Range: rs[1], Count: 1})
+		got, err := alloc(ctx, rs[1], 1)
 		require.NoError(err)
-		rc, err := r.WaitForReceipt(ctx, rep.TxID)
-		require.NoError(err)
-		require.Equal(api.StatusAccepted, rc.Status)
+		require.Equal(owner, got)
 	}
-	// The dead owner's range fails fast and clearly: no hang, no other writer.
-	short, cancelShort := context.WithTimeout(ctx, 15*time.Second)
-	began := time.Now()
-	_, err = r.Allocate(short, api.AllocateArgs{Range: dead, Count: 1})
-	cancelShort()
-	require.Error(err)
-	require.Less(time.Since(began), 20*time.Second)
-	t.Logf("allocate on the dead owner's range: %v", err)
-	for _, nd := range network.Nodes[1:] {
-		_, err := nodeClient(t, nd).Allocate(ctx, api.AllocateArgs{Range: dead, Count: 1})
-		d, ok := client.IsNotOwner(err)
-		require.True(ok, "a live node must refuse, not write: %v", err)
-		require.Equal(victim.NodeID, d.Owner)
+	// Within K+1 epochs (plus one for the block that opens the epoch and
+	// the client's backoff) the dead owner's ranges allocate again.
+	bound := time.Duration(localnet.LivenessEpochs+2) * localnet.EpochDuration
+	for _, rk := range deadRanges {
+		var owner ids.NodeID
+		within, cancelWithin := context.WithDeadline(ctx, killed.Add(bound))
+		err := poll(within, func() error {
+			short, cancelShort := context.WithTimeout(within, 10*time.Second)
+			defer cancelShort()
+			var err error
+			owner, err = alloc(short, rk, 2)
+			return err
+		})
+		cancelWithin()
+		require.NoError(err, "range %s still stalled %s after the kill", rk, bound)
+		require.NotEqual(victim.NodeID, owner, "range %s moved to a live validator", rk)
+		t.Logf("range %s allocates again through %s, %s after the kill", rk, owner, time.Since(killed).Round(time.Second))
 	}
-	a, err := nodeClient(t, network.Nodes[1]).GetAllocation(ctx, dead)
+	ep, err := nodeClient(t, network.Nodes[1]).GetEpoch(ctx)
 	require.NoError(err)
-	require.Equal(committed.Next, a.Next, "nobody wrote the dead owner's range")
+	require.Len(ep.Members, len(network.Nodes)-1)
+	for _, v := range ep.Validators {
+		require.Equal(v.NodeID != victim.NodeID, v.Member, "validator %s", v.NodeID)
+	}
 
 	require.NoError(network.StartNode(ctx, victim.NodeID))
+	restarted := time.Now()
 	agree(ctx, t)
-	rep, err = router(t).Allocate(ctx, api.AllocateArgs{Range: dead, Count: 1})
-	require.NoError(err)
-	rc, err := router(t).WaitForReceipt(ctx, rep.TxID)
-	require.NoError(err)
-	require.Equal(committed.Next, rc.Entries[rep.Index].Base, "resumes from the committed counter")
+	// Its heartbeat lands in the epoch it restarted in; from the next one it
+	// owns its ranges again.
+	back, cancelBack := context.WithDeadline(ctx, restarted.Add(bound))
+	defer cancelBack()
+	require.NoError(poll(back, func() error {
+		for _, rk := range deadRanges {
+			o, err := nodeClient(t, network.Nodes[1]).GetOwner(ctx, rk)
+			if err != nil {
+				return err
+			}
+			if o.Owner != victim.NodeID {
+				return fmt.Errorf("range %s still owned by %s", rk, o.Owner)
+			}
+		}
+		return nil
+	}))
+	t.Logf("ownership returned %s after the restart", time.Since(restarted).Round(time.Second))
+	for _, rk := range deadRanges {
+		owner, err := alloc(ctx, rk, 3)
+		require.NoError(err)
+		require.Equal(victim.NodeID, owner)
+	}
+	for rk, ivs := range issued {
+		for i := 1; i < len(ivs); i++ {
+			require.LessOrEqual(ivs[i-1][1], ivs[i][0], "range %s: %v overlaps %v", rk, ivs[i-1], ivs[i])
+		}
+		a, err := nodeClient(t, victim).GetAllocation(ctx, rk)
+		require.NoError(err)
+		require.GreaterOrEqual(a.Next, ivs[len(ivs)-1][1], "range %s: the restarted node caught up", rk)
+	}
 }
 
 func nodeByID(id ids.NodeID) localnet.Node {

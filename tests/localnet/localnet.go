@@ -49,7 +49,9 @@ type Config struct {
 	// vm.ID.
 	AvalancheGo string
 	PluginDir   string
-	// Genesis is the S-Chain genesis JSON (defaults to "{}").
+	// Genesis is the S-Chain genesis JSON. Empty: the chain starts now,
+	// with 30 s liveness epochs and K=LivenessEpochs=1 (a dead owner's
+	// ranges move within 2 epochs, one minute).
 	Genesis []byte
 	// Snow are the subnet's consensus parameters. The default (k=3,
 	// alphaPreference=2, alphaConfidence=2, beta=3 for 3 nodes) keeps
@@ -66,6 +68,14 @@ type Config struct {
 	// Progress receives human-readable progress lines.
 	Progress io.Writer
 }
+
+// EpochDuration and LivenessEpochs are the local network's liveness rule:
+// every validator heartbeats once per epoch, and one that stops is dropped
+// from the members after LivenessEpochs+1 epochs at most.
+const (
+	EpochDuration  = 30 * time.Second
+	LivenessEpochs = 1
+)
 
 // TokenName names the network's write token in the nodes' chain config
 // (and so in their logs and metrics).
@@ -179,7 +189,8 @@ func Start(ctx context.Context, cfg Config) (*Network, error) {
 		// The chain starts now: with a genesis time after the proposer VM's
 		// fork, the chain reaches blocks with a P-chain context one block
 		// sooner.
-		genesis = []byte(fmt.Sprintf(`{"timestamp": %d}`, time.Now().UnixMilli()))
+		genesis = []byte(fmt.Sprintf(`{"timestamp": %d, "epochDurationMs": %d, "livenessEpochs": %d}`,
+			time.Now().UnixMilli(), EpochDuration.Milliseconds(), LivenessEpochs))
 	}
 	token, chainConfig, err := cfg.chainConfig()
 	if err != nil {

@@ -215,12 +215,36 @@ type Member struct {
 	Weight uint64     `json:"weight"`
 }
 
-// EpochReply is the node's current epoch.
+// EpochReply is the node's current epoch: the members ranges are pinned to
+// (the live validators, or all of them as a fallback) and, for each
+// validator of the P-chain set, what the chain knows of its liveness.
 type EpochReply struct {
-	PChainHeight uint64     `json:"pChainHeight"`
-	Fingerprint  ids.ID     `json:"fingerprint"`
-	Members      []Member   `json:"members"`
-	NodeID       ids.NodeID `json:"nodeID"`
+	PChainHeight uint64 `json:"pChainHeight"`
+	// Round is the liveness epoch (block timestamp / EpochDurationMs).
+	Round       uint64 `json:"round"`
+	Fingerprint ids.ID `json:"fingerprint"`
+	// Generation counts membership changes along the chain.
+	Generation uint64 `json:"generation"`
+	// Fallback: no validator was live, so all of them are members.
+	Fallback bool     `json:"fallback"`
+	Members  []Member `json:"members"`
+	// Validators is the whole P-chain set at PChainHeight.
+	Validators      []ValidatorLiveness `json:"validators"`
+	EpochDurationMs uint64              `json:"epochDurationMs"`
+	LivenessEpochs  uint64              `json:"livenessEpochs"`
+	NodeID          ids.NodeID          `json:"nodeID"`
+}
+
+// ValidatorLiveness is one P-chain validator as the liveness rule sees it.
+type ValidatorLiveness struct {
+	NodeID ids.NodeID `json:"nodeID"`
+	Weight uint64     `json:"weight"`
+	// Member: ranges are pinned to it in this epoch.
+	Member bool `json:"member"`
+	// FirstSeen is the liveness epoch its grace started in; LastHeartbeat
+	// the newest epoch with an accepted heartbeat (absent: none yet).
+	FirstSeen     *uint64 `json:"firstSeen,omitempty"`
+	LastHeartbeat *uint64 `json:"lastHeartbeat,omitempty"`
 }
 
 // NodeReply identifies the node behind an endpoint, so a client can route

@@ -51,8 +51,20 @@ type Context struct {
 	NetworkID uint32
 	ChainID   ids.ID
 	Limits    txs.Limits
-	// Epoch is the validator set at the block's epoch height; nil for a
-	// block without a P-chain context, which may carry no transactions.
+	// Validators is the P-chain set at the block's P-chain height, Round
+	// the block's liveness epoch and Liveness the genesis rule: Block turns
+	// them into Epoch. Nil for a block without a P-chain context, which may
+	// carry no transactions.
+	Validators *Epoch
+	Round      uint64
+	Liveness   Liveness
+	// Restrict, if set, builds (or finds cached) the epoch of a frozen
+	// membership; nil means Validators.Restrict.
+	Restrict func(v *Epoch, m *state.Membership) (*Epoch, error)
+	// Epoch is what transactions are checked against: the membership Block
+	// opened or found. Callers that pin against a plain set without
+	// liveness (benchmarks, tools) may set it directly and leave
+	// Validators nil.
 	Epoch *Epoch
 	// Height is the block height, recorded in receipts.
 	Height uint64
@@ -74,7 +86,14 @@ func Tx(r state.Reader, c *Context, tx *txs.Tx) (*state.Changes, error) {
 		return nil, fmt.Errorf("%w: %s", ErrWrongChain, h.ChainID)
 	case h.Epoch != c.Epoch.Height():
 		return nil, fmt.Errorf("%w: tx pinned to %d, block epoch %d", ErrWrongEpoch, h.Epoch, c.Epoch.Height())
-	case h.Fingerprint != c.Epoch.Fingerprint():
+	}
+	if hb, ok := tx.Unsigned.(*txs.HeartbeatTx); ok {
+		// A heartbeat is pinned to a liveness epoch, not to a membership:
+		// a validator outside the members must be able to send one.
+		if hb.Round != c.Epoch.Round() {
+			return nil, fmt.Errorf("%w: heartbeat of %d, block in %d", ErrWrongRound, hb.Round, c.Epoch.Round())
+		}
+	} else if h.Fingerprint != c.Epoch.Fingerprint() {
 		return nil, fmt.Errorf("%w: tx %s, block %s", ErrWrongFingerprint, h.Fingerprint, c.Epoch.Fingerprint())
 	}
 	if err := txs.Validate(tx.Unsigned, c.Limits); err != nil {
@@ -157,6 +176,24 @@ func (e *executor) Allocate(t *txs.AllocateTx) error {
 	return nil
 }
 
+// Heartbeat records that the signer was alive in the block's liveness epoch;
+// the signer's key was checked against the whole P-chain set.
+func (e *executor) Heartbeat(t *txs.HeartbeatTx) error {
+	rec, ok, err := e.r.Liveness(t.Owner)
+	if err != nil {
+		return err
+	}
+	if !ok {
+		rec.FirstSeen = t.Round // unreachable: opening the membership records every validator
+	}
+	if rec.HasHeartbeat && rec.Heartbeat >= t.Round {
+		return fmt.Errorf("%w: %s in %d", ErrDuplicateHeartbeat, t.Owner, t.Round)
+	}
+	rec.Heartbeat, rec.HasHeartbeat = t.Round, true
+	e.out.Liveness = append(e.out.Liveness, state.LivenessUpdate{NodeID: t.Owner, Record: rec})
+	return nil
+}
+
 func (e *executor) PutManifest(t *txs.PutManifestTx) error {
 	for i := range t.Entries {
 		m := &t.Entries[i]
@@ -176,10 +213,14 @@ func (e *executor) PutManifest(t *txs.PutManifestTx) error {
 }
 
 // Block applies a block's transactions to its layer in order, after pruning
-// the replay index when the block opens a new epoch. Any invalid transaction
-// invalidates the block; the error names its index. The caller seals the
-// layer afterwards.
+// the replay index when the block opens a new epoch and, when c.Validators
+// is set, opening or finding the block's membership (which sets c.Epoch).
+// Any invalid transaction invalidates the block; the error names its index.
+// The caller seals the layer afterwards.
 func Block(l *state.Layer, c *Context, blockEpoch uint64, blockTxs []*txs.Tx) error {
+	if err := Open(l, c); err != nil {
+		return err
+	}
 	oldest, err := l.ReplayEpoch()
 	if err != nil {
 		return err
@@ -200,4 +241,28 @@ func Block(l *state.Layer, c *Context, blockEpoch uint64, blockTxs []*txs.Tx) er
 		}
 	}
 	return nil
+}
+
+// Open fixes c.Epoch for a block executing on l: the membership the parent's
+// state records for (c.Validators' height, c.Round), or a new one written to
+// l. Without c.Validators it leaves c.Epoch as the caller set it.
+func Open(l *state.Layer, c *Context) error {
+	if c.Validators == nil {
+		return nil
+	}
+	m, seen, opened, err := OpenMembership(l, c.Validators, c.Round, c.Liveness)
+	if err != nil {
+		return err
+	}
+	if opened {
+		if err := l.Freeze(m, seen); err != nil {
+			return err
+		}
+	}
+	restrict := c.Restrict
+	if restrict == nil {
+		restrict = (*Epoch).Restrict
+	}
+	c.Epoch, err = restrict(c.Validators, m)
+	return err
 }

@@ -1,5 +1,6 @@
 // Package mempool holds signed transactions waiting for a block: bounded by
-// count and bytes, deduplicated by tx ID, first in first out.
+// count and bytes, deduplicated by tx ID, first in first out, except
+// heartbeats, which go first.
 package mempool
 
 import (
@@ -47,7 +48,16 @@ func New(cfg Config) *Mempool {
 	return &Mempool{cfg: cfg, byID: map[ids.ID]*list.Element{}, order: list.New(), pending: make(chan struct{}, 1)}
 }
 
-// Add queues tx, or says why not.
+// HeartbeatReserve is how many heartbeats a full pool still takes, beyond
+// its limits. A validator whose heartbeat waits behind a backlog, or is
+// refused by a full pool, drops out of the members and its ranges move: a
+// loaded node must never lose its ranges because it is loaded. Heartbeats
+// are small and a pool holds at most a few per validator (one per liveness
+// epoch; stale ones are evicted), so the reserve stays small.
+const HeartbeatReserve = 256
+
+// Add queues tx, or says why not. Heartbeats go to the front of the line
+// and may use HeartbeatReserve slots above the limits.
 func (m *Mempool) Add(tx *txs.Tx) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -55,10 +65,19 @@ func (m *Mempool) Add(tx *txs.Tx) error {
 		return fmt.Errorf("%w: %s", ErrDuplicate, tx.ID())
 	}
 	size := len(tx.Bytes())
-	if m.order.Len() >= m.cfg.MaxTxs || m.bytes+size > m.cfg.MaxBytes {
+	heartbeat := tx.Kind() == "heartbeat"
+	maxTxs, maxBytes := m.cfg.MaxTxs, m.cfg.MaxBytes
+	if heartbeat {
+		maxTxs, maxBytes = maxTxs+HeartbeatReserve, maxBytes+HeartbeatReserve*size
+	}
+	if m.order.Len() >= maxTxs || m.bytes+size > maxBytes {
 		return fmt.Errorf("%w: %d txs, %d bytes pending (limits %d, %d)", ErrFull, m.order.Len(), m.bytes, m.cfg.MaxTxs, m.cfg.MaxBytes)
 	}
-	m.byID[tx.ID()] = m.order.PushBack(tx)
+	if heartbeat {
+		m.byID[tx.ID()] = m.order.PushFront(tx)
+	} else {
+		m.byID[tx.ID()] = m.order.PushBack(tx)
+	}
 	m.bytes += size
 	m.signal()
 	return nil

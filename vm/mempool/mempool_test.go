@@ -80,3 +80,21 @@ func TestPendingSignal(t *testing.T) {
 	default:
 	}
 }
+
+// TestHeartbeatsGoFirstAndFitAFullPool: a loaded node's heartbeat is neither
+// refused by its full pool nor stuck behind the backlog.
+func TestHeartbeatsGoFirstAndFitAFullPool(t *testing.T) {
+	require := require.New(t)
+	all := makeTxs(t, 3)
+	keys, err := txstest.NewKeys(t.Name()+"/hb", 1)
+	require.NoError(err)
+	hb, err := keys[0].Sign(&txs.HeartbeatTx{Header: txs.Header{NetworkID: 1, ChainID: ids.ID{1}, Owner: keys[0].NodeID}, Round: 7})
+	require.NoError(err)
+	m := mempool.New(mempool.Config{MaxTxs: 2, MaxBytes: 1 << 20})
+	require.NoError(m.Add(all[0]))
+	require.NoError(m.Add(all[1]))
+	require.ErrorIs(m.Add(all[2]), mempool.ErrFull)
+	require.NoError(m.Add(hb), "a heartbeat fits a full pool")
+	require.Equal([]*txs.Tx{hb, all[0]}, m.Peek(2, 1<<20), "and goes first")
+	require.ErrorIs(m.Add(all[2]), mempool.ErrFull, "the reserve is for heartbeats only")
+}

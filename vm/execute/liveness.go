@@ -1,0 +1,93 @@
+package execute
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+
+	"github.com/s-chain/schain/pinning"
+	"github.com/s-chain/schain/state"
+)
+
+var (
+	// ErrRoundBackward means a block's liveness epoch is below the one the
+	// state already froze a membership for (timestamps went backwards).
+	ErrRoundBackward = errors.New("execute: liveness epoch below the recorded membership's")
+	// ErrWrongRound: a heartbeat counts only in a block of its own liveness
+	// epoch.
+	ErrWrongRound = errors.New("execute: heartbeat round differs from the block's liveness epoch")
+	// ErrDuplicateHeartbeat: one heartbeat per validator per liveness epoch.
+	ErrDuplicateHeartbeat = errors.New("execute: validator already sent a heartbeat in this liveness epoch")
+)
+
+// Liveness is the genesis rule that filters the P-chain set down to the
+// validators that recently proved they are alive.
+type Liveness struct {
+	// EpochMs is the length of a liveness epoch: block timestamp t (unix
+	// milliseconds) is in epoch t / EpochMs.
+	EpochMs uint64
+	// K is how many epochs a heartbeat (or a new validator's grace) lasts:
+	// validator v is a member in epoch e if its last heartbeat, or the
+	// epoch it was first seen in, is at least e-K.
+	K uint64
+}
+
+// Round is the liveness epoch of a block timestamp.
+func (l Liveness) Round(timestampMs uint64) uint64 { return timestampMs / l.EpochMs }
+
+// live reports whether a validator with record rec is a member in round.
+func (l Liveness) live(rec state.Liveness, round uint64) bool {
+	recent := func(at uint64) bool { return at >= round || round-at <= l.K }
+	return recent(rec.FirstSeen) || (rec.HasHeartbeat && recent(rec.Heartbeat))
+}
+
+// OpenMembership returns the membership a block of liveness epoch round,
+// whose P-chain context selects the set v, executes under, given the state
+// r its parent left. If the parent's record is not for (v's height, round),
+// the block opens a new membership: the validators of v that are live, or
+// all of v if none is (never nobody), to be frozen (state.Layer.Freeze)
+// together with seen, the first-seen records of validators new to the
+// chain. opened is false when the parent's record holds.
+//
+// It is pure: the same parent state, set and round give the same result on
+// every node, which is why a membership never depends on a node's own view
+// of who is up.
+func OpenMembership(r state.Reader, v *Epoch, round uint64, l Liveness) (m *state.Membership, seen []state.LivenessUpdate, opened bool, err error) {
+	prev, err := r.Membership()
+	switch {
+	case errors.Is(err, state.ErrNotFound):
+		prev = nil
+	case err != nil:
+		return nil, nil, false, err
+	case prev.PChainHeight == v.Height() && prev.Round == round:
+		return prev, nil, false, nil
+	case round < prev.Round:
+		return nil, nil, false, fmt.Errorf("%w: %d < %d", ErrRoundBackward, round, prev.Round)
+	}
+	var live []pinning.Member
+	all := v.Members()
+	for _, mb := range all {
+		rec, ok, err := r.Liveness(mb.NodeID)
+		if err != nil {
+			return nil, nil, false, err
+		}
+		if !ok {
+			rec = state.Liveness{FirstSeen: round}
+			seen = append(seen, state.LivenessUpdate{NodeID: mb.NodeID, Record: rec})
+		}
+		if l.live(rec, round) {
+			live = append(live, mb)
+		}
+	}
+	m = &state.Membership{PChainHeight: v.Height(), Round: round, Members: live}
+	if len(live) == 0 {
+		m.Fallback, m.Members = true, all
+	}
+	if prev != nil {
+		m.Generation = prev.Generation
+		if !slices.Equal(prev.Members, m.Members) {
+			m.Generation++
+		}
+	}
+	return m, seen, true, nil
+}

@@ -1,0 +1,139 @@
+package execute_test
+
+import (
+	"testing"
+
+	"github.com/ava-labs/avalanchego/ids"
+	"github.com/stretchr/testify/require"
+
+	"github.com/s-chain/schain/state"
+	"github.com/s-chain/schain/txs"
+	"github.com/s-chain/schain/vm/execute"
+)
+
+var rule = execute.Liveness{EpochMs: 1000, K: 2}
+
+// chain runs blocks of (P-chain set, round, heartbeats) through execution on
+// accepted state, the way the VM does, and returns each block's epoch.
+type chain struct {
+	t *testing.T
+	w *world
+	s *state.State
+	h uint64
+}
+
+func newChain(t *testing.T, w *world) *chain {
+	s, l := fresh(t)
+	_, err := l.Seal()
+	require.NoError(t, err)
+	require.NoError(t, s.Accept(l, ids.ID{'1'}, nil))
+	return &chain{t: t, w: w, s: s, h: 1}
+}
+
+// block executes a block of round with the P-chain set v carrying a
+// heartbeat from each of the given key indexes, accepts it and returns the
+// epoch it executed under.
+func (c *chain) block(v *execute.Epoch, round uint64, beats ...int) *execute.Epoch {
+	l, err := c.s.NewLayer(nil)
+	require.NoError(c.t, err)
+	ctx := &execute.Context{NetworkID: testNetwork, ChainID: testChain, Limits: txs.DefaultLimits(),
+		Validators: v, Round: round, Liveness: rule, Height: c.h + 1}
+	require.NoError(c.t, execute.Open(l, ctx))
+	var blockTxs []*txs.Tx
+	for _, i := range beats {
+		c.w.nonce++
+		tx, err := c.w.keys[i].Sign(&txs.HeartbeatTx{Header: txs.Header{
+			NetworkID: testNetwork, ChainID: testChain, Epoch: v.Height(), Owner: c.w.keys[i].NodeID, Nonce: c.w.nonce,
+		}, Round: round})
+		require.NoError(c.t, err)
+		blockTxs = append(blockTxs, tx)
+	}
+	e := ctx.Epoch
+	l2, err := c.s.NewLayer(nil)
+	require.NoError(c.t, err)
+	require.NoError(c.t, execute.Block(l2, &execute.Context{NetworkID: testNetwork, ChainID: testChain, Limits: txs.DefaultLimits(),
+		Validators: v, Round: round, Liveness: rule, Height: c.h + 1}, v.Height(), blockTxs))
+	_, err = l2.Seal()
+	require.NoError(c.t, err)
+	c.s.Reject(l)
+	c.h++
+	require.NoError(c.t, c.s.Accept(l2, ids.ID{byte(c.h), 'b'}, nil))
+	return e
+}
+
+func members(e *execute.Epoch) []ids.NodeID {
+	var out []ids.NodeID
+	for _, m := range e.Members() {
+		out = append(out, m.NodeID)
+	}
+	return out
+}
+
+func (w *world) ids(idx ...int) []ids.NodeID {
+	e := w.epoch(999, func() map[int]uint64 {
+		m := map[int]uint64{}
+		for _, i := range idx {
+			m[i] = 1
+		}
+		return m
+	}())
+	return members(e)
+}
+
+func TestMembershipFollowsHeartbeats(t *testing.T) {
+	require := require.New(t)
+	w := newWorld(t, 4)
+	v := w.epoch(10, map[int]uint64{0: 10, 1: 10, 2: 10})
+	c := newChain(t, w)
+
+	e := c.block(v, 100)
+	require.Equal(w.ids(0, 1, 2), members(e), "everyone starts in its grace")
+	require.Equal(uint64(0), e.Membership().Generation)
+	first := e.Fingerprint()
+
+	// Rounds 101 and 102: grace (first seen 100, K=2) still holds; 0 and 1
+	// heartbeat.
+	require.Equal(first, c.block(v, 101, 0, 1).Fingerprint())
+	require.Equal(first, c.block(v, 102, 0, 1).Fingerprint(), "same members, same fingerprint: no re-pinning churn")
+	// Round 103: 2's grace is over and it never heartbeat.
+	e = c.block(v, 103, 0)
+	require.Equal(w.ids(0, 1), members(e))
+	require.Equal(uint64(1), e.Membership().Generation)
+	// Frozen for the epoch: a later block of 103 keeps the set although 2
+	// heartbeats now.
+	e = c.block(v, 103, 2)
+	require.Equal(w.ids(0, 1), members(e), "a membership is frozen for its epoch")
+	// Round 104: 2's heartbeat (103) counts; 1's last one (102) is within K.
+	e = c.block(v, 104)
+	require.Equal(w.ids(0, 1, 2), members(e))
+	require.Equal(uint64(2), e.Membership().Generation)
+	require.NotEqual(first, e.Fingerprint(), "the same set under a new generation has a new fingerprint")
+
+	// A validator new to the P-chain set gets K epochs of grace from the
+	// first membership that sees it.
+	v2 := w.epoch(11, map[int]uint64{0: 10, 1: 10, 2: 10, 3: 10})
+	e = c.block(v2, 105, 0, 2)
+	require.Equal(w.ids(0, 2, 3), members(e), "3 is in its grace; 1's last heartbeat (102) is more than K=2 epochs old")
+}
+
+func TestMembershipNeverEmpty(t *testing.T) {
+	require := require.New(t)
+	w := newWorld(t, 3)
+	v := w.epoch(10, map[int]uint64{0: 10, 1: 10, 2: 10})
+	c := newChain(t, w)
+	c.block(v, 1)
+	e := c.block(v, 50)
+	require.True(e.Membership().Fallback)
+	require.Equal(w.ids(0, 1, 2), members(e))
+}
+
+func TestMembershipRoundNeverGoesBack(t *testing.T) {
+	w := newWorld(t, 2)
+	v := w.epoch(10, map[int]uint64{0: 1, 1: 1})
+	c := newChain(t, w)
+	c.block(v, 7)
+	l, err := c.s.NewLayer(nil)
+	require.NoError(t, err)
+	err = execute.Open(l, &execute.Context{Validators: v, Round: 6, Liveness: rule})
+	require.ErrorIs(t, err, execute.ErrRoundBackward)
+}

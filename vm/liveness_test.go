@@ -1,0 +1,240 @@
+package vm_test
+
+import (
+	"context"
+	"fmt"
+	"testing"
+
+	"github.com/ava-labs/avalanchego/ids"
+	"github.com/stretchr/testify/require"
+
+	"github.com/s-chain/schain/pinning"
+	"github.com/s-chain/schain/txs"
+	"github.com/s-chain/schain/vm"
+	"github.com/s-chain/schain/vm/execute"
+)
+
+// livenessGenesis: 10 s liveness epochs, a heartbeat lasts K=1 epoch.
+var livenessGenesis = []byte(`{"timestamp": 1000, "epochDurationMs": 10000, "livenessEpochs": 1, "mempool": {"maxTxs": 64, "maxBytes": 1048576}}`)
+
+// enterRound moves every VM's clock into liveness epoch r.
+func (nw *net) enterRound(r int64) { nw.now.Store(r*10_000 + 5000) }
+
+// heartbeats has the VMs in alive send their heartbeat for the current
+// epoch, gossips them, and has proposer put them in a block.
+func (nw *net) heartbeats(proposer int, alive ...int) {
+	for _, i := range alive {
+		tx, err := nw.vms[i].Heartbeat(context.Background())
+		require.NoError(nw.t, err)
+		require.NotNil(nw.t, tx, "vm %d had no heartbeat to send", i)
+		nw.gossip(i, tx)
+	}
+	b, err := nw.round(proposer, 10)
+	require.NoError(nw.t, err)
+	require.Len(nw.t, b.Txs, len(alive))
+	for _, tx := range b.Txs {
+		require.Equal(nw.t, "heartbeat", tx.Kind())
+	}
+}
+
+func (nw *net) snapshot(i int) *execute.Epoch {
+	e, err := nw.vms[i].Snapshot(context.Background())
+	require.NoError(nw.t, err)
+	return e
+}
+
+// allocateVia has node i allocate count ids of rk, puts the tx in a block
+// proposed by i and returns the reserved interval.
+func (nw *net) allocateVia(i int, rk string, count uint64) [2]uint64 {
+	tx, err := nw.vms[i].Allocate(context.Background(), []txs.AllocateEntry{{Range: rk, Count: count}})
+	require.NoError(nw.t, err)
+	nw.gossip(i, tx)
+	_, err = nw.round(i, 10)
+	require.NoError(nw.t, err)
+	rc, err := nw.vms[0].State().Receipt(tx.ID())
+	require.NoError(nw.t, err, "allocation of %s via vm %d accepted", rk, i)
+	return [2]uint64{rc.Entries[0].Base, rc.Entries[0].Base + rc.Entries[0].Count}
+}
+
+// TestDeadOwnerRangesMove stops one validator's heartbeats: K+1 epochs
+// after its last heartbeat its ranges move to their next HRW candidate and
+// no other range moves; the counters continue from committed state; once it
+// heartbeats again it regains exactly its ranges, and no id is ever issued
+// twice.
+func TestDeadOwnerRangesMove(t *testing.T) {
+	require := require.New(t)
+	nw := newNetWith(t, 3, livenessGenesis)
+	const dead = 2
+	nw.enterRound(0)
+	nw.ready(10)
+
+	full := nw.snapshot(0)
+	require.Equal(3, full.Len())
+	require.False(full.Membership().Fallback)
+	ranges := make([]string, 90)
+	before := map[string]ids.NodeID{}
+	for k := range ranges {
+		ranges[k] = fmt.Sprintf("live-%03d", k)
+		before[ranges[k]] = full.Owner(ranges[k])
+	}
+	var deadRanges []string
+	for _, rk := range ranges {
+		if before[rk] == nw.keys[dead].NodeID {
+			deadRanges = append(deadRanges, rk)
+		}
+	}
+	require.NotEmpty(deadRanges)
+	issued := map[string][][2]uint64{}
+	for _, rk := range deadRanges[:3] {
+		issued[rk] = append(issued[rk], nw.allocateVia(dead, rk, 5))
+	}
+
+	// Epochs 1 and 2: everyone heartbeats; the membership stays full.
+	for r := int64(1); r <= 2; r++ {
+		nw.enterRound(r)
+		nw.heartbeats(0, 0, 1, 2)
+		require.Equal(full.Members(), nw.snapshot(0).Members(), "epoch %d", r)
+	}
+	// Epoch 3: the dead node's last heartbeat (epoch 2) still counts (K=1).
+	nw.enterRound(3)
+	nw.heartbeats(0, 0, 1)
+	require.Equal(3, nw.snapshot(1).Len(), "a heartbeat lasts K=1 epoch")
+	// Epoch 4: its ranges move, and only its ranges.
+	nw.enterRound(4)
+	nw.heartbeats(0, 0, 1)
+	for i := range nw.vms {
+		e := nw.snapshot(i)
+		require.Equal(2, e.Len(), "vm %d: the dead validator left the members", i)
+		_, in := e.Weight(nw.keys[dead].NodeID)
+		require.False(in)
+	}
+	after := nw.snapshot(0)
+	live := []pinning.Member{}
+	for _, m := range full.Members() {
+		if m.NodeID != nw.keys[dead].NodeID {
+			live = append(live, m)
+		}
+	}
+	moved := 0
+	for _, rk := range ranges {
+		now := after.Owner(rk)
+		if before[rk] != nw.keys[dead].NodeID {
+			require.Equal(before[rk], now, "range %s moved although its owner is alive", rk)
+			continue
+		}
+		want, err := pinning.Owner(rk, live)
+		require.NoError(err)
+		require.Equal(want, now, "range %s goes to its next HRW candidate", rk)
+		moved++
+	}
+	require.Equal(len(deadRanges), moved)
+
+	// The new owners continue from committed counters.
+	for _, rk := range deadRanges[:3] {
+		owner := indexOf(nw, after.Owner(rk))
+		iv := nw.allocateVia(owner, rk, 7)
+		require.Equal(issued[rk][len(issued[rk])-1][1], iv[0], "range %s continues where the dead owner stopped", rk)
+		issued[rk] = append(issued[rk], iv)
+	}
+	// The dead node cannot write its old ranges any more: its own view
+	// follows the chain.
+	_, err := nw.vms[dead].Allocate(context.Background(), []txs.AllocateEntry{{Range: deadRanges[0], Count: 1}})
+	var noe *execute.NotOwnerError
+	require.ErrorAs(err, &noe)
+
+	// It comes back: its heartbeat lands in epoch 5; from epoch 6 it owns
+	// its ranges again.
+	nw.enterRound(5)
+	nw.heartbeats(0, 0, 1, dead)
+	require.Equal(2, nw.snapshot(0).Len(), "a heartbeat counts from the next epoch")
+	nw.enterRound(6)
+	nw.heartbeats(1, 0, 1, dead)
+	back := nw.snapshot(0)
+	require.Equal(3, back.Len())
+	for _, rk := range ranges {
+		require.Equal(before[rk], back.Owner(rk), "range %s", rk)
+	}
+	require.NotEqual(full.Fingerprint(), back.Fingerprint(), "same set, new generation: transactions of the old one stay dead")
+	for _, rk := range deadRanges[:3] {
+		issued[rk] = append(issued[rk], nw.allocateVia(dead, rk, 3))
+	}
+	for rk, ivs := range issued {
+		for i := 1; i < len(ivs); i++ {
+			require.LessOrEqual(ivs[i-1][1], ivs[i][0], "range %s: %v overlaps %v", rk, ivs[i-1], ivs[i])
+		}
+		require.Equal(ivs[len(ivs)-1][1], counter(t, nw.vms[1], rk))
+	}
+}
+
+func indexOf(nw *net, id ids.NodeID) int {
+	for i, k := range nw.keys {
+		if k.NodeID == id {
+			return i
+		}
+	}
+	nw.t.Fatalf("unknown node %s", id)
+	return -1
+}
+
+// TestNobodyLiveFallsBackToAll: when no validator heartbeats, ranges stay
+// pinned to the whole set instead of to nobody.
+func TestNobodyLiveFallsBackToAll(t *testing.T) {
+	require := require.New(t)
+	nw := newNetWith(t, 3, livenessGenesis)
+	nw.enterRound(0)
+	nw.ready(10)
+	full := nw.snapshot(0)
+	nw.enterRound(5)
+	// Any block opens epoch 5; nobody heartbeat since epoch 0.
+	rk := nw.rangeOf(0, "fallback")
+	tx, err := nw.vms[0].Allocate(context.Background(), []txs.AllocateEntry{{Range: rk, Count: 1}})
+	require.NoError(err)
+	nw.gossip(0, tx)
+	_, err = nw.round(0, 10)
+	require.NoError(err)
+	e := nw.snapshot(1)
+	require.True(e.Membership().Fallback)
+	require.Equal(full.Members(), e.Members())
+	_, err = nw.vms[0].State().Receipt(tx.ID())
+	require.NoError(err)
+}
+
+// TestHeartbeatOncePerEpoch: a second heartbeat in one epoch is not sent,
+// and a forged duplicate is refused by execution.
+func TestHeartbeatOncePerEpoch(t *testing.T) {
+	require := require.New(t)
+	nw := newNetWith(t, 3, livenessGenesis)
+	nw.enterRound(0)
+	nw.ready(10)
+	nw.enterRound(1)
+	nw.heartbeats(0, 0)
+	tx, err := nw.vms[0].Heartbeat(context.Background())
+	require.NoError(err)
+	require.Nil(tx, "already recorded for this epoch")
+
+	forged, err := nw.keys[0].Sign(&txs.HeartbeatTx{
+		Header: txs.Header{NetworkID: 5, ChainID: chainID, Epoch: 10, Owner: nw.keys[0].NodeID, Nonce: 1 << 40},
+		Round:  1,
+	})
+	require.NoError(err)
+	require.NoError(nw.vms[1].SubmitTx(forged), "admission checks the signature only")
+	_, err = nw.round(1, 10)
+	require.ErrorIs(err, vm.ErrNoWork, "execution refuses a second heartbeat in one epoch")
+	rc, err := nw.vms[1].Receipt(forged.ID())
+	require.NoError(err)
+	require.Contains(rc.Error, execute.ErrDuplicateHeartbeat.Error())
+
+	// A heartbeat of a past epoch is refused as well.
+	nw.enterRound(2)
+	old, err := nw.keys[1].Sign(&txs.HeartbeatTx{
+		Header: txs.Header{NetworkID: 5, ChainID: chainID, Epoch: 10, Owner: nw.keys[1].NodeID, Nonce: 1 << 41},
+		Round:  1,
+	})
+	require.NoError(err)
+	require.NoError(nw.vms[1].SubmitTx(old))
+	_, err = nw.round(1, 10)
+	require.ErrorIs(err, vm.ErrNoWork)
+	rc, err = nw.vms[1].Receipt(old.ID())
+	require.NoError(err)
+	require.Contains(rc.Error, execute.ErrWrongRound.Error())
+}

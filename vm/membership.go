@@ -1,0 +1,135 @@
+package vm
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+
+	"github.com/ava-labs/avalanchego/ids"
+
+	"github.com/s-chain/schain/state"
+	"github.com/s-chain/schain/vm/execute"
+)
+
+// membershipKey identifies a frozen membership along one chain: within a
+// P-chain height, a liveness epoch has one membership, and the generation
+// tells apart records of competing forks.
+type membershipKey struct {
+	height, round, generation uint64
+	fingerprint               ids.ID
+}
+
+// memberships caches the epochs built from frozen memberships (HRW set,
+// fingerprint), so that blocks, signing and the API of one liveness epoch
+// share one instance. It also finds an epoch by fingerprint, for admitting
+// transactions signed against it. Safe for concurrent use.
+type memberships struct {
+	mu    sync.Mutex
+	limit int
+	byKey map[membershipKey]*execute.Epoch
+	byFP  map[ids.ID]*execute.Epoch
+	order []membershipKey
+}
+
+func newMemberships(limit int) *memberships {
+	return &memberships{limit: max(limit, 1), byKey: map[membershipKey]*execute.Epoch{}, byFP: map[ids.ID]*execute.Epoch{}}
+}
+
+// restrict is execute.Context.Restrict with the cache in front.
+func (c *memberships) restrict(v *execute.Epoch, m *state.Membership) (*execute.Epoch, error) {
+	k := membershipKey{m.PChainHeight, m.Round, m.Generation, v.Fingerprint()}
+	c.mu.Lock()
+	e, ok := c.byKey[k]
+	c.mu.Unlock()
+	if ok && sameMembers(e.Membership(), m) {
+		return e, nil
+	}
+	e, err := v.Restrict(m)
+	if err != nil {
+		return nil, err
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if _, ok := c.byKey[k]; !ok {
+		c.order = append(c.order, k)
+	}
+	c.byKey[k] = e
+	c.byFP[e.Fingerprint()] = e
+	for len(c.order) > c.limit {
+		old := c.order[0]
+		c.order = c.order[1:]
+		if o, ok := c.byKey[old]; ok && c.byFP[o.Fingerprint()] == o {
+			delete(c.byFP, o.Fingerprint())
+		}
+		delete(c.byKey, old)
+	}
+	return e, nil
+}
+
+// byFingerprint finds a cached epoch transactions may be pinned to.
+func (c *memberships) byFingerprint(fp ids.ID) (*execute.Epoch, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	e, ok := c.byFP[fp]
+	return e, ok
+}
+
+func sameMembers(a, b *state.Membership) bool {
+	if a == nil || b == nil || a.Fallback != b.Fallback || len(a.Members) != len(b.Members) {
+		return false
+	}
+	for i := range a.Members {
+		if a.Members[i] != b.Members[i] {
+			return false
+		}
+	}
+	return true
+}
+
+// round is the liveness epoch of a timestamp (unix milliseconds).
+func (vm *VM) round(ts uint64) uint64 { return vm.genesis.Liveness().Round(ts) }
+
+// Snapshot is the epoch this node pins new transactions to and names
+// owners by (the API's getOwner and getEpoch): the membership the next block on the last accepted one will
+// execute under, at the newest P-chain height this node has seen and the
+// liveness epoch of its clock. It is computed by the same pure rule blocks
+// use, from accepted state; if a processing block changes the outcome
+// (a heartbeat at an epoch boundary), the transaction fails the fingerprint
+// check and its owner re-pins it: a retry, never a second writer.
+func (vm *VM) Snapshot(ctx context.Context) (*execute.Epoch, error) {
+	vm.mu.Lock()
+	h, ok := vm.epoch, vm.haveEpoch
+	lastTs := vm.lastAccepted.Block.Timestamp
+	vm.mu.Unlock()
+	if !ok {
+		return nil, vm.errNoEpoch()
+	}
+	v, err := vm.epochs.Get(ctx, h)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrNotReady, err)
+	}
+	round := vm.round(max(uint64(vm.cfg.Clock().UnixMilli()), lastTs))
+	m, _, _, err := execute.OpenMembership(vm.state.Accepted(), v, round, vm.genesis.Liveness())
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrNotReady, err)
+	}
+	return vm.memberships.restrict(v, m)
+}
+
+// acceptedSnapshot is the epoch of the last accepted block's membership, or
+// nil before the chain opened its first epoch.
+func (vm *VM) acceptedSnapshot(ctx context.Context) (*execute.Epoch, error) {
+	m, err := vm.state.Accepted().Membership()
+	switch {
+	case errors.Is(err, state.ErrNotFound):
+		return nil, nil // no membership yet: nothing is stale
+	case err != nil:
+		return nil, err
+	}
+	v, err := vm.epochs.Get(ctx, m.PChainHeight)
+	if err != nil {
+		return nil, err
+	}
+	return vm.memberships.restrict(v, m)
+}
