@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"testing"
+	"time"
 
 	"github.com/ava-labs/avalanchego/ids"
 	"github.com/stretchr/testify/require"
@@ -237,4 +238,61 @@ func TestHeartbeatOncePerEpoch(t *testing.T) {
 	rc, err = nw.vms[1].Receipt(old.ID())
 	require.NoError(err)
 	require.Contains(rc.Error, execute.ErrWrongRound.Error())
+}
+
+// TestMembershipChangeRepinsPendingWork: an allocation signed against one
+// membership and still pending when another membership comes into force is
+// dead (its fingerprint covers the generation); its owner re-signs it for
+// the new membership and the request completes exactly once.
+func TestMembershipChangeRepinsPendingWork(t *testing.T) {
+	require := require.New(t)
+	ctx := context.Background()
+	nw := newNetWith(t, 3, livenessGenesis)
+	nw.enterRound(0)
+	nw.ready(10)
+	for r := int64(1); r <= 2; r++ {
+		nw.enterRound(r)
+		nw.heartbeats(0, 0, 1, 2)
+	}
+	nw.enterRound(3)
+	nw.heartbeats(0, 0, 1) // 2 falls silent; it still counts in epoch 3
+
+	// Node 0 signs in epoch 3, against the full membership, one of the
+	// ranges it keeps when 2 leaves.
+	var rk string
+	for k := 0; ; k++ {
+		rk = fmt.Sprintf("repin-%03d", k)
+		if nw.snapshot(0).Owner(rk) == nw.keys[0].NodeID {
+			break
+		}
+	}
+	before := nw.snapshot(0)
+	old, err := nw.vms[0].Allocate(ctx, []txs.AllocateEntry{{Range: rk, Count: 4}})
+	require.NoError(err)
+	require.Equal(before.Fingerprint(), old.Unsigned.Head().Fingerprint)
+
+	// Epoch 4 opens without 2: the pending transaction is stale, and the
+	// block that puts the new membership in force is built for it.
+	nw.enterRound(4)
+	b, err := nw.round(0, 10)
+	require.NoError(err)
+	require.Empty(b.Txs, "the stale allocation cannot go into a block of the new membership")
+	require.Equal(2, nw.snapshot(0).Len())
+	var replacement ids.ID
+	require.Eventually(func() bool {
+		rc, err := nw.vms[0].Receipt(old.ID())
+		if err != nil || rc.ReplacedBy == nil {
+			return false
+		}
+		replacement = *rc.ReplacedBy
+		return nw.vms[0].Mempool().Has(replacement)
+	}, 10*time.Second, 10*time.Millisecond, "the owner re-signs its stale allocation")
+	b, err = nw.round(0, 10)
+	require.NoError(err)
+	require.Len(b.Txs, 1)
+	require.Equal(replacement, b.Txs[0].ID())
+	rc, err := nw.vms[0].WaitReceipt(ctx, old.ID())
+	require.NoError(err)
+	require.Equal("accepted", rc.Status)
+	require.Equal(uint64(4), counter(t, nw.vms[1], rk), "allocated once")
 }
