@@ -51,6 +51,20 @@ type Genesis struct {
 	// member, and the grace of a validator new to the set. A dead owner's
 	// ranges move after at most K+1 epochs.
 	LivenessEpochs uint64 `json:"livenessEpochs"`
+	// PoolChunk is how many ids one reservation of a node's id pool takes
+	// (pooled allocations, see VM.AllocatePooled; 0: 4096, or
+	// txLimits.maxCount if lower), and PoolRanges how many ranges a node
+	// keeps a pool for.
+	PoolChunk  uint64 `json:"poolChunk"`
+	PoolRanges int    `json:"poolRanges"`
+}
+
+// poolChunk is PoolChunk with its default applied.
+func (g *Genesis) poolChunk() uint64 {
+	if g.PoolChunk != 0 {
+		return g.PoolChunk
+	}
+	return max(min(4096, g.TxLimits.MaxCount), 4)
 }
 
 // Liveness is the membership rule for execution.
@@ -74,6 +88,7 @@ func DefaultGenesis() Genesis {
 		TrackedTxs:            16_384,
 		EpochDurationMs:       30_000,
 		LivenessEpochs:        2,
+		PoolRanges:            1024,
 	}
 }
 
@@ -116,6 +131,8 @@ func (g *Genesis) Verify() error {
 		return fmt.Errorf("%w: maxWaitMs and trackedTxs must be positive", ErrBadGenesis)
 	case g.EpochDurationMs < 1000:
 		return fmt.Errorf("%w: epochDurationMs %d is below 1000: heartbeats could not land in every epoch", ErrBadGenesis, g.EpochDurationMs)
+	case g.PoolChunk != 0 && (g.PoolChunk < 4 || g.PoolChunk > g.TxLimits.MaxCount) || g.PoolRanges < 1:
+		return fmt.Errorf("%w: poolChunk %d must be 0 (default) or in [4, txLimits.maxCount=%d], and poolRanges positive", ErrBadGenesis, g.PoolChunk, g.TxLimits.MaxCount)
 	case g.LivenessEpochs < 1:
 		return fmt.Errorf("%w: livenessEpochs must be at least 1 (a heartbeat must outlive the epoch it was sent in)", ErrBadGenesis)
 	}

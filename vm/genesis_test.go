@@ -29,6 +29,11 @@ func TestParseGenesis(t *testing.T) {
 		"window too long":        `{"groupCommitWindowMs": 5000}`,
 		"group above tx entries": `{"groupCommitMaxEntries": 100000}`,
 		"no wait bound":          `{"maxWaitMs": 0}`,
+		"short epochs":           `{"epochDurationMs": 10}`,
+		"heartbeat never counts": `{"livenessEpochs": 0}`,
+		"pool chunk above count": `{"poolChunk": 2000000}`,
+		"pool chunk too small":   `{"poolChunk": 2}`,
+		"no pools":               `{"poolRanges": 0}`,
 	} {
 		_, err := vm.ParseGenesis([]byte(in))
 		require.ErrorIs(t, err, vm.ErrBadGenesis, name)

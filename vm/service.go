@@ -56,6 +56,20 @@ func (s *Service) Allocate(r *http.Request, args *api.AllocateArgs, reply *api.A
 	if args.Floor > math.MaxUint64-args.Count {
 		return s.invalidParams(r, fmt.Errorf("floor %d + count %d overflows 64 bits", args.Floor, args.Count))
 	}
+	if args.Pooled {
+		if args.Floor != 0 {
+			return s.invalidParams(r, errors.New("a pooled allocation takes no floor (allocate with a floor without pooling)"))
+		}
+		p, err := s.vm.AllocatePooled(r.Context(), args.Range, args.Count)
+		if errors.Is(err, errInvalidPooled) {
+			return s.invalidParams(r, err)
+		}
+		if err != nil {
+			return rpcError(err)
+		}
+		*reply = api.AllocateReply{TxID: p.TxID, Index: p.Index, Owner: s.vm.cfg.NodeID, Pooled: true, Base: p.Base, Count: p.Count}
+		return nil
+	}
 	sub, err := s.vm.AllocateOne(r.Context(), txs.AllocateEntry{Range: args.Range, Count: args.Count, Floor: args.Floor})
 	if err != nil {
 		return rpcError(err)
@@ -305,6 +319,8 @@ func rpcError(err error) error {
 		return &json2.Error{Code: api.CodeTimeout, Message: err.Error()}
 	case isRuleViolation(err):
 		return &json2.Error{Code: api.CodeRejected, Message: err.Error(), Data: api.RejectedData{Reason: ruleName(err)}}
+	case errors.Is(err, ErrPoolRefill):
+		return &json2.Error{Code: api.CodeNotReady, Message: err.Error(), Data: api.RetryData{RetryAfterMs: 200}}
 	default:
 		return &json2.Error{Code: api.CodeUnknown, Message: err.Error()}
 	}

@@ -2,10 +2,12 @@ package vm
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	"github.com/ava-labs/avalanchego/ids"
 
+	"github.com/s-chain/schain/state"
 	"github.com/s-chain/schain/txs"
 	"github.com/s-chain/schain/vm/execute"
 	"github.com/s-chain/schain/vm/mempool"
@@ -51,7 +53,24 @@ func (vm *VM) signCurrent(ctx context.Context, build func(txs.Header) txs.Unsign
 	if err := e.CheckOwner(ranges, vm.cfg.NodeID); err != nil {
 		return nil, err
 	}
-	return vm.sign(build(vm.header(e.Height(), e.Fingerprint())))
+	for attempt := 0; ; attempt++ {
+		tx, err := vm.sign(build(vm.header(e.Height(), e.Fingerprint())))
+		if err != nil {
+			return nil, err
+		}
+		// A transaction identical to an applied one would be refused as a
+		// replay while its caller read the old receipt as its own: never
+		// hand one out (the next nonce makes it new).
+		_, err = vm.state.Accepted().Receipt(tx.ID())
+		switch {
+		case errors.Is(err, state.ErrNotFound):
+			return tx, nil
+		case err != nil:
+			return nil, err
+		case attempt == 2:
+			return nil, fmt.Errorf("vm: signed a transaction identical to applied %s three times", tx.ID())
+		}
+	}
 }
 
 // header starts a transaction of this node with a fresh nonce.

@@ -5,7 +5,9 @@ package vm
 
 import (
 	"context"
+	"crypto/rand"
 	"crypto/sha256"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"net/http"
@@ -94,6 +96,7 @@ type VM struct {
 	// memberships caches the epochs of frozen memberships (see
 	// Snapshot).
 	memberships *memberships
+	pools       *pools
 	sigs        *execute.SignatureCache
 	mempool     *mempool.Mempool
 
@@ -125,6 +128,7 @@ type VM struct {
 	tracker       *tracker
 	intents       chan intent
 	stop          context.CancelFunc
+	lifetime      context.Context // ends at Shutdown
 	committerDone chan struct{}
 	background    sync.WaitGroup // re-pinning goroutines
 }
@@ -190,13 +194,17 @@ func (vm *VM) Init(cfg Config, db database.Database, genesisBytes []byte) error 
 	vm.cfg, vm.genesis = cfg, g
 	vm.epochs = epochs.NewCache(cfg.Validators, cfg.SubnetID, g.EpochCache)
 	vm.memberships = newMemberships(g.EpochCache)
+	vm.pools = newPools(g.poolChunk(), g.PoolRanges)
 	vm.sigs = execute.NewSignatureCache(g.SignatureCache)
 	vm.mempool = mempool.New(g.Mempool)
 	vm.tracker = newTracker(g.TrackedTxs)
 	vm.processing = map[ids.ID]*Block{}
 	// Nonces only need to differ between this node's own transactions of one
-	// epoch, including across restarts: start from the clock.
-	vm.nonce = uint64(cfg.Clock().UnixNano())
+	// epoch, including across restarts: start at a random point, so that
+	// neither a clock stepped back nor a fixed clock repeats one.
+	if vm.nonce, err = randomNonce(); err != nil {
+		return err
+	}
 	if vm.state, err = state.New(db, g.TxLimits); err != nil {
 		return err
 	}
@@ -218,7 +226,7 @@ func (vm *VM) Init(cfg Config, db database.Database, genesisBytes []byte) error 
 		return err
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	vm.stop = cancel
+	vm.stop, vm.lifetime = cancel, ctx
 	vm.intents = make(chan intent, 4*g.GroupCommitMaxEntries)
 	vm.committerDone = make(chan struct{})
 	go vm.runCommitter(ctx)
@@ -501,4 +509,12 @@ func (vm *VM) seeEpoch(e uint64) {
 		vm.epoch, vm.haveEpoch = e, true
 		vm.metrics.epoch.Set(float64(e))
 	}
+}
+
+func randomNonce() (uint64, error) {
+	var b [8]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		return 0, fmt.Errorf("drawing a nonce: %w", err)
+	}
+	return binary.BigEndian.Uint64(b[:]) >> 1, nil // half the space above it is left for increments
 }

@@ -22,20 +22,32 @@ func newAllocateCmd(g *globals) *cobra.Command {
 		wait bool
 	)
 	cmd := &cobra.Command{
-		Use:   "allocate --range R --count N [--floor F] [--wait]",
+		Use:   "allocate --range R --count N [--floor F] [--wait | --pooled]",
 		Short: "Reserve count ids in a range at its owner",
 		Long: `Reserve ids [base, base+count) in a range; base is max(counter, floor).
 Base is known once the transaction is accepted: pass --wait to wait for it
-(following re-pins), or run "schain receipt TXID --wait" later.`,
+(following re-pins), or run "schain receipt TXID --wait" later.
+
+With --pooled the owner answers at once from ids it reserved in advance (an
+accepted reservation, named by txID): no transaction per request, at most a
+quarter of the genesis poolChunk ids, no --floor. Ids of a pool lost with its
+node are skipped, never reissued.`,
 		Args: exactArgs(0, "no arguments"),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if args.Range == "" || args.Count == 0 {
 				return usageError{errors.New("--range and a positive --count are required")}
 			}
+			if args.Pooled && (wait || args.Floor != 0) {
+				return usageError{errors.New("--pooled answers with accepted ids at once and takes neither --wait nor --floor")}
+			}
 			return g.withRouter(cmd, func(ctx context.Context, r *client.Router) error {
 				reply, err := r.Allocate(ctx, args)
 				if err != nil {
 					return err
+				}
+				if reply.Pooled {
+					return g.emit(reply, []field{{"ids", fmt.Sprintf("%s [%d, %d)", args.Range, reply.Base, reply.Base+reply.Count)},
+						{"reservation", reply.TxID}, {"owner", reply.Owner}})
 				}
 				if wait {
 					reply.Receipt, err = r.WaitForReceipt(ctx, reply.TxID)
@@ -53,6 +65,7 @@ Base is known once the transaction is accepted: pass --wait to wait for it
 	f.Uint64Var(&args.Count, "count", 0, "number of ids to reserve")
 	f.Uint64Var(&args.Floor, "floor", 0, "lowest acceptable base (cutover from the legacy allocator)")
 	f.BoolVar(&wait, "wait", false, "wait until the transaction is decided")
+	f.BoolVar(&args.Pooled, "pooled", false, "answer at once from the owner's committed id pool")
 	return cmd
 }
 

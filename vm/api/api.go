@@ -115,22 +115,33 @@ type RejectedData struct {
 // lower than Floor. With Wait, the call returns once the transaction is
 // decided, with its receipt, or with CodeTimeout after
 // min(WaitMs, the node's maxWaitMs) (WaitMs 0: the node's bound).
+//
+// With Pooled, the owner answers at once from ids it reserved in advance
+// (an accepted reservation of the genesis poolChunk ids): the reply carries
+// Base and Count, TxID names the reservation, and no transaction is signed
+// for the request. Pooled takes no Floor and at most poolChunk/4 ids. Ids
+// of a pool lost with its node are skipped, never reissued.
 type AllocateArgs struct {
 	Range  string `json:"range"`
 	Count  uint64 `json:"count"`
 	Floor  uint64 `json:"floor,omitempty"`
 	Wait   bool   `json:"wait,omitempty"`
 	WaitMs uint64 `json:"waitMs,omitempty"`
+	Pooled bool   `json:"pooled,omitempty"`
 }
 
 // AllocateReply names the signed transaction and this request's entry in it.
-// Base is known only after acceptance (with Wait).
+// Base is known only after acceptance (with Wait), or at once for a pooled
+// allocation (Pooled set, Base and Count filled, TxID the reservation).
 type AllocateReply struct {
 	TxID    ids.ID        `json:"txID"`
 	Index   int           `json:"index"`
 	Epoch   uint64        `json:"epoch"`
 	Owner   ids.NodeID    `json:"owner"`
 	Receipt *ReceiptReply `json:"receipt,omitempty"`
+	Pooled  bool          `json:"pooled,omitempty"`
+	Base    uint64        `json:"base,omitempty"`
+	Count   uint64        `json:"count,omitempty"`
 }
 
 // PutManifestArgs commits an object manifest; the node must own Bucket.
