@@ -181,6 +181,68 @@ func TestB_ConcurrentLoad(t *testing.T) {
 	agree(ctx, t)
 }
 
+// TestB_PooledLoad runs pooled allocations (answered from the owners'
+// committed reservations) next to ordinary ones on the same ranges: every
+// id is handed out once, and every pooled id is below the committed counter.
+func TestB_PooledLoad(t *testing.T) {
+	require := require.New(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	r := router(t)
+	const workers, perWorker = 32, 40
+	var (
+		mu    sync.Mutex
+		byKey = map[string][][2]uint64{}
+		wg    sync.WaitGroup
+		errs  []error
+	)
+	began := time.Now()
+	for w := 0; w < workers; w++ {
+		wg.Add(1)
+		go func(w int) {
+			defer wg.Done()
+			for i := 0; i < perWorker; i++ {
+				rk := fmt.Sprintf("pooled-%d", (w+i)%8)
+				pooled := i%10 != 0
+				rep, err := r.Allocate(ctx, api.AllocateArgs{Range: rk, Count: 3, Pooled: pooled, Wait: !pooled})
+				var iv [2]uint64
+				switch {
+				case err != nil:
+				case pooled && !rep.Pooled:
+					err = fmt.Errorf("a pooled request was not answered from the pool")
+				case pooled:
+					iv = [2]uint64{rep.Base, rep.Base + rep.Count}
+				default:
+					var rc *api.ReceiptReply
+					if rc, err = r.WaitForReceipt(ctx, rep.TxID); err == nil {
+						e := rc.Entries[rep.Index]
+						iv = [2]uint64{e.Base, e.Base + e.Count}
+					}
+				}
+				mu.Lock()
+				if err != nil {
+					errs = append(errs, err)
+				} else {
+					byKey[rk] = append(byKey[rk], iv)
+				}
+				mu.Unlock()
+			}
+		}(w)
+	}
+	wg.Wait()
+	require.Empty(errs)
+	t.Logf("%d allocations (90%% pooled) in %s", workers*perWorker, time.Since(began).Round(time.Millisecond))
+	for rk, ivs := range byKey {
+		sort.Slice(ivs, func(a, b int) bool { return ivs[a][0] < ivs[b][0] })
+		for i := 1; i < len(ivs); i++ {
+			require.LessOrEqual(ivs[i-1][1], ivs[i][0], "range %s: %v overlaps %v", rk, ivs[i-1], ivs[i])
+		}
+		a, err := r.GetAllocation(ctx, rk)
+		require.NoError(err)
+		require.LessOrEqual(ivs[len(ivs)-1][1], a.Next, "range %s: every id handed out is committed", rk)
+	}
+}
+
 func TestC_Manifests(t *testing.T) {
 	require := require.New(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
