@@ -19,7 +19,8 @@ import (
 )
 
 // network is shared by the tests of this package; the tests that stop or
-// kill nodes run last (their names sort last and they restore the node).
+// kill nodes run last (their file, stop_test.go, sorts last, and they
+// restore the node).
 var network *localnet.Network
 
 func buildDir() string {
