@@ -45,8 +45,8 @@ type Settings struct {
 // DefaultSettings fit `make bench` in its time budget on 2 cores.
 func DefaultSettings() Settings {
 	return Settings{
-		Ranges: 32, RangePrefix: "bench", Clients: 32, Count: 4,
-		Rounds: 2, RoundDuration: 15 * time.Second, RequestTimeout: 10 * time.Second,
+		Ranges: 32, RangePrefix: "bench", Clients: 64, Count: 4,
+		Rounds: 4, RoundDuration: 10 * time.Second, RequestTimeout: 10 * time.Second,
 		Failover: true, FailoverBefore: 5 * time.Second, StallFloor: time.Second,
 		WarmUpTimeout: 2 * time.Minute,
 	}
