@@ -47,7 +47,7 @@ kat32:
 	./scripts/kat32.sh
 
 ## e2e: end-to-end tests on a local 3-node network they start and always stop (logs of a failed run stay under build/e2e)
-e2e: $(NODE) $(PLUGIN)
+e2e: $(NODE) $(PLUGIN) $(SCHAIN)
 	$(GO) test -tags e2e -count=1 -timeout 30m -v ./tests/e2e/
 
 lint: fmt vet staticcheck
@@ -75,15 +75,15 @@ bench: build $(BENCHSTAT)
 
 # Micro-benchmark repetitions; the state benchmarks rebuild 1M keys per
 # repetition, so they run a fixed number of iterations, fewer times.
-MICRO_COUNT ?= 5
-MICRO_STATE_COUNT ?= 3
+MICRO_COUNT ?= 6
+MICRO_STATE_COUNT ?= 6
 
 ## bench-micro: the micro-benchmarks the README records (owner lookup, verify, state root, Accept, JSON-RPC allocate), medians by benchstat into build/bench/micro.txt
 bench-micro: $(BENCHSTAT)
 	@mkdir -p $(BENCH_OUT)
 	@echo "micro-benchmarks: $(MICRO_COUNT) runs each (state: $(MICRO_STATE_COUNT)), about 2 minutes; raw results in $(BENCH_OUT)/micro-raw.txt"
 	@set -o pipefail; { $(GO) test -run '^$$' -bench . -benchmem -count $(MICRO_COUNT) -benchtime 200ms ./pinning/ ./vm/execute/ ./vm/ && \
-	  $(GO) test -run '^$$' -bench . -benchmem -count $(MICRO_STATE_COUNT) -benchtime 20x ./state/ ; } > $(BENCH_OUT)/micro-raw.txt
+	  $(GO) test -run '^$$' -bench . -benchmem -count $(MICRO_STATE_COUNT) -benchtime 10x ./state/ ; } > $(BENCH_OUT)/micro-raw.txt
 	$(BENCHSTAT) $(BENCH_OUT)/micro-raw.txt | tee $(BENCH_OUT)/micro.txt
 
 PROFILE_TOP ?= 25

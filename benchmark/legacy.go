@@ -21,7 +21,8 @@ const stopGrace = 5 * time.Second
 var (
 	_ Cluster = (*LegacyCluster)(nil)
 
-	errNoLeader = errors.New("no legacy node reports itself leader")
+	errNoLeader = errors.New("no live legacy node knows a leader")
+	errNotLive  = errors.New("not a live node of this cluster")
 )
 
 // LegacyConfig says how to start a legacy cluster of processes.
@@ -165,29 +166,24 @@ func (c *LegacyCluster) alive(id string) bool {
 	return ok
 }
 
-// Kill implements Cluster: SIGKILL to the node leading the most of ranges'
-// groups (the leader, outside slots mode), reaped before it returns.
-func (c *LegacyCluster) Kill(ctx context.Context, ranges []string) (string, error) {
-	owners, err := c.Owners(ctx, ranges)
-	if err != nil {
-		return "", err
-	}
-	victim := BusiestNode(owners)
+// Kill implements Cluster: SIGKILL to a node by id (legacy1..), reaped
+// before it returns.
+func (c *LegacyCluster) Kill(ctx context.Context, node string) error {
 	c.mu.Lock()
-	pr, ok := c.procs[victim]
-	delete(c.procs, victim)
+	pr, ok := c.procs[node]
+	delete(c.procs, node)
 	c.mu.Unlock()
 	if !ok {
-		return "", fmt.Errorf("%w: leader %q is not a live node of this cluster", errNoLeader, victim)
+		return fmt.Errorf("%w: %q", errNotLive, node)
 	}
 	if err := pr.cmd.Process.Kill(); err != nil {
-		return "", fmt.Errorf("killing legacy node %s: %w", victim, err)
+		return fmt.Errorf("killing legacy node %s: %w", node, err)
 	}
 	select {
 	case <-pr.done:
-		return victim, nil
+		return nil
 	case <-ctx.Done():
-		return victim, ctx.Err()
+		return ctx.Err()
 	}
 }
 

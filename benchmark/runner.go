@@ -5,6 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
+	"slices"
+	"strings"
 	"time"
 )
 
@@ -146,6 +149,9 @@ func (r *Runner) Run(ctx context.Context) (*Report, error) {
 	}
 	if r.settings.Failover {
 		for i, t := range r.targets {
+			if t.FailoverAfter <= 0 {
+				continue
+			}
 			f, err := r.failover(ctx, i, StallThreshold(rep.Systems[i].Steady.P99, r.settings.StallFloor))
 			if err != nil {
 				return nil, fmt.Errorf("failover of %s: %w", t.Name, err)
@@ -205,13 +211,13 @@ func (r *Runner) failover(ctx context.Context, i int, threshold time.Duration) (
 		stop()
 		return nil, fmt.Errorf("owners before the kill: %w", err)
 	}
-	victim, err := t.Cluster.Kill(ctx, r.ranges)
+	victim := BusiestNode(owners)
 	killAt := d.Since()
-	if err != nil {
+	if err := t.Cluster.Kill(ctx, victim); err != nil {
 		stop()
-		return nil, fmt.Errorf("kill: %w", err)
+		return nil, fmt.Errorf("kill %s: %w", victim, err)
 	}
-	r.logf("   killed %s (served %d of %d ranges) at +%s", victim, count(owners, victim), len(r.ranges), Duration(killAt))
+	r.logf("   ranges per owner before the kill: %s; killed %s at +%s", ownerCounts(owners), victim, Duration(killAt))
 	err = wait(ctx, t.FailoverAfter, func() {
 		r.logf("   %s: +%s after the kill, %d/%d ranges allocated in the last 2s", t.Name, Duration(d.Since()-killAt), d.Allocating(2*time.Second), len(r.ranges))
 	})
@@ -225,14 +231,22 @@ func (r *Runner) failover(ctx context.Context, i int, threshold time.Duration) (
 	return f, nil
 }
 
-func count(xs []string, x string) int {
-	n := 0
-	for _, y := range xs {
-		if y == x {
-			n++
+// ownerCounts lists how many ranges each owner serves ("a 3, b 5"), by
+// name; ranges without a known owner count as "unknown".
+func ownerCounts(owners []string) string {
+	n := map[string]int{}
+	for _, o := range owners {
+		if o == "" {
+			o = "unknown"
 		}
+		n[o]++
 	}
-	return n
+	names := slices.Sorted(maps.Keys(n))
+	parts := make([]string, len(names))
+	for i, o := range names {
+		parts[i] = fmt.Sprintf("%s %d", o, n[o])
+	}
+	return strings.Join(parts, ", ")
 }
 
 // wait returns after d, or ctx's error if it ends first; tick, if not nil,

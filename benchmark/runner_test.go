@@ -107,3 +107,18 @@ func TestSettingsVerify(t *testing.T) {
 	require.Error(err)
 	require.Equal([]string{"bench-000", "bench-001"}, func() []string { s := benchmark.DefaultSettings(); s.Ranges = 2; return s.RangeKeys() }())
 }
+
+func TestRunnerSkipsFailoverWithoutDuration(t *testing.T) {
+	require := require.New(t)
+	s := quick()
+	s.Rounds = 1
+	fake := benchmarktest.New(2, 0, false)
+	r, err := benchmark.NewRunner(s, []benchmark.Target{{Name: "fake", Cluster: fake}}, nil)
+	require.NoError(err)
+	rep, err := r.Run(context.Background())
+	require.NoError(err)
+	require.Nil(rep.Systems[0].Failover)
+	owners := mustOwners(t, fake, s.RangeKeys())
+	_, _, err = fake.Allocate(context.Background(), s.RangeKeys()[0], 1)
+	require.NoError(err, "nothing was killed (owner %s)", owners[0])
+}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"time"
 
 	"github.com/ava-labs/avalanchego/ids"
 
@@ -13,13 +12,11 @@ import (
 	"github.com/s-chain/schain/vm/api"
 )
 
-// readyPoll is how often StartSChain asks a node whether its chain is ready.
-const readyPoll = 200 * time.Millisecond
-
 var (
 	_ Cluster = (*SChainCluster)(nil)
 
 	errShortReceipt = errors.New("receipt lacks this request's entry")
+	errUnknownNode  = errors.New("not a node of this network")
 )
 
 // SChainCluster is a local S-Chain network the bench started and owns,
@@ -32,8 +29,9 @@ type SChainCluster struct {
 }
 
 // StartSChain starts a network (cfg.RootDir should be the bench's own, not
-// the one `make run` uses), waits until every node serves the chain and
-// returns it; on failure it stops what it started.
+// the one `make run` uses) and returns it; on failure it stops what it
+// started. The chain opens its first epoch on the first requests (the
+// runner's warm-up retries until every range allocated once).
 func StartSChain(ctx context.Context, cfg localnet.Config) (*SChainCluster, error) {
 	// A network a killed bench left behind holds ports and processes.
 	_ = localnet.StopAll(ctx, cfg.RootDir, nil)
@@ -41,21 +39,32 @@ func StartSChain(ctx context.Context, cfg localnet.Config) (*SChainCluster, erro
 	if err != nil {
 		return nil, err
 	}
-	c := &SChainCluster{net: n, root: cfg.RootDir, names: map[ids.NodeID]string{}}
+	c, err := attach(n, cfg.RootDir)
+	if err != nil {
+		_ = localnet.StopAll(context.Background(), cfg.RootDir, nil)
+		return nil, err
+	}
+	return c, nil
+}
+
+// AttachSChain drives a running network that someone else started and
+// stops (the e2e suite's): Stop leaves it running.
+func AttachSChain(n *localnet.Network) (*SChainCluster, error) {
+	return attach(n, "")
+}
+
+// attach builds the cluster over n; root is the directory Stop stops (""
+// for none).
+func attach(n *localnet.Network, root string) (*SChainCluster, error) {
+	c := &SChainCluster{net: n, root: root, names: map[ids.NodeID]string{}}
 	for i, nd := range n.Nodes {
 		c.names[nd.NodeID] = fmt.Sprintf("node%d", i+1)
 	}
 	rc := client.DefaultRouterConfig()
 	rc.Client.Token = n.Token
+	var err error
 	if c.router, err = client.NewRouter(n.ChainURIsBase(), n.ChainID.String(), rc); err != nil {
-		_ = c.Stop(context.Background())
 		return nil, err
-	}
-	for _, cl := range c.router.Clients() {
-		if err := untilOK(ctx, func() error { _, err := cl.GetEpoch(ctx); return err }); err != nil {
-			_ = c.Stop(context.Background())
-			return nil, fmt.Errorf("chain not ready on %s: %w", cl.URI(), err)
-		}
 	}
 	return c, nil
 }
@@ -105,41 +114,23 @@ func (c *SChainCluster) Owners(ctx context.Context, ranges []string) ([]string, 
 	return out, nil
 }
 
-// Kill implements Cluster: SIGKILL to the validator owning the most of
-// ranges, reaped before it returns.
-func (c *SChainCluster) Kill(ctx context.Context, ranges []string) (string, error) {
-	owners, err := c.Owners(ctx, ranges)
-	if err != nil {
-		return "", err
-	}
-	victim := BusiestNode(owners)
+// Kill implements Cluster: SIGKILL to a validator by short name (node1..),
+// reaped before it returns.
+func (c *SChainCluster) Kill(ctx context.Context, node string) error {
 	for id, name := range c.names {
-		if name == victim {
-			return victim, c.net.KillNode(ctx, id)
+		if name == node {
+			return c.net.KillNode(ctx, id)
 		}
 	}
-	return "", fmt.Errorf("owner %s is not a node of this network", victim)
+	return fmt.Errorf("%w: %q", errUnknownNode, node)
 }
 
-// Stop implements Cluster: every node stops and the network is forgotten
-// (its data stays under the root directory for inspection).
+// Stop implements Cluster: every node of a network StartSChain started
+// stops and the network is forgotten (its data stays under the root
+// directory for inspection); an attached network keeps running.
 func (c *SChainCluster) Stop(ctx context.Context) error {
-	return localnet.StopAll(ctx, c.root, nil)
-}
-
-// untilOK retries f every readyPoll until it succeeds or ctx ends.
-func untilOK(ctx context.Context, f func() error) error {
-	tick := time.NewTicker(readyPoll)
-	defer tick.Stop()
-	for {
-		err := f()
-		if err == nil {
-			return nil
-		}
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("%w (last error: %w)", ctx.Err(), err)
-		case <-tick.C:
-		}
+	if c.root == "" {
+		return nil
 	}
+	return localnet.StopAll(ctx, c.root, nil)
 }

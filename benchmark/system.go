@@ -18,9 +18,10 @@ type Cluster interface {
 	// Owners names, for each range key, the node that serves its writes now
 	// (the legacy leader of its raft group; the S-Chain owner of its epoch).
 	Owners(ctx context.Context, ranges []string) ([]string, error)
-	// Kill crashes (SIGKILL, no shutdown) the node that serves the most of
-	// ranges and names it; the cluster keeps running without it.
-	Kill(ctx context.Context, ranges []string) (string, error)
+	// Kill crashes node (SIGKILL, no shutdown: the signal is sent at once)
+	// and returns once the process is gone; the cluster keeps running
+	// without it.
+	Kill(ctx context.Context, node string) error
 	// Stop stops every node and releases what the cluster holds; it is safe
 	// to call after Kill and more than once.
 	Stop(ctx context.Context) error
@@ -38,7 +39,8 @@ type Target struct {
 	SharedKeySpace bool
 	// FailoverAfter is how long the failover phase runs after the kill: long
 	// enough for the system's own recovery (a raft election; S-Chain
-	// re-pinning a dead owner's ranges after a few epochs).
+	// re-pinning a dead owner's ranges after a few epochs). Zero skips the
+	// system's failover phase.
 	FailoverAfter time.Duration
 	Cluster       Cluster
 }
@@ -49,13 +51,19 @@ type Target struct {
 // benchmark kills.
 func BusiestNode(owners []string) string {
 	n := map[string]int{}
-	best := ""
+	var order []string
 	for _, x := range owners {
 		if x == "" {
 			continue
 		}
+		if n[x] == 0 {
+			order = append(order, x)
+		}
 		n[x]++
-		if n[x] > n[best] || best == "" {
+	}
+	best := ""
+	for _, x := range order {
+		if best == "" || n[x] > n[best] {
 			best = x
 		}
 	}

@@ -44,3 +44,12 @@ func TestFormatting(t *testing.T) {
 		require.Equal(want, Duration(d))
 	}
 }
+
+func TestOwnerCountsAndBusiestNode(t *testing.T) {
+	require := require.New(t)
+	owners := []string{"node2", "node1", "node2", "node3", "", "node1", "node2"}
+	require.Equal("node1 2, node2 3, node3 1, unknown 1", ownerCounts(owners))
+	require.Equal("node2", BusiestNode(owners))
+	require.Equal("a", BusiestNode([]string{"a", "b", "b", "a"}), "ties go to the first seen")
+	require.Empty(BusiestNode([]string{"", ""}))
+}

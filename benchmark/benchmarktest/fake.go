@@ -80,17 +80,15 @@ func (f *Fake) Owners(_ context.Context, ranges []string) ([]string, error) {
 	return out, nil
 }
 
-// Kill implements benchmark.Cluster: the node owning the most ranges dies.
-func (f *Fake) Kill(ctx context.Context, ranges []string) (string, error) {
-	owners, _ := f.Owners(ctx, ranges)
-	victim := benchmark.BusiestNode(owners)
+// Kill implements benchmark.Cluster.
+func (f *Fake) Kill(_ context.Context, node string) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	f.dead[victim] = true
+	f.dead[node] = true
 	if f.reissue {
 		f.counters = map[string]uint64{}
 	}
-	return victim, nil
+	return nil
 }
 
 // Stop implements benchmark.Cluster.
