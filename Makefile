@@ -73,8 +73,9 @@ bench: build $(BENCHSTAT)
 	$(SCHAIN) bench --out $(BENCH_OUT) $(BENCH_FLAGS)
 	@$(MAKE) --no-print-directory bench-micro
 
-# Micro-benchmark repetitions; the state benchmarks rebuild 1M keys per
-# repetition, so they run a fixed number of iterations, fewer times.
+# Micro-benchmark repetitions (6: benchstat's minimum for a confidence
+# interval). The state benchmarks rebuild 1M keys per repetition, so they run
+# a fixed, small number of iterations.
 MICRO_COUNT ?= 6
 MICRO_STATE_COUNT ?= 6
 
