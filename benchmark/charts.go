@@ -105,14 +105,16 @@ func LatencyChart(r *Report) (*plot.Plot, error) {
 var errNoFailover = errors.New("report has no failover phase")
 
 // StallsChart plots each range's longest stall after the kill, per system
-// (seconds); censored stalls (never recovered) are drawn as crosses.
+// (seconds, log scale: stalls span milliseconds to the whole phase);
+// censored stalls (never recovered) are drawn as crosses.
 func StallsChart(r *Report) (*plot.Plot, error) {
 	p := plot.New()
 	p.Title.Text = "Longest stall per range after kill -9 (x: not recovered by the end)"
 	p.X.Label.Text = "range index"
-	p.Y.Label.Text = "stall (s)"
-	p.Y.Min = 0
-	p.Legend.Top, p.Legend.Left = true, true
+	p.Y.Label.Text = "stall (s, log scale)"
+	p.Y.Scale = plot.LogScale{}
+	p.Y.Tick.Marker = plot.LogTicks{Prec: -1}
+	p.Legend.Top, p.Legend.Left = false, false
 	p.Add(plotter.NewGrid())
 	drawn := 0
 	for i, s := range r.Systems {
@@ -121,7 +123,7 @@ func StallsChart(r *Report) (*plot.Plot, error) {
 		}
 		var ok, censored plotter.XYs
 		for k, rf := range s.Failover.Ranges {
-			pt := plotter.XY{X: float64(k), Y: rf.Stall.Longest.Seconds()}
+			pt := plotter.XY{X: float64(k), Y: max(rf.Stall.Longest.Seconds(), 1e-3)}
 			if rf.Stall.Censored {
 				censored = append(censored, pt)
 			} else {

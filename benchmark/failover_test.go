@@ -100,6 +100,8 @@ func TestFailoverReport(t *testing.T) {
 	require.Equal("n2", f.Ranges[1].Owner)
 	require.True(f.Longest.Censored)
 	require.Equal(msec(1100), f.Longest.Longest)
+	require.Equal(f.Longest, f.LongestVictim)
+	require.Equal(msec(300), f.LongestOthers.Longest)
 	require.Equal(1, f.victimRanges())
 	require.Equal(uint64(5), f.Load.Requests)
 }

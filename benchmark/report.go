@@ -57,8 +57,12 @@ type FailoverReport struct {
 	Ranges []RangeFailover `json:"ranges"`
 	// Kept counts ranges whose stall stayed below Threshold.
 	Kept int `json:"kept"`
-	// Longest is the worst range stall.
-	Longest Stall `json:"longest"`
+	// Longest is the worst range stall; LongestVictim and LongestOthers
+	// split it by whether the range was served by the victim (a range of a
+	// live node should not notice the kill at all).
+	Longest       Stall `json:"longest"`
+	LongestVictim Stall `json:"longest_victim"`
+	LongestOthers Stall `json:"longest_others"`
 	// Global is the longest window with no success in any range.
 	Global Stall `json:"global"`
 	// Load summarises the whole phase (before and after the kill).
@@ -94,13 +98,24 @@ func NewFailoverReport(victim string, ranges, owners []string, samples []Sample,
 		if rf.Kept {
 			f.Kept++
 		}
-		if i == 0 || st.Longest > f.Longest.Longest {
-			f.Longest = st
+		f.Longest = longer(f.Longest, st)
+		if rf.Owner == victim {
+			f.LongestVictim = longer(f.LongestVictim, st)
+		} else {
+			f.LongestOthers = longer(f.LongestOthers, st)
 		}
 		f.Ranges = append(f.Ranges, rf)
 	}
 	f.Global = GlobalStall(samples, kill, end, threshold)
 	return f
+}
+
+// longer returns the longer stall (a, if equal).
+func longer(a, b Stall) Stall {
+	if b.Longest > a.Longest {
+		return b
+	}
+	return a
 }
 
 // SChainVsLegacy returns S-Chain's median req/s over each legacy system's,

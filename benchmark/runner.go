@@ -227,7 +227,8 @@ func (r *Runner) failover(ctx context.Context, i int, threshold time.Duration) (
 		return nil, err
 	}
 	f := NewFailoverReport(victim, r.ranges, owners, samples, killAt, end, threshold)
-	r.logf("   %s: %d/%d ranges kept allocating, longest range stall %s, global stall %s", t.Name, f.Kept, len(f.Ranges), stallText(f.Longest), stallText(f.Global))
+	r.logf("   %s: %d/%d ranges kept allocating; longest stall of the victim's ranges %s, of the others %s; global stall %s",
+		t.Name, f.Kept, len(f.Ranges), stallText(f.LongestVictim), stallText(f.LongestOthers), stallText(f.Global))
 	return f, nil
 }
 

@@ -61,6 +61,8 @@ func TestRunnerMeasuresFakes(t *testing.T) {
 			}
 		}
 		require.Less(f.Global.Longest, f.Threshold, "live ranges kept the system allocating")
+		require.Less(f.LongestOthers.Longest, f.Threshold)
+		require.True(f.LongestVictim.Censored)
 	}
 	// The fake legacy restarts its counters at the kill: ids issued twice.
 	require.Positive(rep.Systems[0].Duplicates.Overlapping)

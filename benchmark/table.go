@@ -37,16 +37,20 @@ func WriteTables(w io.Writer, r *Report) error {
 		fmt.Fprintf(&b, "\nFailover: one closed-loop client per range; kill -9 of one node %s after the phase starts. "+
 			"A range kept allocating if its longest gap between successful allocations after the kill stayed below the threshold "+
 			"(max(2 × steady p99, %s)); a gap still open at the end is censored (≥).\n\n", s.FailoverBefore, s.StallFloor)
-		b.WriteString("| system | killed | measured after kill | threshold | ranges kept allocating | longest range stall | global stall | ids issued twice (whole run) |\n")
-		b.WriteString("| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: |\n")
+		b.WriteString("| system | killed | measured after kill | threshold | ranges kept allocating | longest stall, victim's ranges | longest stall, other ranges | global stall | ids issued twice (whole run) |\n")
+		b.WriteString("| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n")
 		for _, sys := range r.Systems {
 			f := sys.Failover
 			if f == nil {
 				continue
 			}
-			fmt.Fprintf(&b, "| %s | %s (owned %d/%d) | %s | %s | %d/%d (%.0f%%) | %s | %s | %s |\n", sys.Name,
+			others := "—"
+			if f.victimRanges() < len(f.Ranges) {
+				others = stallText(f.LongestOthers)
+			}
+			fmt.Fprintf(&b, "| %s | %s (owned %d/%d) | %s | %s | %d/%d (%.0f%%) | %s | %s | %s | %s |\n", sys.Name,
 				f.Victim, f.victimRanges(), len(f.Ranges), Duration(f.End-f.KillAt), Duration(f.Threshold),
-				f.Kept, len(f.Ranges), 100*f.KeptFraction(), stallText(f.Longest), stallText(f.Global), duplicatesText(sys.Duplicates))
+				f.Kept, len(f.Ranges), 100*f.KeptFraction(), stallText(f.LongestVictim), others, stallText(f.Global), duplicatesText(sys.Duplicates))
 		}
 	}
 	_, err := io.WriteString(w, b.String())

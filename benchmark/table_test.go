@@ -15,12 +15,13 @@ func TestWriteTables(t *testing.T) {
 			Steady: Summary{P50: msec(2), P95: msec(4), P99: msec(9)}, Duplicates: Duplicates{Allocations: 5000, Overlapping: 7, IDs: 21},
 			Failover: &FailoverReport{Victim: "l1", KillAt: msec(5000), End: msec(25000), Threshold: time.Second, Kept: 0,
 				Ranges:  []RangeFailover{{Range: "r0", Owner: "l1"}, {Range: "r1", Owner: "l1"}},
-				Longest: Stall{Longest: msec(2500)}, Global: Stall{Longest: msec(2400)}}},
+				Longest: Stall{Longest: msec(2500)}, LongestVictim: Stall{Longest: msec(2500)}, Global: Stall{Longest: msec(2400)}}},
 		{Name: "schain", SChain: true, MedianReqPerSec: 1000, MedianIDsPerSec: 4000, Rounds: []Summary{{ReqPerSec: 1000}},
 			Steady: Summary{P50: msec(120), P95: msec(300), P99: 1500 * time.Millisecond}, Duplicates: Duplicates{Allocations: 1234},
 			Failover: &FailoverReport{Victim: "node2", KillAt: msec(5000), End: msec(105000), Threshold: 3 * time.Second, Kept: 1,
 				Ranges:  []RangeFailover{{Range: "r0", Owner: "node2"}, {Range: "r1", Owner: "node1", Kept: true}},
-				Longest: Stall{Longest: msec(100000), Censored: true}, Global: Stall{Longest: msec(300)}}},
+				Longest: Stall{Longest: msec(100000), Censored: true}, LongestVictim: Stall{Longest: msec(100000), Censored: true},
+				LongestOthers: Stall{Longest: msec(250)}, Global: Stall{Longest: msec(300)}}},
 	}}
 	require.InDelta(0.5, rep.SChainVsLegacy()["legacy-a"], 1e-9)
 	var b strings.Builder
@@ -28,8 +29,8 @@ func TestWriteTables(t *testing.T) {
 	out := b.String()
 	require.Contains(out, "| legacy-a | 2,000 | 8,000 | 2.00ms | 4.00ms | 9.00ms | 0 | 1,990, 2,010 | 0.50x |")
 	require.Contains(out, "| schain | 1,000 | 4,000 | 120ms | 300ms | 1.50s | 0 | 1,000 | — |")
-	require.Contains(out, "| legacy-a | l1 (owned 2/2) | 20.0s | 1.00s | 0/2 (0%) | 2.50s | 2.40s | 21 ids in 7 allocations |")
-	require.Contains(out, "| schain | node2 (owned 1/2) | 100s | 3.00s | 1/2 (50%) | ≥ 100s (not recovered) | 300ms | 0 of 1,234 allocations |")
+	require.Contains(out, "| legacy-a | l1 (owned 2/2) | 20.0s | 1.00s | 0/2 (0%) | 2.50s | — | 2.40s | 21 ids in 7 allocations |")
+	require.Contains(out, "| schain | node2 (owned 1/2) | 100s | 3.00s | 1/2 (50%) | ≥ 100s (not recovered) | 250ms | 300ms | 0 of 1,234 allocations |")
 }
 
 func TestFormatting(t *testing.T) {
