@@ -80,14 +80,8 @@ func ThroughputChart(r *Report) (*plot.Plot, error) {
 // LatencyChart plots, per system, p50, p95 and p99 of the steady rounds
 // (milliseconds, log scale).
 func LatencyChart(r *Report) (*plot.Plot, error) {
-	p := plot.New()
-	p.Title.Text = "Steady latency percentiles"
-	p.X.Label.Text = "percentile"
-	p.Y.Label.Text = "latency (ms, log scale)"
-	p.Y.Scale = plot.LogScale{}
-	p.Y.Tick.Marker = plot.LogTicks{Prec: -1}
+	p := logYPlot("Steady latency percentiles", "percentile", "latency (ms, log scale)")
 	p.Legend.Top, p.Legend.Left = true, true
-	p.Add(plotter.NewGrid())
 	for i, s := range r.Systems {
 		pts := plotter.XYs{{X: 50, Y: ms(s.Steady.P50)}, {X: 95, Y: ms(s.Steady.P95)}, {X: 99, Y: ms(s.Steady.P99)}}
 		line, points, err := plotter.NewLinePoints(pts)
@@ -101,6 +95,17 @@ func LatencyChart(r *Report) (*plot.Plot, error) {
 	return p, nil
 }
 
+// logYPlot is a plot with a grid and a logarithmic y axis (values must be
+// positive).
+func logYPlot(title, x, y string) *plot.Plot {
+	p := plot.New()
+	p.Title.Text, p.X.Label.Text, p.Y.Label.Text = title, x, y
+	p.Y.Scale = plot.LogScale{}
+	p.Y.Tick.Marker = plot.LogTicks{Prec: -1}
+	p.Add(plotter.NewGrid())
+	return p
+}
+
 // errNoFailover: the report has no failover phase to plot.
 var errNoFailover = errors.New("report has no failover phase")
 
@@ -108,14 +113,7 @@ var errNoFailover = errors.New("report has no failover phase")
 // (seconds, log scale: stalls span milliseconds to the whole phase);
 // censored stalls (never recovered) are drawn as crosses.
 func StallsChart(r *Report) (*plot.Plot, error) {
-	p := plot.New()
-	p.Title.Text = "Longest stall per range after kill -9 (x: not recovered by the end)"
-	p.X.Label.Text = "range index"
-	p.Y.Label.Text = "stall (s, log scale)"
-	p.Y.Scale = plot.LogScale{}
-	p.Y.Tick.Marker = plot.LogTicks{Prec: -1}
-	p.Legend.Top, p.Legend.Left = false, false
-	p.Add(plotter.NewGrid())
+	p := logYPlot("Longest stall per range after kill -9 (x: not recovered by the end)", "range index", "stall (s, log scale)")
 	drawn := 0
 	for i, s := range r.Systems {
 		if s.Failover == nil {
