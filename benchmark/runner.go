@@ -119,33 +119,9 @@ func (r *Runner) Run(ctx context.Context) (*Report, error) {
 			return nil, err
 		}
 	}
-	steady := make([][]Sample, len(r.targets))
-	var steadyTime = make([]time.Duration, len(r.targets))
-	for k, slot := range rep.Order {
-		t := r.targets[slot.System]
-		r.logf("round %d/%d (%d of %d): %s for %s", slot.Round+1, r.settings.Rounds, k+1, len(rep.Order), t.Name, r.settings.RoundDuration)
-		d := Start(ctx, Load{System: t.Cluster, Ranges: r.ranges, Clients: r.settings.Clients, Pick: RoundRobin(len(r.ranges)), Count: r.settings.Count, Timeout: r.settings.RequestTimeout})
-		err := wait(ctx, r.settings.RoundDuration, nil)
-		samples, elapsed := d.Stop()
-		if err != nil {
-			return nil, err
-		}
-		sum := Summarize(samples, elapsed)
-		r.logf("   %s: %s req/s, %s ids/s, p50 %s, p99 %s, %d failed", t.Name, Thousands(sum.ReqPerSec), Thousands(sum.IDsPerSec), Duration(sum.P50), Duration(sum.P99), sum.Failures)
-		sys := &rep.Systems[slot.System]
-		sys.Rounds = append(sys.Rounds, sum)
-		steady[slot.System] = append(steady[slot.System], samples...)
-		steadyTime[slot.System] += elapsed
-		r.all[slot.System] = append(r.all[slot.System], samples...)
-	}
-	for i := range rep.Systems {
-		sys := &rep.Systems[i]
-		sys.Steady = Summarize(steady[i], steadyTime[i])
-		var rps, ips []float64
-		for _, rd := range sys.Rounds {
-			rps, ips = append(rps, rd.ReqPerSec), append(ips, rd.IDsPerSec)
-		}
-		sys.MedianReqPerSec, sys.MedianIDsPerSec = Median(rps), Median(ips)
+	r.steady(ctx, rep)
+	if err := ctx.Err(); err != nil {
+		return nil, err
 	}
 	if r.settings.Failover {
 		for i, t := range r.targets {
@@ -164,6 +140,39 @@ func (r *Runner) Run(ctx context.Context) (*Report, error) {
 	}
 	rep.WallTime = time.Since(r.began)
 	return rep, nil
+}
+
+// steady runs the interleaved steady rounds of rep.Order and fills each
+// system's rounds, pooled summary and medians; it stops early if ctx ends.
+func (r *Runner) steady(ctx context.Context, rep *Report) {
+	samples := make([][]Sample, len(r.targets))
+	elapsed := make([]time.Duration, len(r.targets))
+	for k, slot := range rep.Order {
+		t := r.targets[slot.System]
+		r.logf("round %d/%d (%d of %d): %s for %s", slot.Round+1, r.settings.Rounds, k+1, len(rep.Order), t.Name, r.settings.RoundDuration)
+		d := Start(ctx, Load{System: t.Cluster, Ranges: r.ranges, Clients: r.settings.Clients, Pick: RoundRobin(len(r.ranges)), Count: r.settings.Count, Timeout: r.settings.RequestTimeout})
+		err := wait(ctx, r.settings.RoundDuration, nil)
+		got, took := d.Stop()
+		if err != nil {
+			return
+		}
+		sum := Summarize(got, took)
+		r.logf("   %s: %s req/s, %s ids/s, p50 %s, p99 %s, %d failed", t.Name, Thousands(sum.ReqPerSec), Thousands(sum.IDsPerSec), Duration(sum.P50), Duration(sum.P99), sum.Failures)
+		sys := &rep.Systems[slot.System]
+		sys.Rounds = append(sys.Rounds, sum)
+		samples[slot.System] = append(samples[slot.System], got...)
+		elapsed[slot.System] += took
+		r.all[slot.System] = append(r.all[slot.System], got...)
+	}
+	for i := range rep.Systems {
+		sys := &rep.Systems[i]
+		sys.Steady = Summarize(samples[i], elapsed[i])
+		var rps, ips []float64
+		for _, rd := range sys.Rounds {
+			rps, ips = append(rps, rd.ReqPerSec), append(ips, rd.IDsPerSec)
+		}
+		sys.MedianReqPerSec, sys.MedianIDsPerSec = Median(rps), Median(ips)
+	}
 }
 
 // warmUp allocates once per range until each answers: connections open,

@@ -14,6 +14,7 @@ import (
 
 	"github.com/s-chain/schain/benchmark"
 	"github.com/s-chain/schain/benchmark/benchmarktest"
+	"github.com/s-chain/schain/shadow/legacyraft"
 )
 
 // TestBenchCommandWithFakes runs the bench command end to end on in-process
@@ -69,4 +70,43 @@ func TestBenchRejectsBadFlags(t *testing.T) {
 	require.Contains(t, errOut, `"paxos"`)
 	code, _, errOut = run(t, "bench", "--clients", "0")
 	require.Equal(t, exitUsage, code, errOut)
+}
+
+// TestBenchLegacyProcesses starts the legacy allocator as 3 processes (this
+// test binary acting as `schain legacy serve`), finds and kills the leader,
+// sees a new leader take over, and stops the rest.
+func TestBenchLegacyProcesses(t *testing.T) {
+	require := require.New(t)
+	t.Setenv(asCLIEnv, "1")
+	self, err := os.Executable()
+	require.NoError(err)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	c, err := benchmark.StartLegacy(ctx, benchmark.LegacyConfig{
+		Binary: self, Dir: t.TempDir(), Mode: legacyraft.ModeReplicated, Nodes: 3, WarmUp: 0, Timeout: 2 * time.Second,
+	})
+	require.NoError(err)
+	defer func() { require.NoError(c.Stop(context.Background())) }()
+
+	ranges := []string{"a", "b", "c"}
+	owners, err := c.Owners(ctx, ranges)
+	require.NoError(err)
+	leader := owners[0]
+	require.Equal([]string{leader, leader, leader}, owners, "one raft group: the leader serves every range")
+	first, n, err := c.Allocate(ctx, "a", 3)
+	require.NoError(err)
+	require.Equal(uint64(3), n)
+
+	require.NoError(c.Kill(ctx, leader))
+	require.Error(c.Kill(ctx, leader), "a dead node cannot be killed twice")
+	require.Eventually(func() bool {
+		o, err := c.Owners(ctx, ranges)
+		return err == nil && o[0] != "" && o[0] != leader
+	}, 30*time.Second, 50*time.Millisecond, "a new leader is elected")
+	var next uint64
+	require.Eventually(func() bool {
+		next, _, err = c.Allocate(ctx, "a", 1)
+		return err == nil
+	}, 30*time.Second, 50*time.Millisecond)
+	require.GreaterOrEqual(next, first+3, "the replicated counter survives the leader")
 }
