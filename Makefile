@@ -4,6 +4,10 @@ GO ?= go
 BIN := $(CURDIR)/build/bin
 STATICCHECK_VERSION := v0.8.2
 STATICCHECK := $(BIN)/staticcheck
+BENCHSTAT_VERSION := v0.0.0-20260908200009-22c9c6c9d4da
+BENCHSTAT := $(BIN)/benchstat
+BENCH_OUT := build/bench
+PROFILE_OUT := build/profile
 PKGS := ./...
 VMID := spSVeHfTFKrgS7QJQkaEz95EiE3VBbpGgg6w5AmjVfvCBc1qH
 NODE := build/avalanchego
@@ -11,7 +15,7 @@ PLUGIN := build/plugins/$(VMID)
 SCHAIN := build/schain
 GO_SOURCES := $(shell find . -name '*.go' -not -path './build/*' -not -name '*_test.go') go.mod go.sum
 
-.PHONY: all build test unit kat32 e2e lint fmt vet staticcheck bench fuzz run stop clean weed
+.PHONY: all build test unit kat32 e2e lint fmt vet staticcheck bench bench-micro profile fuzz run stop clean weed
 
 all: build
 
@@ -43,7 +47,7 @@ kat32:
 	./scripts/kat32.sh
 
 ## e2e: end-to-end tests on a local 3-node network they start and always stop (logs of a failed run stay under build/e2e)
-e2e: $(NODE) $(PLUGIN)
+e2e: $(NODE) $(PLUGIN) $(SCHAIN)
 	$(GO) test -tags e2e -count=1 -timeout 30m -v ./tests/e2e/
 
 lint: fmt vet staticcheck
@@ -61,9 +65,42 @@ $(STATICCHECK):
 staticcheck: $(STATICCHECK)
 	$(STATICCHECK) $(PKGS)
 
-## bench: the micro-benchmarks whose figures the README records
-bench:
-	$(GO) test -run '^$$' -bench . -benchmem -count 5 ./pinning/ ./state/ ./vm/execute/ ./vm/
+$(BENCHSTAT):
+	GOBIN=$(BIN) $(GO) install golang.org/x/perf/cmd/benchstat@$(BENCHSTAT_VERSION)
+
+## bench: S-Chain and the legacy raft allocator side by side, a kill -9 in each (schain bench), then the micro-benchmarks' medians; outputs under build/bench/
+bench: build $(BENCHSTAT)
+	$(SCHAIN) bench --out $(BENCH_OUT) $(BENCH_FLAGS)
+	@$(MAKE) --no-print-directory bench-micro
+
+# Micro-benchmark repetitions (6: benchstat's minimum for a confidence
+# interval). The state benchmarks rebuild 1M keys per repetition, so they run
+# a fixed, small number of iterations.
+MICRO_COUNT ?= 6
+MICRO_STATE_COUNT ?= 6
+
+## bench-micro: the micro-benchmarks the README records (owner lookup, verify, state root, Accept, JSON-RPC allocate), medians by benchstat into build/bench/micro.txt
+bench-micro: $(BENCHSTAT)
+	@mkdir -p $(BENCH_OUT)
+	@echo "micro-benchmarks: $(MICRO_COUNT) runs each (state: $(MICRO_STATE_COUNT)), about 2 minutes; raw results in $(BENCH_OUT)/micro-raw.txt"
+	@set -o pipefail; { $(GO) test -run '^$$' -bench . -benchmem -count $(MICRO_COUNT) -benchtime 200ms ./pinning/ ./vm/execute/ ./vm/ && \
+	  $(GO) test -run '^$$' -bench . -benchmem -count $(MICRO_STATE_COUNT) -benchtime 10x ./state/ ; } > $(BENCH_OUT)/micro-raw.txt
+	$(BENCHSTAT) $(BENCH_OUT)/micro-raw.txt | tee $(BENCH_OUT)/micro.txt
+
+PROFILE_TOP ?= 25
+
+## profile: CPU profiles of the S-Chain path's in-process benchmarks (verify+apply, Accept, JSON-RPC allocate) under build/profile/, with pprof's top entries
+profile:
+	@mkdir -p $(PROFILE_OUT)
+	$(GO) test -run '^$$' -bench 'VerifyApplyAllocate/validators=21/entries=64' -benchtime 3s -cpuprofile $(PROFILE_OUT)/verify.pprof -o $(PROFILE_OUT)/execute.test ./vm/execute/
+	$(GO) test -run '^$$' -bench 'Accept/changes=10000' -benchtime 100x -cpuprofile $(PROFILE_OUT)/accept.pprof -o $(PROFILE_OUT)/state.test ./state/
+	$(GO) test -run '^$$' -bench 'RPCAllocate' -benchtime 3s -cpuprofile $(PROFILE_OUT)/rpc-allocate.pprof -o $(PROFILE_OUT)/vm.test ./vm/
+	@for p in verify accept rpc-allocate; do \
+	  echo; echo "== $$p: top $(PROFILE_TOP) by flat CPU ($(PROFILE_OUT)/$$p.pprof)"; \
+	  $(GO) tool pprof -top -nodecount $(PROFILE_TOP) $(PROFILE_OUT)/$$p.pprof 2>/dev/null | tail -n +5; \
+	  echo "== $$p: top $(PROFILE_TOP) by cumulative CPU"; \
+	  $(GO) tool pprof -top -cum -nodecount $(PROFILE_TOP) $(PROFILE_OUT)/$$p.pprof 2>/dev/null | tail -n +6; \
+	done
 
 ## fuzz: a short run of every fuzz target (go test -fuzz); FUZZTIME=1m for longer
 FUZZTIME ?= 20s

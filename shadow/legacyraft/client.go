@@ -53,6 +53,37 @@ func (c *Client) Allocate(ctx context.Context, rangeKey string, count uint64) (l
 	return res, err
 }
 
+// readyPoll is how often WaitReady retries.
+const readyPoll = 100 * time.Millisecond
+
+// WaitReady allocates one id of the range "warmup" until the cluster answers
+// (a leader exists and has warmed up) or ctx ends; a fresh cluster is usable
+// only then.
+func (c *Client) WaitReady(ctx context.Context) error {
+	tick := time.NewTicker(readyPoll)
+	defer tick.Stop()
+	for {
+		_, err := c.Allocate(ctx, "warmup", 1)
+		if err == nil {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("legacy cluster not ready: %w (last error: %w)", ctx.Err(), err)
+		case <-tick.C:
+		}
+	}
+}
+
+// Status asks the node at addr for its view of the cluster (/status): who
+// leads each group in which term. A failover benchmark uses it to find the
+// leader it kills.
+func (c *Client) Status(ctx context.Context, addr string) (Status, error) {
+	var s Status
+	err := call(ctx, c.hc, addr, pathStatus, nil, false, &s)
+	return s, err
+}
+
 // ReportWritten implements legacy.WriteReporter.
 func (c *Client) ReportWritten(ctx context.Context, rangeKey string, maxWritten uint64) error {
 	return c.try(ctx, func(addr string) error {

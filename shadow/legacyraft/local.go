@@ -29,25 +29,9 @@ func StartLocalCluster(ctx context.Context, n int, mode Mode, dir string) (*Loca
 		return nil, fmt.Errorf("legacyraft: a cluster needs at least one node, got %d", n)
 	}
 	base := DefaultConfig()
-	groups := 1
-	if mode == ModeSlots {
-		groups = base.Groups
-	}
-	peers := make([]Peer, n)
-	for i := range peers {
-		raftPort, err := freePorts(groups)
-		if err != nil {
-			return nil, err
-		}
-		httpPort, err := freePorts(1)
-		if err != nil {
-			return nil, err
-		}
-		peers[i] = Peer{
-			ID:       "legacy" + strconv.Itoa(i+1),
-			RaftAddr: net.JoinHostPort("127.0.0.1", strconv.Itoa(raftPort)),
-			HTTPAddr: net.JoinHostPort("127.0.0.1", strconv.Itoa(httpPort)),
-		}
+	peers, err := LocalPeers(n, mode)
+	if err != nil {
+		return nil, err
 	}
 	runCtx, cancel := context.WithCancel(context.Background())
 	c := &LocalCluster{cancel: cancel}
@@ -67,21 +51,39 @@ func StartLocalCluster(ctx context.Context, n int, mode Mode, dir string) (*Loca
 			}
 		}(i, cfg)
 	}
-	cl := NewClient(c.addrs, 2*time.Second)
-	tick := time.NewTicker(100 * time.Millisecond)
-	defer tick.Stop()
-	for {
-		_, err := cl.Allocate(ctx, "warmup", 1)
-		if err == nil {
-			return c, nil
+	if err := NewClient(c.addrs, 2*time.Second).WaitReady(ctx); err != nil {
+		_ = c.Close()
+		return nil, err
+	}
+	return c, nil
+}
+
+// LocalPeers assigns n voters named legacy1..legacyN free raft and HTTP
+// ports on 127.0.0.1 (in ModeSlots, DefaultConfig().Groups consecutive raft
+// ports each), for a cluster in this process or in separate processes.
+// The ports are free when chosen, not reserved: start the nodes promptly.
+func LocalPeers(n int, mode Mode) ([]Peer, error) {
+	groups := 1
+	if mode == ModeSlots {
+		groups = DefaultConfig().Groups
+	}
+	peers := make([]Peer, n)
+	for i := range peers {
+		raftPort, err := freePorts(groups)
+		if err != nil {
+			return nil, err
 		}
-		select {
-		case <-ctx.Done():
-			c.Close()
-			return nil, fmt.Errorf("legacy cluster not ready: %w (last error: %v)", ctx.Err(), err)
-		case <-tick.C:
+		httpPort, err := freePorts(1)
+		if err != nil {
+			return nil, err
+		}
+		peers[i] = Peer{
+			ID:       "legacy" + strconv.Itoa(i+1),
+			RaftAddr: net.JoinHostPort("127.0.0.1", strconv.Itoa(raftPort)),
+			HTTPAddr: net.JoinHostPort("127.0.0.1", strconv.Itoa(httpPort)),
 		}
 	}
+	return peers, nil
 }
 
 // Addrs are the nodes' HTTP addresses (for NewClient).

@@ -1,0 +1,140 @@
+package benchmark
+
+import (
+	"time"
+)
+
+// Report is everything one bench run measured; it is written as JSON.
+type Report struct {
+	Started  time.Time     `json:"started"`
+	WallTime time.Duration `json:"wall_time_ns"`
+	Machine  Machine       `json:"machine"`
+	Settings Settings      `json:"settings"`
+	// Order is the steady schedule that ran (indexes into Systems).
+	Order   []Slot         `json:"order"`
+	Systems []SystemReport `json:"systems"`
+}
+
+// Machine describes where the run happened, since every figure depends on it.
+type Machine struct {
+	CPUs     int    `json:"cpus"`
+	CPUModel string `json:"cpu_model"`
+	MemoryMB uint64 `json:"memory_mb"`
+	GoOS     string `json:"goos"`
+	GoArch   string `json:"goarch"`
+	Go       string `json:"go"`
+}
+
+// SystemReport is one system's results.
+type SystemReport struct {
+	Name           string `json:"name"`
+	SChain         bool   `json:"schain"`
+	SharedKeySpace bool   `json:"shared_key_space"`
+	// Rounds are the steady rounds in the order they ran.
+	Rounds []Summary `json:"rounds"`
+	// Steady pools every steady round's samples (rates over their total time).
+	Steady Summary `json:"steady"`
+	// MedianReqPerSec and MedianIDsPerSec are medians over the rounds: the
+	// headline rates, robust to one disturbed round.
+	MedianReqPerSec float64 `json:"median_req_per_sec"`
+	MedianIDsPerSec float64 `json:"median_ids_per_sec"`
+	// Failover is nil when the failover phase did not run.
+	Failover *FailoverReport `json:"failover,omitempty"`
+	// Duplicates checks every allocation of the run, steady and failover.
+	Duplicates Duplicates `json:"duplicates"`
+}
+
+// FailoverReport is one system's kill -9 phase.
+type FailoverReport struct {
+	// Victim names the killed node.
+	Victim string `json:"victim"`
+	// KillAt and End are offsets from the phase start.
+	KillAt time.Duration `json:"kill_at_ns"`
+	End    time.Duration `json:"end_ns"`
+	// Threshold is the stall below which a range kept allocating.
+	Threshold time.Duration `json:"threshold_ns"`
+	// Ranges has one entry per range key, in key order.
+	Ranges []RangeFailover `json:"ranges"`
+	// Kept counts ranges whose stall stayed below Threshold.
+	Kept int `json:"kept"`
+	// Longest is the worst range stall; LongestVictim and LongestOthers
+	// split it by whether the range was served by the victim (a range of a
+	// live node should not notice the kill at all).
+	Longest       Stall `json:"longest"`
+	LongestVictim Stall `json:"longest_victim"`
+	LongestOthers Stall `json:"longest_others"`
+	// Global is the longest window with no success in any range.
+	Global Stall `json:"global"`
+	// Load summarises the whole phase (before and after the kill).
+	Load Summary `json:"load"`
+}
+
+// RangeFailover is one range during the failover phase.
+type RangeFailover struct {
+	Range string `json:"range"`
+	// Owner served the range when the node was killed.
+	Owner string `json:"owner"`
+	Stall Stall  `json:"stall"`
+	Kept  bool   `json:"kept"`
+}
+
+// KeptFraction is the fraction of ranges that kept allocating.
+func (f *FailoverReport) KeptFraction() float64 {
+	if len(f.Ranges) == 0 {
+		return 0
+	}
+	return float64(f.Kept) / float64(len(f.Ranges))
+}
+
+// NewFailoverReport measures a failover phase: samples over ranges (with
+// their owners at the kill), victim killed at kill, measured until end.
+func NewFailoverReport(victim string, ranges, owners []string, samples []Sample, kill, end, threshold time.Duration) *FailoverReport {
+	f := &FailoverReport{Victim: victim, KillAt: kill, End: end, Threshold: threshold, Load: Summarize(samples, end)}
+	for i, st := range RangeStalls(samples, len(ranges), kill, end, threshold) {
+		rf := RangeFailover{Range: ranges[i], Stall: st, Kept: st.Kept(threshold)}
+		if i < len(owners) {
+			rf.Owner = owners[i]
+		}
+		if rf.Kept {
+			f.Kept++
+		}
+		f.Longest = longer(f.Longest, st)
+		if rf.Owner == victim {
+			f.LongestVictim = longer(f.LongestVictim, st)
+		} else {
+			f.LongestOthers = longer(f.LongestOthers, st)
+		}
+		f.Ranges = append(f.Ranges, rf)
+	}
+	f.Global = GlobalStall(samples, kill, end, threshold)
+	return f
+}
+
+// longer returns the longer stall (a, if equal).
+func longer(a, b Stall) Stall {
+	if b.Longest > a.Longest {
+		return b
+	}
+	return a
+}
+
+// SChainVsLegacy returns S-Chain's median req/s over each legacy system's,
+// by legacy name; empty without an S-Chain system.
+func (r *Report) SChainVsLegacy() map[string]float64 {
+	var s *SystemReport
+	for i := range r.Systems {
+		if r.Systems[i].SChain {
+			s = &r.Systems[i]
+		}
+	}
+	out := map[string]float64{}
+	if s == nil {
+		return out
+	}
+	for _, l := range r.Systems {
+		if !l.SChain && l.MedianReqPerSec > 0 {
+			out[l.Name] = s.MedianReqPerSec / l.MedianReqPerSec
+		}
+	}
+	return out
+}

@@ -1,0 +1,126 @@
+package benchmark_test
+
+import (
+	"bytes"
+	"context"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/s-chain/schain/benchmark"
+	"github.com/s-chain/schain/benchmark/benchmarktest"
+)
+
+// quick are settings that run the whole bench in about two seconds.
+func quick() benchmark.Settings {
+	s := benchmark.DefaultSettings()
+	s.Ranges, s.Clients, s.Rounds = 12, 6, 2
+	s.RoundDuration, s.RequestTimeout = 100*time.Millisecond, time.Second
+	s.FailoverBefore, s.StallFloor = 100*time.Millisecond, 250*time.Millisecond
+	s.WarmUpTimeout = 10 * time.Second
+	return s
+}
+
+func TestRunnerMeasuresFakes(t *testing.T) {
+	require := require.New(t)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	legacy := benchmarktest.New(3, time.Millisecond, true)
+	schain := benchmarktest.New(3, time.Millisecond, false)
+	targets := []benchmark.Target{
+		{Name: "legacy", SharedKeySpace: false, FailoverAfter: 600 * time.Millisecond, Cluster: legacy},
+		{Name: "schain", SChain: true, FailoverAfter: 600 * time.Millisecond, Cluster: schain},
+	}
+	var progress bytes.Buffer
+	r, err := benchmark.NewRunner(quick(), targets, &progress)
+	require.NoError(err)
+	rep, err := r.Run(ctx)
+	require.NoError(err)
+	require.Len(rep.Order, 4)
+	require.Contains(progress.String(), "round 2/2 (4 of 4): legacy")
+
+	ranges := quick().RangeKeys()
+	for i, sys := range rep.Systems {
+		require.Len(sys.Rounds, 2)
+		require.Positive(sys.MedianReqPerSec)
+		require.Zero(sys.Steady.Failures)
+		require.InDelta(4*sys.MedianReqPerSec, sys.MedianIDsPerSec, 4*sys.MedianReqPerSec*0.01)
+		f := sys.Failover
+		require.NotNil(f)
+		victim := benchmark.BusiestNode(mustOwners(t, targets[i].Cluster, ranges))
+		require.Equal(victim, f.Victim)
+		for k, rf := range f.Ranges {
+			require.Equal(ranges[k], rf.Range)
+			if rf.Owner == victim {
+				require.False(rf.Kept, "range %s of the dead node", rf.Range)
+				require.True(rf.Stall.Censored)
+				require.Equal(time.Duration(-1), rf.Stall.Recovered)
+			} else {
+				require.True(rf.Kept, "range %s of a live node stalled %v", rf.Range, rf.Stall.Longest)
+			}
+		}
+		require.Less(f.Global.Longest, f.Threshold, "live ranges kept the system allocating")
+		require.Less(f.LongestOthers.Longest, f.Threshold)
+		require.True(f.LongestVictim.Censored)
+	}
+	// The fake legacy restarts its counters at the kill: ids issued twice.
+	require.Positive(rep.Systems[0].Duplicates.Overlapping)
+	require.Zero(rep.Systems[1].Duplicates.Overlapping)
+	require.Positive(rep.Systems[1].Duplicates.Allocations)
+}
+
+func mustOwners(t *testing.T, c benchmark.Cluster, ranges []string) []string {
+	owners, err := c.Owners(context.Background(), ranges)
+	require.NoError(t, err)
+	return owners
+}
+
+func TestRunnerStopsOnCancel(t *testing.T) {
+	require := require.New(t)
+	s := quick()
+	s.RoundDuration = time.Hour
+	ctx, cancel := context.WithCancel(context.Background())
+	var progress syncBuffer
+	r, err := benchmark.NewRunner(s, []benchmark.Target{{Name: "fake", Cluster: benchmarktest.New(2, 0, false)}}, &progress)
+	require.NoError(err)
+	done := make(chan error, 1)
+	go func() { _, err := r.Run(ctx); done <- err }()
+	require.Eventually(func() bool { return bytes.Contains(progress.Bytes(), []byte("round 1/2")) }, 10*time.Second, time.Millisecond)
+	cancel()
+	select {
+	case err := <-done:
+		require.ErrorIs(err, context.Canceled)
+	case <-time.After(10 * time.Second):
+		t.Fatal("Run did not return after cancel")
+	}
+}
+
+func TestSettingsVerify(t *testing.T) {
+	require := require.New(t)
+	require.NoError(benchmark.DefaultSettings().Verify())
+	s := benchmark.DefaultSettings()
+	s.Clients = 0
+	require.Error(s.Verify())
+	s = benchmark.DefaultSettings()
+	s.RoundDuration = 0
+	require.Error(s.Verify())
+	_, err := benchmark.NewRunner(benchmark.DefaultSettings(), nil, nil)
+	require.Error(err)
+	require.Equal([]string{"bench-000", "bench-001"}, func() []string { s := benchmark.DefaultSettings(); s.Ranges = 2; return s.RangeKeys() }())
+}
+
+func TestRunnerSkipsFailoverWithoutDuration(t *testing.T) {
+	require := require.New(t)
+	s := quick()
+	s.Rounds = 1
+	fake := benchmarktest.New(2, 0, false)
+	r, err := benchmark.NewRunner(s, []benchmark.Target{{Name: "fake", Cluster: fake}}, nil)
+	require.NoError(err)
+	rep, err := r.Run(context.Background())
+	require.NoError(err)
+	require.Nil(rep.Systems[0].Failover)
+	owners := mustOwners(t, fake, s.RangeKeys())
+	_, _, err = fake.Allocate(context.Background(), s.RangeKeys()[0], 1)
+	require.NoError(err, "nothing was killed (owner %s)", owners[0])
+}

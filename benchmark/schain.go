@@ -1,0 +1,136 @@
+package benchmark
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/ava-labs/avalanchego/ids"
+
+	"github.com/s-chain/schain/client"
+	"github.com/s-chain/schain/tests/localnet"
+	"github.com/s-chain/schain/vm/api"
+)
+
+var (
+	_ Cluster = (*SChainCluster)(nil)
+
+	errShortReceipt = errors.New("receipt lacks this request's entry")
+	errUnknownNode  = errors.New("not a node of this network")
+)
+
+// SChainCluster is a local S-Chain network the bench started and owns,
+// written through the owner-routing client with the network's token.
+type SChainCluster struct {
+	net    *localnet.Network
+	root   string
+	router *client.Router
+	names  map[ids.NodeID]string
+}
+
+// StartSChain starts a network (cfg.RootDir should be the bench's own, not
+// the one `make run` uses) and returns it; on failure it stops what it
+// started. The chain opens its first epoch on the first requests (the
+// runner's warm-up retries until every range allocated once).
+func StartSChain(ctx context.Context, cfg localnet.Config) (*SChainCluster, error) {
+	// A network a killed bench left behind holds ports and processes.
+	_ = localnet.StopAll(ctx, cfg.RootDir, nil)
+	n, err := localnet.Start(ctx, cfg)
+	if err != nil {
+		return nil, err
+	}
+	c, err := attach(n, cfg.RootDir)
+	if err != nil {
+		_ = localnet.StopAll(context.Background(), cfg.RootDir, nil)
+		return nil, err
+	}
+	return c, nil
+}
+
+// AttachSChain drives a running network that someone else started and
+// stops (the e2e suite's): Stop leaves it running.
+func AttachSChain(n *localnet.Network) (*SChainCluster, error) {
+	return attach(n, "")
+}
+
+// attach builds the cluster over n; root is the directory Stop stops (""
+// for none).
+func attach(n *localnet.Network, root string) (*SChainCluster, error) {
+	c := &SChainCluster{net: n, root: root, names: map[ids.NodeID]string{}}
+	for i, nd := range n.Nodes {
+		c.names[nd.NodeID] = fmt.Sprintf("node%d", i+1)
+	}
+	rc := client.DefaultRouterConfig()
+	rc.Client.Token = n.Token
+	var err error
+	if c.router, err = client.NewRouter(n.ChainURIsBase(), n.ChainID.String(), rc); err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+// Network is the running network (for its directory and node IDs).
+func (c *SChainCluster) Network() *localnet.Network { return c.net }
+
+// NodeName is the short name (node1, node2, ...) of a node, in NodeID order.
+func (c *SChainCluster) NodeName(id ids.NodeID) string {
+	if s, ok := c.names[id]; ok {
+		return s
+	}
+	return id.String()
+}
+
+// Allocate implements System: the request goes to the range's owner and
+// waits there until its block is accepted (following a re-pin to the
+// replacing transaction), so the ids returned are committed.
+func (c *SChainCluster) Allocate(ctx context.Context, rangeKey string, count uint64) (uint64, uint64, error) {
+	rep, err := c.router.Allocate(ctx, api.AllocateArgs{Range: rangeKey, Count: count, Wait: true})
+	if err != nil {
+		return 0, 0, err
+	}
+	rc := rep.Receipt
+	if rc == nil || rc.Status != api.StatusAccepted {
+		if rc, err = c.router.WaitForReceipt(ctx, rep.TxID); err != nil {
+			return 0, 0, err
+		}
+	}
+	if rep.Index >= len(rc.Entries) || rc.Entries[rep.Index].Range != rangeKey {
+		return 0, 0, fmt.Errorf("%w: tx %s, index %d of %d entries, range %s", errShortReceipt, rc.TxID, rep.Index, len(rc.Entries), rangeKey)
+	}
+	e := rc.Entries[rep.Index]
+	return e.Base, e.Count, nil
+}
+
+// Owners implements Cluster: each range's owner in the current epoch.
+func (c *SChainCluster) Owners(ctx context.Context, ranges []string) ([]string, error) {
+	out := make([]string, len(ranges))
+	for i, rk := range ranges {
+		o, err := c.router.GetOwner(ctx, rk)
+		if err != nil {
+			return nil, fmt.Errorf("owner of %s: %w", rk, err)
+		}
+		out[i] = c.NodeName(o.Owner)
+	}
+	return out, nil
+}
+
+// Kill implements Cluster: SIGKILL to a validator by short name (node1..),
+// reaped before it returns.
+func (c *SChainCluster) Kill(ctx context.Context, node string) error {
+	for id, name := range c.names {
+		if name == node {
+			return c.net.KillNode(ctx, id)
+		}
+	}
+	return fmt.Errorf("%w: %q", errUnknownNode, node)
+}
+
+// Stop implements Cluster: every node of a network StartSChain started
+// stops and the network is forgotten (its data stays under the root
+// directory for inspection); an attached network keeps running.
+func (c *SChainCluster) Stop(ctx context.Context) error {
+	if c.root == "" {
+		return nil
+	}
+	return localnet.StopAll(ctx, c.root, nil)
+}

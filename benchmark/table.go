@@ -1,0 +1,135 @@
+package benchmark
+
+import (
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// WriteTables renders the report as Markdown tables (so that a run's output
+// pastes into the README as is): steady throughput and latency with the
+// S-Chain/legacy ratios, then the failover results.
+func WriteTables(w io.Writer, r *Report) error {
+	var b strings.Builder
+	s := r.Settings
+	fmt.Fprintf(&b, "Steady load: %d ranges, %d clients, %d ids per request, %d rounds of %s per system, interleaved; req/s and ids/s are medians over rounds, latencies pooled over rounds.\n\n",
+		s.Ranges, s.Clients, s.Count, s.Rounds, s.RoundDuration)
+	ratios := r.SChainVsLegacy()
+	b.WriteString("| system | req/s | ids/s | p50 | p95 | p99 | failed | req/s per round | S-Chain / system |\n")
+	b.WriteString("| --- | ---: | ---: | ---: | ---: | ---: | ---: | --- | ---: |\n")
+	for _, sys := range r.Systems {
+		ratio := "—"
+		if x, ok := ratios[sys.Name]; ok {
+			ratio = fmt.Sprintf("%.2fx", x)
+		}
+		rounds := make([]string, len(sys.Rounds))
+		for i, rd := range sys.Rounds {
+			rounds[i] = Thousands(rd.ReqPerSec)
+		}
+		st := sys.Steady
+		fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s | %d | %s | %s |\n", sys.Name,
+			Thousands(sys.MedianReqPerSec), Thousands(sys.MedianIDsPerSec),
+			Duration(st.P50), Duration(st.P95), Duration(st.P99), st.Failures, strings.Join(rounds, ", "), ratio)
+	}
+	if hasFailover(r) {
+		fmt.Fprintf(&b, "\nFailover: one closed-loop client per range; kill -9 of one node %s after the phase starts. "+
+			"A range kept allocating if its longest gap between successful allocations after the kill stayed below the threshold "+
+			"(max(2 × steady p99, %s)); a gap still open at the end is censored (≥).\n\n", s.FailoverBefore, s.StallFloor)
+		b.WriteString("| system | killed | measured after kill | threshold | ranges kept allocating | longest stall, victim's ranges | longest stall, other ranges | global stall | ids issued twice (whole run) |\n")
+		b.WriteString("| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n")
+		for _, sys := range r.Systems {
+			f := sys.Failover
+			if f == nil {
+				continue
+			}
+			others := "—"
+			if f.victimRanges() < len(f.Ranges) {
+				others = stallText(f.LongestOthers)
+			}
+			fmt.Fprintf(&b, "| %s | %s (owned %d/%d) | %s | %s | %d/%d (%.0f%%) | %s | %s | %s | %s |\n", sys.Name,
+				f.Victim, f.victimRanges(), len(f.Ranges), Duration(f.End-f.KillAt), Duration(f.Threshold),
+				f.Kept, len(f.Ranges), 100*f.KeptFraction(), stallText(f.LongestVictim), others, stallText(f.Global), duplicatesText(sys.Duplicates))
+		}
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+func hasFailover(r *Report) bool {
+	for _, s := range r.Systems {
+		if s.Failover != nil {
+			return true
+		}
+	}
+	return false
+}
+
+func (f *FailoverReport) victimRanges() int {
+	n := 0
+	for _, r := range f.Ranges {
+		if r.Owner == f.Victim {
+			n++
+		}
+	}
+	return n
+}
+
+func stallText(s Stall) string {
+	if s.Censored {
+		return "≥ " + Duration(s.Longest) + " (not recovered)"
+	}
+	return Duration(s.Longest)
+}
+
+func duplicatesText(d Duplicates) string {
+	if d.Overlapping == 0 {
+		return fmt.Sprintf("0 of %s allocations", Thousands(float64(d.Allocations)))
+	}
+	return fmt.Sprintf("%s ids in %s allocations", Thousands(float64(d.IDs)), Thousands(float64(d.Overlapping)))
+}
+
+// Thousands formats x rounded to an integer with comma separators
+// (12345.6 → "12,346").
+func Thousands(x float64) string {
+	neg := x < 0
+	if neg {
+		x = -x
+	}
+	digits := strconv.FormatFloat(x, 'f', 0, 64)
+	var b strings.Builder
+	if neg {
+		b.WriteByte('-')
+	}
+	for i, c := range digits {
+		if i > 0 && (len(digits)-i)%3 == 0 {
+			b.WriteByte(',')
+		}
+		b.WriteRune(c)
+	}
+	return b.String()
+}
+
+// Duration formats d with three significant figures in a fitting unit
+// (850µs, 4.2ms, 1.25s, 100s).
+func Duration(d time.Duration) string {
+	var v float64
+	var unit string
+	switch {
+	case d >= time.Second:
+		v, unit = d.Seconds(), "s"
+	case d >= time.Millisecond:
+		v, unit = float64(d)/float64(time.Millisecond), "ms"
+	default:
+		v, unit = float64(d)/float64(time.Microsecond), "µs"
+	}
+	prec := 0
+	switch {
+	case v < 10:
+		prec = 2
+	case v < 100:
+		prec = 1
+	}
+	return strconv.FormatFloat(v, 'f', prec, 64) + unit
+}

@@ -1,0 +1,120 @@
+package benchmark
+
+import (
+	"context"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// errorPause is how long a client waits after a failed request before the
+// next one, so that a system failing fast does not turn the client into a
+// busy loop that starves the machine the other systems share.
+const errorPause = 50 * time.Millisecond
+
+// Picker chooses the range of a client's next request.
+type Picker func(client int) int
+
+// RoundRobin spreads every client's requests over n ranges in turn, sharing
+// one rotation: the steady workload.
+func RoundRobin(n int) Picker {
+	var next atomic.Uint64
+	return func(int) int { return int((next.Add(1) - 1) % uint64(n)) }
+}
+
+// PerRange pins client i to range i: the failover workload, where a range
+// whose owner died must not hold back clients of other ranges.
+func PerRange() Picker { return func(client int) int { return client } }
+
+// Load is a closed-loop workload: Clients goroutines, each sending its next
+// request when the previous one ends.
+type Load struct {
+	System  System
+	Ranges  []string
+	Clients int
+	Pick    Picker
+	// Count is the ids asked for per request.
+	Count uint64
+	// Timeout bounds one request.
+	Timeout time.Duration
+}
+
+// Driver runs a Load until stopped and records every request.
+type Driver struct {
+	load    Load
+	began   time.Time
+	cancel  context.CancelFunc
+	wg      sync.WaitGroup
+	samples [][]Sample // one slice per client, owned by it until Stop
+	// last holds, per range, the offset of its latest successful completion
+	// (-1 before the first), for progress lines.
+	last []atomic.Int64
+}
+
+// Start begins the load; requests are issued until Stop or ctx ends.
+func Start(ctx context.Context, l Load) *Driver {
+	ctx, cancel := context.WithCancel(ctx)
+	d := &Driver{load: l, began: time.Now(), cancel: cancel, samples: make([][]Sample, l.Clients), last: make([]atomic.Int64, len(l.Ranges))}
+	for i := range d.last {
+		d.last[i].Store(-1)
+	}
+	for c := 0; c < l.Clients; c++ {
+		d.wg.Add(1)
+		go d.client(ctx, c)
+	}
+	return d
+}
+
+// Since is the offset of now from the driver's start, the time base of its
+// samples.
+func (d *Driver) Since() time.Duration { return time.Since(d.began) }
+
+func (d *Driver) client(ctx context.Context, c int) {
+	defer d.wg.Done()
+	for ctx.Err() == nil {
+		r := d.load.Pick(c)
+		rctx, cancel := context.WithTimeout(ctx, d.load.Timeout)
+		start := d.Since()
+		first, n, err := d.load.System.Allocate(rctx, d.load.Ranges[r], d.load.Count)
+		end := d.Since()
+		cancel()
+		if ctx.Err() != nil {
+			return // stopped mid-request: the request belongs to no phase
+		}
+		d.samples[c] = append(d.samples[c], Sample{Range: r, Start: start, End: end, First: first, Count: n, Failed: err != nil})
+		if err == nil {
+			d.last[r].Store(int64(end))
+			continue
+		}
+		select {
+		case <-ctx.Done():
+		case <-time.After(errorPause):
+		}
+	}
+}
+
+// Stop ends the load, waits for every client and returns the samples and
+// the measured duration (start to Stop). Requests cut by Stop are dropped.
+func (d *Driver) Stop() ([]Sample, time.Duration) {
+	elapsed := d.Since()
+	d.cancel()
+	d.wg.Wait()
+	var out []Sample
+	for _, s := range d.samples {
+		out = append(out, s...)
+	}
+	return out, elapsed
+}
+
+// Allocating counts the ranges with a successful completion in the last
+// window (for progress lines).
+func (d *Driver) Allocating(window time.Duration) int {
+	now := d.Since()
+	n := 0
+	for i := range d.last {
+		if t := d.last[i].Load(); t >= 0 && now-time.Duration(t) <= window {
+			n++
+		}
+	}
+	return n
+}

@@ -1,0 +1,226 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/s-chain/schain/benchmark"
+	"github.com/s-chain/schain/shadow/legacyraft"
+	"github.com/s-chain/schain/tests/localnet"
+)
+
+// benchStopTimeout bounds stopping every system after a run, even when the
+// run itself was interrupted.
+const benchStopTimeout = 2 * time.Minute
+
+// Files the bench writes into --out, besides the charts.
+const (
+	benchReportFile = "report.json"
+	benchTablesFile = "tables.md"
+)
+
+// benchOptions are the bench command's flags.
+type benchOptions struct {
+	settings     benchmark.Settings
+	buildDir     string
+	out          string
+	legacyModes  []string
+	legacyBinary string
+	legacyWarmUp time.Duration
+	legacyAfter  time.Duration
+	schain       bool
+	schainAfter  time.Duration
+}
+
+// targetStarter starts the systems under test; the returned stop stops every
+// one of them (also when start fails half-way, it stops what started).
+type targetStarter func(ctx context.Context, o benchOptions, progress io.Writer) (targets []benchmark.Target, stop func(), err error)
+
+func newBenchCmd(g *globals) *cobra.Command { return benchCmd(g, startBenchTargets) }
+
+func benchCmd(g *globals, start targetStarter) *cobra.Command {
+	o := benchOptions{settings: benchmark.DefaultSettings()}
+	cmd := &cobra.Command{
+		Use:   "bench",
+		Short: "Measure S-Chain against the legacy raft allocator side by side, then kill -9 a node of each",
+		Long: `Start a 3-process legacy raft allocator per --legacy-modes and a 3-node
+local S-Chain network (under <out>/network, not the network of make run),
+warm them up, then drive the same closed-loop workload (--ranges ranges,
+--clients clients, --count ids per request) against each for --rounds
+rounds of --round-duration, interleaved (A B C D, D C B A, ...) so that
+machine drift weighs every system equally.
+
+Then, per system, a failover phase: one client per range, and after
+--failover-before a kill -9 of the node that serves the most ranges (the
+legacy leader; the S-Chain validator owning the most ranges), measured for
+--legacy-after or --schain-after. A range "kept allocating" if its longest
+gap between successful allocations after the kill stayed below
+max(2 x the system's steady p99, --stall-floor). Every allocation of the
+run is checked for ids issued twice.
+
+Prints Markdown tables (req/s, ids/s, p50/p95/p99, S-Chain/legacy ratios;
+failover results) and writes report.json, tables.md and PNG charts to --out.
+Every process started is stopped at the end, also on error or Ctrl-C.`,
+		Args: exactArgs(0, "no arguments"),
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return runBench(cmd.Context(), g, o, start)
+		},
+	}
+	f := cmd.Flags()
+	s := &o.settings
+	f.IntVar(&s.Ranges, "ranges", s.Ranges, "range keys in the workload")
+	f.IntVar(&s.Clients, "clients", s.Clients, "concurrent closed-loop clients in the steady rounds")
+	f.Uint64Var(&s.Count, "count", s.Count, "ids per request")
+	f.IntVar(&s.Rounds, "rounds", s.Rounds, "steady rounds per system")
+	f.DurationVar(&s.RoundDuration, "round-duration", s.RoundDuration, "length of one steady round")
+	f.DurationVar(&s.RequestTimeout, "request-timeout", s.RequestTimeout, "bound of one request")
+	f.BoolVar(&s.Failover, "failover", s.Failover, "run the kill -9 phase after the steady rounds")
+	f.DurationVar(&s.FailoverBefore, "failover-before", s.FailoverBefore, "load before the kill")
+	f.DurationVar(&s.StallFloor, "stall-floor", s.StallFloor, "smallest stall that counts as not allocating")
+	f.DurationVar(&o.legacyAfter, "legacy-after", 20*time.Second, "legacy failover measurement after the kill")
+	f.DurationVar(&o.schainAfter, "schain-after", 100*time.Second, "S-Chain failover measurement after the kill (long enough to see re-pinning)")
+	f.StringSliceVar(&o.legacyModes, "legacy-modes", []string{string(legacyraft.ModeSeaweedFS), string(legacyraft.ModeReplicated), string(legacyraft.ModeSlots)}, "legacy modes to run (empty: none)")
+	f.StringVar(&o.legacyBinary, "legacy-binary", "", "schain binary serving legacy nodes (default: this executable)")
+	f.DurationVar(&o.legacyWarmUp, "legacy-warmup", legacyraft.DefaultConfig().WarmUp, "how long a new seaweedfs-mode leader refuses (the real master: about 15 s)")
+	f.BoolVar(&o.schain, "schain", true, "run S-Chain (a fresh 3-node local network)")
+	f.StringVar(&o.buildDir, "build-dir", defaultBuildDir(), "where avalanchego and the plugin are")
+	f.StringVar(&o.out, "out", filepath.Join(defaultBuildDir(), "bench"), "directory for the network, legacy nodes, report, tables and charts")
+	return cmd
+}
+
+func runBench(ctx context.Context, g *globals, o benchOptions, start targetStarter) error {
+	if err := o.settings.Verify(); err != nil {
+		return usageError{err}
+	}
+	for _, m := range o.legacyModes {
+		switch legacyraft.Mode(m) {
+		case legacyraft.ModeSeaweedFS, legacyraft.ModeReplicated, legacyraft.ModeSlots:
+		default:
+			return usageError{fmt.Errorf("--legacy-modes: %q: want seaweedfs, replicated or slots", m)}
+		}
+	}
+	if err := os.MkdirAll(o.out, 0o755); err != nil {
+		return err
+	}
+	began := time.Now()
+	targets, stopAll, err := start(ctx, o, g.errOut)
+	stop := sync.OnceFunc(stopAll)
+	defer stop()
+	if err != nil {
+		return err
+	}
+	runner, err := benchmark.NewRunner(o.settings, targets, g.errOut)
+	if err != nil {
+		return usageError{err}
+	}
+	rep, err := runner.Run(ctx)
+	if err != nil {
+		return err
+	}
+	stop() // before the wall time, so that it covers start to stop
+	rep.Machine = benchmark.DescribeMachine()
+	rep.WallTime = time.Since(began)
+	var tables strings.Builder
+	if err := benchmark.WriteTables(&tables, rep); err != nil {
+		return err
+	}
+	fmt.Fprintf(&tables, "\nMachine: %d CPUs (%s), %d MB RAM, %s %s/%s; bench wall time %s (from starting the systems to stopping them).\n",
+		rep.Machine.CPUs, rep.Machine.CPUModel, rep.Machine.MemoryMB, rep.Machine.Go, rep.Machine.GoOS, rep.Machine.GoArch, rep.WallTime.Round(time.Second))
+	if err := writeBenchOutputs(o.out, rep, tables.String()); err != nil {
+		return err
+	}
+	fmt.Fprint(g.out, tables.String())
+	fmt.Fprintf(g.out, "outputs: %s/{%s,%s,%s,%s,%s}\n", o.out, benchReportFile, benchTablesFile, benchmark.ThroughputFile, benchmark.LatencyFile, benchmark.StallsFile)
+	return nil
+}
+
+func writeBenchOutputs(dir string, rep *benchmark.Report, tables string) error {
+	b, err := json.MarshalIndent(rep, "", "  ")
+	if err != nil {
+		return err
+	}
+	if err := os.WriteFile(filepath.Join(dir, benchReportFile), b, 0o644); err != nil {
+		return err
+	}
+	if err := os.WriteFile(filepath.Join(dir, benchTablesFile), []byte(tables), 0o644); err != nil {
+		return err
+	}
+	_, err = benchmark.SaveCharts(dir, rep)
+	return err
+}
+
+// startBenchTargets starts a fresh S-Chain network under <out>/network and
+// one legacy cluster of processes per mode under <out>/legacy/<mode>.
+func startBenchTargets(ctx context.Context, o benchOptions, progress io.Writer) ([]benchmark.Target, func(), error) {
+	var (
+		targets []benchmark.Target
+		stops   []func(context.Context) error
+	)
+	stop := func() {
+		sctx, cancel := context.WithTimeout(context.Background(), benchStopTimeout)
+		defer cancel()
+		for i := len(stops) - 1; i >= 0; i-- {
+			if err := stops[i](sctx); err != nil {
+				fmt.Fprintf(progress, "bench: stopping: %v\n", err)
+			}
+		}
+		fmt.Fprintln(progress, "bench: every system stopped")
+	}
+	var sc *benchmark.SChainCluster
+	if o.schain {
+		cfg := localnet.DefaultConfig(o.buildDir)
+		cfg.RootDir, cfg.Progress = filepath.Join(o.out, "network"), progress
+		// The bench owns its root: stop and forget what an earlier run left.
+		_ = localnet.StopAll(ctx, cfg.RootDir, nil)
+		if err := os.RemoveAll(cfg.RootDir); err != nil {
+			return nil, stop, err
+		}
+		var err error
+		if sc, err = benchmark.StartSChain(ctx, cfg); err != nil {
+			return nil, stop, fmt.Errorf("starting the S-Chain network: %w", err)
+		}
+		stops = append(stops, sc.Stop)
+		for _, nd := range sc.Network().Nodes {
+			fmt.Fprintf(progress, "S-Chain %s is %s (%s)\n", sc.NodeName(nd.NodeID), nd.NodeID, nd.URI)
+		}
+	}
+	bin := o.legacyBinary
+	if bin == "" && len(o.legacyModes) > 0 {
+		var err error
+		if bin, err = os.Executable(); err != nil {
+			return nil, stop, err
+		}
+	}
+	for _, m := range o.legacyModes {
+		dir := filepath.Join(o.out, "legacy", m)
+		if err := os.RemoveAll(dir); err != nil {
+			return nil, stop, err
+		}
+		fmt.Fprintf(progress, "starting the legacy raft allocator in %s mode: 3 processes, logs under %s\n", m, dir)
+		sctx, cancel := context.WithTimeout(ctx, time.Minute)
+		c, err := benchmark.StartLegacy(sctx, benchmark.LegacyConfig{
+			Binary: bin, Dir: dir, Mode: legacyraft.Mode(m), Nodes: 3, WarmUp: o.legacyWarmUp, Timeout: 5 * time.Second,
+		})
+		cancel()
+		if err != nil {
+			return nil, stop, err
+		}
+		stops = append(stops, c.Stop)
+		targets = append(targets, benchmark.Target{
+			Name: "legacy-" + m, SharedKeySpace: m == string(legacyraft.ModeSeaweedFS), FailoverAfter: o.legacyAfter, Cluster: c,
+		})
+	}
+	if sc != nil {
+		targets = append(targets, benchmark.Target{Name: "schain", SChain: true, FailoverAfter: o.schainAfter, Cluster: sc})
+	}
+	return targets, stop, nil
+}

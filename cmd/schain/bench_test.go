@@ -1,0 +1,112 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/s-chain/schain/benchmark"
+	"github.com/s-chain/schain/benchmark/benchmarktest"
+	"github.com/s-chain/schain/shadow/legacyraft"
+)
+
+// TestBenchCommandWithFakes runs the bench command end to end on in-process
+// fakes: flags, the run, the tables on stdout, the files, and the stop.
+func TestBenchCommandWithFakes(t *testing.T) {
+	require := require.New(t)
+	out := t.TempDir()
+	legacy, schain := benchmarktest.New(3, time.Millisecond, true), benchmarktest.New(3, time.Millisecond, false)
+	stopped := false
+	start := func(_ context.Context, o benchOptions, _ io.Writer) ([]benchmark.Target, func(), error) {
+		require.Equal(out, o.out)
+		require.Equal(8, o.settings.Ranges)
+		return []benchmark.Target{
+			{Name: "legacy-fake", SharedKeySpace: true, FailoverAfter: o.legacyAfter, Cluster: legacy},
+			{Name: "schain", SChain: true, FailoverAfter: o.schainAfter, Cluster: schain},
+		}, func() { stopped = true }, nil
+	}
+	g := &globals{}
+	var stdout, stderr bytes.Buffer
+	g.out, g.errOut = &stdout, &stderr
+	cmd := benchCmd(g, start)
+	cmd.SetArgs([]string{"--out", out, "--ranges", "8", "--clients", "4", "--rounds", "2", "--round-duration", "100ms",
+		"--failover-before", "100ms", "--legacy-after", "400ms", "--schain-after", "400ms", "--stall-floor", "250ms"})
+	cmd.SetOut(&stdout)
+	cmd.SetErr(&stderr)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	require.NoError(cmd.ExecuteContext(ctx), stderr.String())
+	require.True(stopped, "the systems are stopped")
+
+	require.Contains(stdout.String(), "| system | req/s | ids/s | p50 | p95 | p99 |")
+	require.Regexp(`\| legacy-fake \| [0-9,]+ \| [0-9,]+ \| .* \| [0-9.]+x \|`, stdout.String())
+	require.Contains(stdout.String(), "ranges kept allocating")
+	require.Contains(stderr.String(), "failover schain")
+	for _, f := range []string{benchReportFile, benchTablesFile, benchmark.ThroughputFile, benchmark.LatencyFile, benchmark.StallsFile} {
+		st, err := os.Stat(filepath.Join(out, f))
+		require.NoError(err, f)
+		require.Positive(st.Size(), f)
+	}
+	var rep benchmark.Report
+	b, err := os.ReadFile(filepath.Join(out, benchReportFile))
+	require.NoError(err)
+	require.NoError(json.Unmarshal(b, &rep))
+	require.Len(rep.Systems, 2)
+	require.Positive(rep.Machine.CPUs)
+	require.NotNil(rep.Systems[1].Failover)
+	require.Positive(rep.Systems[0].Duplicates.Overlapping, "the fake legacy reissued ids after the kill")
+}
+
+func TestBenchRejectsBadFlags(t *testing.T) {
+	code, _, errOut := run(t, "bench", "--legacy-modes", "paxos", "--schain=false")
+	require.Equal(t, exitUsage, code, errOut)
+	require.Contains(t, errOut, `"paxos"`)
+	code, _, errOut = run(t, "bench", "--clients", "0")
+	require.Equal(t, exitUsage, code, errOut)
+}
+
+// TestBenchLegacyProcesses starts the legacy allocator as 3 processes (this
+// test binary acting as `schain legacy serve`), finds and kills the leader,
+// sees a new leader take over, and stops the rest.
+func TestBenchLegacyProcesses(t *testing.T) {
+	require := require.New(t)
+	t.Setenv(asCLIEnv, "1")
+	self, err := os.Executable()
+	require.NoError(err)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	c, err := benchmark.StartLegacy(ctx, benchmark.LegacyConfig{
+		Binary: self, Dir: t.TempDir(), Mode: legacyraft.ModeReplicated, Nodes: 3, WarmUp: 0, Timeout: 2 * time.Second,
+	})
+	require.NoError(err)
+	defer func() { require.NoError(c.Stop(context.Background())) }()
+
+	ranges := []string{"a", "b", "c"}
+	owners, err := c.Owners(ctx, ranges)
+	require.NoError(err)
+	leader := owners[0]
+	require.Equal([]string{leader, leader, leader}, owners, "one raft group: the leader serves every range")
+	first, n, err := c.Allocate(ctx, "a", 3)
+	require.NoError(err)
+	require.Equal(uint64(3), n)
+
+	require.NoError(c.Kill(ctx, leader))
+	require.Error(c.Kill(ctx, leader), "a dead node cannot be killed twice")
+	require.Eventually(func() bool {
+		o, err := c.Owners(ctx, ranges)
+		return err == nil && o[0] != "" && o[0] != leader
+	}, 30*time.Second, 50*time.Millisecond, "a new leader is elected")
+	var next uint64
+	require.Eventually(func() bool {
+		next, _, err = c.Allocate(ctx, "a", 1)
+		return err == nil
+	}, 30*time.Second, 50*time.Millisecond)
+	require.GreaterOrEqual(next, first+3, "the replicated counter survives the leader")
+}
