@@ -160,7 +160,11 @@ func (r *Runner) steady(ctx context.Context, rep *Report) {
 		r.logf("   %s: %s req/s, %s ids/s, p50 %s, p99 %s, %d failed", t.Name, Thousands(sum.ReqPerSec), Thousands(sum.IDsPerSec), Duration(sum.P50), Duration(sum.P99), sum.Failures)
 		sys := &rep.Systems[slot.System]
 		sys.Rounds = append(sys.Rounds, sum)
-		samples[slot.System] = append(samples[slot.System], got...)
+		for _, x := range got {
+			if x.End <= took { // pooled rounds have no common time base
+				samples[slot.System] = append(samples[slot.System], x)
+			}
+		}
 		elapsed[slot.System] += took
 		r.all[slot.System] = append(r.all[slot.System], got...)
 	}

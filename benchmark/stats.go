@@ -41,12 +41,15 @@ type Summary struct {
 	Max       time.Duration `json:"max_ns"`
 }
 
-// Summarize counts successful requests and ids of samples over elapsed and
-// computes latency percentiles (nearest rank).
+// Summarize counts successful requests and ids of samples that ended within
+// elapsed and computes latency percentiles (nearest rank).
 func Summarize(samples []Sample, elapsed time.Duration) Summary {
 	var s Summary
 	lat := make([]time.Duration, 0, len(samples))
 	for _, x := range samples {
+		if x.End > elapsed {
+			continue
+		}
 		if x.Failed {
 			s.Failures++
 			continue

@@ -35,8 +35,9 @@ func TestSummarizeCountsOnlySuccesses(t *testing.T) {
 	samples := []Sample{
 		{Start: 0, End: msec(10), First: 0, Count: 4},
 		{Start: msec(10), End: msec(40), First: 4, Count: 4},
-		{Start: msec(5), End: msec(2005), Failed: true}, // slow failure: not in latency
+		{Start: msec(5), End: msec(1995), Failed: true}, // slow failure: not in latency
 		{Start: msec(40), End: msec(60), First: 8, Count: 2},
+		{Start: msec(1990), End: msec(2100), First: 10, Count: 4}, // ended after the measured 2 s
 	}
 	s := Summarize(samples, 2*time.Second)
 	require.Equal(uint64(3), s.Requests)

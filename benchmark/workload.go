@@ -78,10 +78,16 @@ func (d *Driver) client(ctx context.Context, c int) {
 		first, n, err := d.load.System.Allocate(rctx, d.load.Ranges[r], d.load.Count)
 		end := d.Since()
 		cancel()
-		if ctx.Err() != nil {
-			return // stopped mid-request: the request belongs to no phase
+		stopped := ctx.Err() != nil
+		if stopped && err != nil {
+			return // cut by Stop: the failure belongs to no phase
 		}
+		// A success that ended after Stop is kept for the check of ids
+		// issued twice; the summaries leave it out (it ended after elapsed).
 		d.samples[c] = append(d.samples[c], Sample{Range: r, Start: start, End: end, First: first, Count: n, Failed: err != nil})
+		if stopped {
+			return
+		}
 		if err == nil {
 			d.last[r].Store(int64(end))
 			continue
@@ -94,7 +100,8 @@ func (d *Driver) client(ctx context.Context, c int) {
 }
 
 // Stop ends the load, waits for every client and returns the samples and
-// the measured duration (start to Stop). Requests cut by Stop are dropped.
+// the measured duration (start to Stop). Failures cut by Stop are dropped;
+// successes that ended after it are kept (their End exceeds the duration).
 func (d *Driver) Stop() ([]Sample, time.Duration) {
 	elapsed := d.Since()
 	d.cancel()
