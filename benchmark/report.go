@@ -118,22 +118,31 @@ func longer(a, b Stall) Stall {
 	return a
 }
 
-// SChainVsLegacy returns S-Chain's median req/s over each legacy system's,
-// by legacy name; empty without an S-Chain system.
-func (r *Report) SChainVsLegacy() map[string]float64 {
-	var s *SystemReport
-	for i := range r.Systems {
-		if r.Systems[i].SChain {
-			s = &r.Systems[i]
+// SChainVsLegacy returns each S-Chain system's median req/s over each
+// legacy system's, by S-Chain name then legacy name; empty without an
+// S-Chain system.
+func (r *Report) SChainVsLegacy() map[string]map[string]float64 {
+	out := map[string]map[string]float64{}
+	for _, s := range r.Systems {
+		if !s.SChain {
+			continue
+		}
+		out[s.Name] = map[string]float64{}
+		for _, l := range r.Systems {
+			if !l.SChain && l.MedianReqPerSec > 0 {
+				out[s.Name][l.Name] = s.MedianReqPerSec / l.MedianReqPerSec
+			}
 		}
 	}
-	out := map[string]float64{}
-	if s == nil {
-		return out
-	}
-	for _, l := range r.Systems {
-		if !l.SChain && l.MedianReqPerSec > 0 {
-			out[l.Name] = s.MedianReqPerSec / l.MedianReqPerSec
+	return out
+}
+
+// schainNames lists the S-Chain systems in report order.
+func (r *Report) schainNames() []string {
+	var out []string
+	for _, s := range r.Systems {
+		if s.SChain {
+			out = append(out, s.Name)
 		}
 	}
 	return out

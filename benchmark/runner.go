@@ -136,7 +136,13 @@ func (r *Runner) Run(ctx context.Context) (*Report, error) {
 		}
 	}
 	for i, t := range r.targets {
-		rep.Systems[i].Duplicates = FindDuplicates(Intervals(r.all[i], t.SharedKeySpace))
+		samples := r.all[i]
+		for j, u := range r.targets {
+			if j != i && t.Network != "" && u.Network == t.Network {
+				samples = append(slices.Clone(samples), r.all[j]...)
+			}
+		}
+		rep.Systems[i].Duplicates = FindDuplicates(Intervals(samples, t.SharedKeySpace))
 	}
 	rep.WallTime = time.Since(r.began)
 	return rep, nil

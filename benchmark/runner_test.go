@@ -124,3 +124,29 @@ func TestRunnerSkipsFailoverWithoutDuration(t *testing.T) {
 	_, _, err = fake.Allocate(context.Background(), s.RangeKeys()[0], 1)
 	require.NoError(err, "nothing was killed (owner %s)", owners[0])
 }
+
+// TestRunnerChecksOneNetworkTogether: two write paths of one network issue
+// ids from the same counters, so an id handed out by both is issued twice,
+// although neither path repeats itself. Two fakes with their own counters
+// stand in for such a pair.
+func TestRunnerChecksOneNetworkTogether(t *testing.T) {
+	require := require.New(t)
+	s := quick()
+	s.Rounds, s.Failover = 1, false
+	for _, network := range []string{"", "same"} {
+		r, err := benchmark.NewRunner(s, []benchmark.Target{
+			{Name: "path-a", SChain: true, Network: network, Cluster: benchmarktest.New(2, 0, false)},
+			{Name: "path-b", SChain: true, Network: network, Cluster: benchmarktest.New(2, 0, false)},
+		}, nil)
+		require.NoError(err)
+		rep, err := r.Run(context.Background())
+		require.NoError(err)
+		for _, sys := range rep.Systems {
+			if network == "" {
+				require.Zero(sys.Duplicates.Overlapping, "%s on its own never repeats an id", sys.Name)
+			} else {
+				require.Positive(sys.Duplicates.Overlapping, "%s and its sibling hand out the same ids", sys.Name)
+			}
+		}
+	}
+}

@@ -26,6 +26,17 @@ type SChainCluster struct {
 	root   string
 	router *client.Router
 	names  map[ids.NodeID]string
+	pooled bool
+}
+
+// Pooled is the same network written with pooled allocations (answered by
+// each owner from its committed reservation, see vm.AllocatePooled). It
+// shares the network: stopping it stops nothing, and a kill through either
+// view kills the same node.
+func (c *SChainCluster) Pooled() *SChainCluster {
+	p := *c
+	p.root, p.pooled = "", true
+	return &p
 }
 
 // StartSChain starts a network (cfg.RootDir should be the bench's own, not
@@ -82,8 +93,19 @@ func (c *SChainCluster) NodeName(id ids.NodeID) string {
 
 // Allocate implements System: the request goes to the range's owner and
 // waits there until its block is accepted (following a re-pin to the
-// replacing transaction), so the ids returned are committed.
+// replacing transaction), so the ids returned are committed. A pooled view
+// gets ids the owner had already committed, at once.
 func (c *SChainCluster) Allocate(ctx context.Context, rangeKey string, count uint64) (uint64, uint64, error) {
+	if c.pooled {
+		rep, err := c.router.Allocate(ctx, api.AllocateArgs{Range: rangeKey, Count: count, Pooled: true})
+		switch {
+		case err != nil:
+			return 0, 0, err
+		case !rep.Pooled || rep.Count != count:
+			return 0, 0, fmt.Errorf("%w: range %s: a pooled request was answered without pooled ids", errShortReceipt, rangeKey)
+		}
+		return rep.Base, rep.Count, nil
+	}
 	rep, err := c.router.Allocate(ctx, api.AllocateArgs{Range: rangeKey, Count: count, Wait: true})
 	if err != nil {
 		return 0, 0, err

@@ -42,7 +42,12 @@ type Target struct {
 	// re-pinning a dead owner's ranges after a few epochs). Zero skips the
 	// system's failover phase.
 	FailoverAfter time.Duration
-	Cluster       Cluster
+	// Network, if set, names the ids' source: targets with the same Network
+	// (two write paths of one S-Chain network) issue ids from the same
+	// counters, so their allocations are checked for ids issued twice
+	// together, not each on its own.
+	Network string
+	Cluster Cluster
 }
 
 // BusiestNode returns the node that appears most often in owners (the

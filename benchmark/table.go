@@ -17,21 +17,29 @@ func WriteTables(w io.Writer, r *Report) error {
 	fmt.Fprintf(&b, "Steady load: %d ranges, %d clients, %d ids per request, %d rounds of %s per system, interleaved; req/s and ids/s are medians over rounds, latencies pooled over rounds.\n\n",
 		s.Ranges, s.Clients, s.Count, s.Rounds, s.RoundDuration)
 	ratios := r.SChainVsLegacy()
-	b.WriteString("| system | req/s | ids/s | p50 | p95 | p99 | failed | req/s per round | S-Chain / system |\n")
-	b.WriteString("| --- | ---: | ---: | ---: | ---: | ---: | ---: | --- | ---: |\n")
+	names := r.schainNames()
+	b.WriteString("| system | req/s | ids/s | p50 | p95 | p99 | failed | req/s per round |")
+	for _, n := range names {
+		fmt.Fprintf(&b, " %s / system |", n)
+	}
+	b.WriteString("\n| --- | ---: | ---: | ---: | ---: | ---: | ---: | --- |" + strings.Repeat(" ---: |", len(names)) + "\n")
 	for _, sys := range r.Systems {
-		ratio := "—"
-		if x, ok := ratios[sys.Name]; ok {
-			ratio = fmt.Sprintf("%.2fx", x)
-		}
 		rounds := make([]string, len(sys.Rounds))
 		for i, rd := range sys.Rounds {
 			rounds[i] = Thousands(rd.ReqPerSec)
 		}
 		st := sys.Steady
-		fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s | %d | %s | %s |\n", sys.Name,
+		fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s | %d | %s |", sys.Name,
 			Thousands(sys.MedianReqPerSec), Thousands(sys.MedianIDsPerSec),
-			Duration(st.P50), Duration(st.P95), Duration(st.P99), st.Failures, strings.Join(rounds, ", "), ratio)
+			Duration(st.P50), Duration(st.P95), Duration(st.P99), st.Failures, strings.Join(rounds, ", "))
+		for _, n := range names {
+			ratio := "—"
+			if x, ok := ratios[n][sys.Name]; ok {
+				ratio = fmt.Sprintf("%.2fx", x)
+			}
+			fmt.Fprintf(&b, " %s |", ratio)
+		}
+		b.WriteString("\n")
 	}
 	if hasFailover(r) {
 		fmt.Fprintf(&b, "\nFailover: one closed-loop client per range; kill -9 of one node %s after the phase starts. "+

@@ -23,7 +23,7 @@ func TestWriteTables(t *testing.T) {
 				Longest: Stall{Longest: msec(100000), Censored: true}, LongestVictim: Stall{Longest: msec(100000), Censored: true},
 				LongestOthers: Stall{Longest: msec(250)}, Global: Stall{Longest: msec(300)}}},
 	}}
-	require.InDelta(0.5, rep.SChainVsLegacy()["legacy-a"], 1e-9)
+	require.InDelta(0.5, rep.SChainVsLegacy()["schain"]["legacy-a"], 1e-9)
 	var b strings.Builder
 	require.NoError(WriteTables(&b, rep))
 	out := b.String()
@@ -31,6 +31,15 @@ func TestWriteTables(t *testing.T) {
 	require.Contains(out, "| schain | 1,000 | 4,000 | 120ms | 300ms | 1.50s | 0 | 1,000 | — |")
 	require.Contains(out, "| legacy-a | l1 (owned 2/2) | 20.0s | 1.00s | 0/2 (0%) | 2.50s | — | 2.40s | 21 ids in 7 allocations |")
 	require.Contains(out, "| schain | node2 (owned 1/2) | 100s | 3.00s | 1/2 (50%) | ≥ 100s (not recovered) | 250ms | 300ms | 0 of 1,234 allocations |")
+
+	// A second S-Chain system gets its own ratio column.
+	rep.Systems = append(rep.Systems, SystemReport{Name: "schain-pooled", SChain: true, MedianReqPerSec: 4000, Rounds: []Summary{{ReqPerSec: 4000}}})
+	require.InDelta(2.0, rep.SChainVsLegacy()["schain-pooled"]["legacy-a"], 1e-9)
+	b.Reset()
+	require.NoError(WriteTables(&b, rep))
+	out = b.String()
+	require.Contains(out, "| system | req/s | ids/s | p50 | p95 | p99 | failed | req/s per round | schain / system | schain-pooled / system |")
+	require.Contains(out, "| legacy-a | 2,000 | 8,000 | 2.00ms | 4.00ms | 9.00ms | 0 | 1,990, 2,010 | 0.50x | 2.00x |")
 }
 
 func TestFormatting(t *testing.T) {

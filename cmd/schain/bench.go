@@ -3,10 +3,12 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -39,6 +41,34 @@ type benchOptions struct {
 	legacyAfter  time.Duration
 	schain       bool
 	schainAfter  time.Duration
+	// schainModes are the S-Chain write paths measured on the one network:
+	// "per-request" (a transaction per request, waited for) and "pooled"
+	// (answered from the owner's committed reservation); schainFailover is
+	// the one whose failover phase runs (one kill per network).
+	schainModes    []string
+	schainFailover string
+}
+
+// S-Chain write paths of the bench, and the target name of each.
+const (
+	modePerRequest = "per-request"
+	modePooled     = "pooled"
+)
+
+var schainTargetName = map[string]string{modePerRequest: "schain", modePooled: "schain-pooled"}
+
+var errBenchMode = errors.New("unknown S-Chain mode")
+
+func (o benchOptions) verifyModes() error {
+	for _, m := range o.schainModes {
+		if _, ok := schainTargetName[m]; !ok {
+			return fmt.Errorf("%w %q in --schain-modes (hint: per-request, pooled)", errBenchMode, m)
+		}
+	}
+	if o.schainFailover != "" && !slices.Contains(o.schainModes, o.schainFailover) {
+		return fmt.Errorf("%w: --schain-failover %q is not among --schain-modes %v", errBenchMode, o.schainFailover, o.schainModes)
+	}
+	return nil
 }
 
 // targetStarter starts the systems under test; the returned stop stops every
@@ -59,10 +89,16 @@ warm them up, then drive the same closed-loop workload (--ranges ranges,
 rounds of --round-duration, interleaved (A B C D, D C B A, ...) so that
 machine drift weighs every system equally.
 
+S-Chain is measured on one network through each --schain-modes write path:
+"per-request" (schain: one transaction per request, waited for until
+accepted) and "pooled" (schain-pooled: ids the owner had reserved and
+committed in advance, answered at once).
+
 Then, per system, a failover phase: one client per range, and after
 --failover-before a kill -9 of the node that serves the most ranges (the
 legacy leader; the S-Chain validator owning the most ranges), measured for
---legacy-after or --schain-after. A range "kept allocating" if its longest
+--legacy-after or --schain-after (S-Chain: the --schain-failover mode
+only, since a network takes one kill). A range "kept allocating" if its longest
 gap between successful allocations after the kill stayed below
 max(2 x the system's steady p99, --stall-floor). Every allocation of the
 run is checked for ids issued twice.
@@ -92,6 +128,8 @@ Every process started is stopped at the end, also on error or Ctrl-C.`,
 	f.StringVar(&o.legacyBinary, "legacy-binary", "", "schain binary serving legacy nodes (default: this executable)")
 	f.DurationVar(&o.legacyWarmUp, "legacy-warmup", legacyraft.DefaultConfig().WarmUp, "how long a new seaweedfs-mode leader refuses (the real master: about 15 s)")
 	f.BoolVar(&o.schain, "schain", true, "run S-Chain (a fresh 3-node local network)")
+	f.StringSliceVar(&o.schainModes, "schain-modes", []string{modePerRequest, modePooled}, "S-Chain write paths to measure on the network: per-request, pooled")
+	f.StringVar(&o.schainFailover, "schain-failover", modePooled, "the S-Chain mode whose failover phase runs (a network takes one kill; empty: none)")
 	f.StringVar(&o.buildDir, "build-dir", defaultBuildDir(), "where avalanchego and the plugin are")
 	f.StringVar(&o.out, "out", filepath.Join(defaultBuildDir(), "bench"), "directory for the network, legacy nodes, report, tables and charts")
 	return cmd
@@ -107,6 +145,9 @@ func runBench(ctx context.Context, g *globals, o benchOptions, start targetStart
 		default:
 			return usageError{fmt.Errorf("--legacy-modes: %q: want seaweedfs, replicated or slots", m)}
 		}
+	}
+	if err := o.verifyModes(); err != nil {
+		return usageError{err}
 	}
 	if err := os.MkdirAll(o.out, 0o755); err != nil {
 		return err
@@ -220,7 +261,17 @@ func startBenchTargets(ctx context.Context, o benchOptions, progress io.Writer) 
 		})
 	}
 	if sc != nil {
-		targets = append(targets, benchmark.Target{Name: "schain", SChain: true, FailoverAfter: o.schainAfter, Cluster: sc})
+		for _, m := range o.schainModes {
+			c := sc
+			if m == modePooled {
+				c = sc.Pooled()
+			}
+			t := benchmark.Target{Name: schainTargetName[m], SChain: true, Network: "schain", Cluster: c}
+			if m == o.schainFailover {
+				t.FailoverAfter = o.schainAfter
+			}
+			targets = append(targets, t)
+		}
 	}
 	return targets, stop, nil
 }

@@ -70,6 +70,12 @@ func TestBenchRejectsBadFlags(t *testing.T) {
 	require.Contains(t, errOut, `"paxos"`)
 	code, _, errOut = run(t, "bench", "--clients", "0")
 	require.Equal(t, exitUsage, code, errOut)
+	code, _, errOut = run(t, "bench", "--schain-modes", "turbo", "--legacy-modes", "")
+	require.Equal(t, exitUsage, code, errOut)
+	require.Contains(t, errOut, `"turbo"`)
+	code, _, errOut = run(t, "bench", "--schain-modes", "per-request", "--schain-failover", "pooled", "--legacy-modes", "")
+	require.Equal(t, exitUsage, code, errOut)
+	require.Contains(t, errOut, "--schain-failover")
 }
 
 // TestBenchLegacyProcesses starts the legacy allocator as 3 processes (this

@@ -37,7 +37,8 @@ func TestG_Bench(t *testing.T) {
 	s.RangePrefix = "e2e-bench"
 	r, err := benchmark.NewRunner(s, []benchmark.Target{
 		{Name: "legacy-seaweedfs", SharedKeySpace: true, FailoverAfter: 5 * time.Second, Cluster: leg},
-		{Name: "schain", SChain: true, Cluster: sc},
+		{Name: "schain", SChain: true, Network: "e2e", Cluster: sc},
+		{Name: "schain-pooled", SChain: true, Network: "e2e", Cluster: sc.Pooled()},
 	}, testWriter{t})
 	require.NoError(err)
 	rep, err := r.Run(ctx)
@@ -46,12 +47,16 @@ func TestG_Bench(t *testing.T) {
 	require.NoError(benchmark.WriteTables(&tables, rep))
 	t.Log("\n" + tables.String())
 
-	legacy, schain := rep.Systems[0], rep.Systems[1]
+	legacy := rep.Systems[0]
 	require.Positive(legacy.MedianReqPerSec)
-	require.Positive(schain.MedianReqPerSec)
-	require.Zero(schain.Steady.Failures)
-	require.Zero(schain.Duplicates.Overlapping, "S-Chain never issues an id twice")
-	require.Nil(schain.Failover)
+	for _, schain := range rep.Systems[1:] {
+		require.Positive(schain.MedianReqPerSec, schain.Name)
+		require.Zero(schain.Steady.Failures, schain.Name)
+		require.Zero(schain.Duplicates.Overlapping, "S-Chain never issues an id twice, pooled or not")
+		require.Nil(schain.Failover)
+	}
+	require.Equal(rep.Systems[1].Duplicates.Allocations, rep.Systems[2].Duplicates.Allocations,
+		"the two write paths of one network are checked together")
 	f := legacy.Failover
 	require.NotNil(f)
 	require.Len(f.Ranges, s.Ranges)
