@@ -100,21 +100,58 @@ func (vm *VM) round(ts uint64) uint64 { return vm.genesis.Liveness().Round(ts) }
 func (vm *VM) Snapshot(ctx context.Context) (*execute.Epoch, error) {
 	vm.mu.Lock()
 	h, ok := vm.epoch, vm.haveEpoch
-	lastTs := vm.lastAccepted.Block.Timestamp
+	lastTs, lastID := vm.lastAccepted.Block.Timestamp, vm.lastAccepted.ID()
 	vm.mu.Unlock()
 	if !ok {
 		return nil, vm.errNoEpoch()
+	}
+	round := vm.round(max(uint64(vm.cfg.Clock().UnixMilli()), lastTs))
+	key := snapshotKey{pChainHeight: h, round: round, lastAccepted: lastID}
+	if e, ok := vm.snapshots.get(key); ok {
+		return e, nil
 	}
 	v, err := vm.epochs.Get(ctx, h)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrNotReady, err)
 	}
-	round := vm.round(max(uint64(vm.cfg.Clock().UnixMilli()), lastTs))
 	m, _, _, err := execute.OpenMembership(vm.state.Accepted(), v, round, vm.genesis.Liveness())
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrNotReady, err)
 	}
-	return vm.memberships.restrict(v, m)
+	e, err := vm.memberships.restrict(v, m)
+	if err != nil {
+		return nil, err
+	}
+	vm.snapshots.put(key, e)
+	return e, nil
+}
+
+// snapshotKey is everything Snapshot's answer depends on: it changes with
+// every accepted block, a new P-chain height or a new liveness epoch.
+type snapshotKey struct {
+	pChainHeight, round uint64
+	lastAccepted        ids.ID
+}
+
+// snapshotCache remembers Snapshot's last answer: every request of the API
+// asks for it (owner checks, signing), and computing it reads state, which
+// for a plugin is a round trip to the node's database.
+type snapshotCache struct {
+	mu    sync.Mutex
+	key   snapshotKey
+	epoch *execute.Epoch
+}
+
+func (c *snapshotCache) get(k snapshotKey) (*execute.Epoch, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.epoch, c.epoch != nil && c.key == k
+}
+
+func (c *snapshotCache) put(k snapshotKey, e *execute.Epoch) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.key, c.epoch = k, e
 }
 
 // acceptedSnapshot is the epoch of the last accepted block's membership, or

@@ -96,6 +96,7 @@ type VM struct {
 	// memberships caches the epochs of frozen memberships (see
 	// Snapshot).
 	memberships *memberships
+	snapshots   snapshotCache
 	pools       *pools
 	sigs        *execute.SignatureCache
 	mempool     *mempool.Mempool
