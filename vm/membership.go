@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 
 	"github.com/ava-labs/avalanchego/ids"
@@ -13,11 +14,11 @@ import (
 )
 
 // membershipKey identifies a frozen membership along one chain: within a
-// P-chain height, a liveness epoch has one membership, and the generation
-// tells apart records of competing forks.
+// P-chain height (whose set setFingerprint names), a liveness epoch has one
+// membership; competing forks may differ, which restrict checks.
 type membershipKey struct {
 	height, round, generation uint64
-	fingerprint               ids.ID
+	setFingerprint            ids.ID
 }
 
 // memberships caches the epochs built from frozen memberships (HRW set,
@@ -76,15 +77,7 @@ func (c *memberships) byFingerprint(fp ids.ID) (*execute.Epoch, bool) {
 }
 
 func sameMembers(a, b *state.Membership) bool {
-	if a == nil || b == nil || a.Fallback != b.Fallback || len(a.Members) != len(b.Members) {
-		return false
-	}
-	for i := range a.Members {
-		if a.Members[i] != b.Members[i] {
-			return false
-		}
-	}
-	return true
+	return a != nil && b != nil && a.Fallback == b.Fallback && slices.Equal(a.Members, b.Members)
 }
 
 // round is the liveness epoch of a timestamp (unix milliseconds).
