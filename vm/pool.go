@@ -17,6 +17,10 @@ import (
 // not accepted; the request may be retried (or sent without pooling).
 var ErrPoolRefill = errors.New("vm: refilling the id pool failed")
 
+// errInvalidPooled marks a pooled request the API answers as an invalid
+// parameter (a count the pool does not serve).
+var errInvalidPooled = errors.New("vm: invalid pooled allocation")
+
 // Pooled is the answer to a pooled allocation: count ids from base, cut
 // from the accepted reservation TxID (entry Index).
 type Pooled struct {
@@ -86,23 +90,28 @@ func (vm *VM) AllocatePooled(ctx context.Context, rangeKey string, count uint64)
 		return Pooled{}, err
 	}
 	p := vm.pools
+	waited := false
 	for {
 		p.mu.Lock()
 		rp := p.get(rangeKey)
 		if out, ok := rp.take(count); ok {
-			vm.metrics.pooled.WithLabelValues("hit").Inc()
+			outcome := "hit"
+			if waited {
+				outcome = "wait"
+			}
+			vm.metrics.pooled.WithLabelValues(outcome).Inc()
 			if rp.available() < p.chunk/2 && rp.refill == nil {
 				vm.startRefill(rp)
 			}
 			p.mu.Unlock()
 			return out, nil
 		}
-		vm.metrics.pooled.WithLabelValues("wait").Inc()
 		if rp.refill == nil {
 			vm.startRefill(rp)
 		}
 		wait := rp.refill
 		p.mu.Unlock()
+		waited = true
 		select {
 		case <-wait:
 		case <-ctx.Done():
@@ -116,8 +125,6 @@ func (vm *VM) AllocatePooled(ctx context.Context, rangeKey string, count uint64)
 		}
 	}
 }
-
-var errInvalidPooled = errors.New("vm: invalid pooled allocation")
 
 // get returns rangeKey's pool, creating it and evicting the least recently
 // used one beyond the limit (its ids are skipped). Called with p.mu held.
