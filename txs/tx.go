@@ -294,6 +294,10 @@ func (tx *Tx) SigningHash() ids.ID { return tx.signingHash }
 // Entries is the number of entries under the signature.
 func (tx *Tx) Entries() int { return tx.Unsigned.entries() }
 
+// IsHeartbeat reports whether tx is a HeartbeatTx: no range, no counter,
+// and it goes before client work wherever work queues.
+func (tx *Tx) IsHeartbeat() bool { return tx.Unsigned.kind() == kindHeartbeat }
+
 // Kind names the transaction kind for logs, metrics and APIs.
 func (tx *Tx) Kind() string {
 	switch tx.Unsigned.kind() {

@@ -64,6 +64,8 @@ func TestRoundTrip(t *testing.T) {
 		require.Equal(tx.ID(), parsed.ID())
 		require.Equal(tx.SigningHash(), parsed.SigningHash())
 		require.Equal(u, parsed.Unsigned)
+		_, hb := u.(*txs.HeartbeatTx)
+		require.Equal(hb, parsed.IsHeartbeat())
 		require.Equal(tx.Signature, parsed.Signature)
 		require.NoError(parsed.VerifySignature(k.PublicKey()))
 	}
@@ -245,6 +247,7 @@ func TestHeartbeatShape(t *testing.T) {
 	tx, err := k.Sign(hb)
 	require.NoError(err)
 	require.Equal("heartbeat", tx.Kind())
+	require.True(tx.IsHeartbeat())
 	require.Equal(1, tx.Entries())
 	require.Empty(hb.Ranges(), "a heartbeat writes no range")
 

@@ -19,7 +19,7 @@ func stale(tx *txs.Tx, e *execute.Epoch) bool {
 	switch {
 	case h.Epoch != e.Height():
 		return h.Epoch < e.Height()
-	case tx.Kind() == "heartbeat":
+	case tx.IsHeartbeat():
 		return tx.Unsigned.(*txs.HeartbeatTx).Round < e.Round()
 	default:
 		return h.Fingerprint != e.Fingerprint()
@@ -41,7 +41,7 @@ func (vm *VM) repinStale(e *execute.Epoch) {
 			continue
 		}
 		vm.mempool.Remove(tx.ID())
-		if tx.Unsigned.Head().Owner == vm.cfg.NodeID && tx.Kind() != "heartbeat" {
+		if tx.Unsigned.Head().Owner == vm.cfg.NodeID && !tx.IsHeartbeat() {
 			own = append(own, tx)
 		}
 	}

@@ -65,7 +65,7 @@ func (m *Mempool) Add(tx *txs.Tx) error {
 		return fmt.Errorf("%w: %s", ErrDuplicate, tx.ID())
 	}
 	size := len(tx.Bytes())
-	heartbeat := tx.Kind() == "heartbeat"
+	heartbeat := tx.IsHeartbeat()
 	maxTxs, maxBytes := m.cfg.MaxTxs, m.cfg.MaxBytes
 	if heartbeat {
 		maxTxs, maxBytes = maxTxs+HeartbeatReserve, maxBytes+HeartbeatReserve*size
