@@ -173,18 +173,8 @@ func (vm *VM) execute(ctx context.Context, parent *Block, blk *block.Block) (lay
 // executeBlock is execute.Block that also reports whether the block put a
 // new membership in force: a new P-chain height or a new generation.
 func executeBlock(layer *state.Layer, c *execute.Context, pChainHeight uint64, blockTxs []*txs.Tx) (bool, error) {
-	prev, err := layer.Membership()
-	if err != nil && !errors.Is(err, state.ErrNotFound) {
-		return false, err
-	}
-	if err := execute.Block(layer, c, pChainHeight, blockTxs); err != nil {
-		return false, err
-	}
-	if c.Epoch == nil || c.Epoch.Membership() == nil {
-		return false, nil
-	}
-	m := c.Epoch.Membership()
-	return prev == nil || prev.PChainHeight != m.PChainHeight || prev.Generation != m.Generation, nil
+	err := execute.Block(layer, c, pChainHeight, blockTxs)
+	return err == nil && c.MembershipChanged, err
 }
 
 // extendable reports whether a child may be built or verified on b: b is

@@ -37,7 +37,7 @@ func (vm *VM) Heartbeat(ctx context.Context) (*txs.Tx, error) {
 	if known && rec.HasHeartbeat && rec.Heartbeat >= round {
 		return nil, nil
 	}
-	if pending != nil && vm.mempool.Has(pending.ID()) && !staleHeartbeat(pending, h, round) {
+	if pending != nil && vm.mempool.Has(pending.ID()) && !stale(pending, h, round, ids.Empty) {
 		return nil, nil
 	}
 	v, err := vm.epochs.Get(ctx, h)
@@ -58,13 +58,6 @@ func (vm *VM) Heartbeat(ctx context.Context) (*txs.Tx, error) {
 	vm.lastHeartbeat = tx
 	vm.mu.Unlock()
 	return tx, nil
-}
-
-// staleHeartbeat reports whether a pending heartbeat can no longer count:
-// it is pinned to an older P-chain height or liveness epoch.
-func staleHeartbeat(tx *txs.Tx, pChainHeight, round uint64) bool {
-	hb := tx.Unsigned.(*txs.HeartbeatTx)
-	return hb.Epoch < pChainHeight || hb.Round < round
 }
 
 // runHeartbeats calls Heartbeat every interval until ctx ends. Errors are

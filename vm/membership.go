@@ -107,11 +107,11 @@ func (vm *VM) Snapshot(ctx context.Context) (*execute.Epoch, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrNotReady, err)
 	}
-	m, _, _, err := execute.OpenMembership(vm.state.Accepted(), v, round, vm.genesis.Liveness())
+	o, err := execute.OpenMembership(vm.state.Accepted(), v, round, vm.genesis.Liveness())
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrNotReady, err)
 	}
-	e, err := vm.memberships.restrict(v, m)
+	e, err := vm.memberships.restrict(v, o.Membership)
 	if err != nil {
 		return nil, err
 	}

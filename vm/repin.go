@@ -5,24 +5,27 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/ava-labs/avalanchego/ids"
+
 	"github.com/s-chain/schain/txs"
 	"github.com/s-chain/schain/vm/execute"
 )
 
-// stale reports whether tx can never be included once e is in force: block
-// P-chain heights and liveness epochs never go down, and a membership's
-// fingerprint covers its generation, so a transaction pinned to an older
-// height, an older membership of this height, or (a heartbeat) an older
-// liveness epoch is dead.
-func stale(tx *txs.Tx, e *execute.Epoch) bool {
+// stale reports whether tx can never be included once the membership with
+// fingerprint is in force at (pChainHeight, round): block P-chain heights
+// and liveness epochs never go down, and a membership's fingerprint covers
+// its generation, so a transaction pinned to an older height, an older
+// membership of this height, or (a heartbeat) an older liveness epoch is
+// dead.
+func stale(tx *txs.Tx, pChainHeight, round uint64, fingerprint ids.ID) bool {
 	h := tx.Unsigned.Head()
 	switch {
-	case h.Epoch != e.Height():
-		return h.Epoch < e.Height()
+	case h.Epoch != pChainHeight:
+		return h.Epoch < pChainHeight
 	case tx.IsHeartbeat():
-		return tx.Unsigned.(*txs.HeartbeatTx).Round < e.Round()
+		return tx.Unsigned.(*txs.HeartbeatTx).Round < round
 	default:
-		return h.Fingerprint != e.Fingerprint()
+		return h.Fingerprint != fingerprint
 	}
 }
 
@@ -37,7 +40,7 @@ func stale(tx *txs.Tx, e *execute.Epoch) bool {
 func (vm *VM) repinStale(e *execute.Epoch) {
 	var own []*txs.Tx
 	for _, tx := range vm.mempool.Peek(vm.genesis.Mempool.MaxTxs, vm.genesis.Mempool.MaxBytes) {
-		if !stale(tx, e) {
+		if !stale(tx, e.Height(), e.Round(), e.Fingerprint()) {
 			continue
 		}
 		vm.mempool.Remove(tx.ID())

@@ -61,6 +61,9 @@ type Context struct {
 	// Restrict, if set, builds (or finds cached) the epoch of a frozen
 	// membership; nil means Validators.Restrict.
 	Restrict func(v *Epoch, m *state.Membership) (*Epoch, error)
+	// MembershipChanged is set by Block (Open) when the block puts another
+	// membership in force than its parent's.
+	MembershipChanged bool
 	// Epoch is what transactions are checked against: the membership Block
 	// opened or found. Callers that pin against a plain set without
 	// liveness (benchmarks, tools) may set it directly and leave
@@ -245,17 +248,18 @@ func Block(l *state.Layer, c *Context, blockEpoch uint64, blockTxs []*txs.Tx) er
 
 // Open fixes c.Epoch for a block executing on l: the membership the parent's
 // state records for (c.Validators' height, c.Round), or a new one written to
-// l. Without c.Validators it leaves c.Epoch as the caller set it.
+// l (and c.MembershipChanged says whether its members differ). Without
+// c.Validators it leaves c.Epoch as the caller set it.
 func Open(l *state.Layer, c *Context) error {
 	if c.Validators == nil {
 		return nil
 	}
-	m, seen, opened, err := OpenMembership(l, c.Validators, c.Round, c.Liveness)
+	o, err := OpenMembership(l, c.Validators, c.Round, c.Liveness)
 	if err != nil {
 		return err
 	}
-	if opened {
-		if err := l.Freeze(m, seen); err != nil {
+	if o.Opened {
+		if err := l.Freeze(o.Membership, o.Seen); err != nil {
 			return err
 		}
 	}
@@ -263,6 +267,7 @@ func Open(l *state.Layer, c *Context) error {
 	if restrict == nil {
 		restrict = (*Epoch).Restrict
 	}
-	c.Epoch, err = restrict(c.Validators, m)
+	c.MembershipChanged = o.Changed
+	c.Epoch, err = restrict(c.Validators, o.Membership)
 	return err
 }

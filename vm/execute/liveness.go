@@ -41,35 +41,50 @@ func (l Liveness) live(rec state.Liveness, round uint64) bool {
 	return recent(rec.FirstSeen) || (rec.HasHeartbeat && recent(rec.Heartbeat))
 }
 
+// Opening is what OpenMembership decided for one block.
+type Opening struct {
+	// Membership is the one the block executes under.
+	Membership *state.Membership
+	// Opened: the parent's record is for another (P-chain height, epoch),
+	// so the block freezes Membership (state.Layer.Freeze) together with
+	// Seen, the first-seen records of validators new to the chain.
+	Opened bool
+	Seen   []state.LivenessUpdate
+	// Changed: the block puts other members (or another P-chain height) in
+	// force, so work pinned to the parent's membership is dead.
+	Changed bool
+}
+
 // OpenMembership returns the membership a block of liveness epoch round,
 // whose P-chain context selects the set v, executes under, given the state
 // r its parent left. If the parent's record is not for (v's height, round),
 // the block opens a new membership: the validators of v that are live, or
-// all of v if none is (never nobody), to be frozen (state.Layer.Freeze)
-// together with seen, the first-seen records of validators new to the
-// chain. opened is false when the parent's record holds.
+// all of v if none is (never nobody).
 //
 // It is pure: the same parent state, set and round give the same result on
 // every node, which is why a membership never depends on a node's own view
 // of who is up.
-func OpenMembership(r state.Reader, v *Epoch, round uint64, l Liveness) (m *state.Membership, seen []state.LivenessUpdate, opened bool, err error) {
+func OpenMembership(r state.Reader, v *Epoch, round uint64, l Liveness) (Opening, error) {
 	prev, err := r.Membership()
 	switch {
 	case errors.Is(err, state.ErrNotFound):
 		prev = nil
 	case err != nil:
-		return nil, nil, false, err
+		return Opening{}, err
 	case prev.PChainHeight == v.Height() && prev.Round == round:
-		return prev, nil, false, nil
+		return Opening{Membership: prev}, nil
 	case round < prev.Round:
-		return nil, nil, false, fmt.Errorf("%w: %d < %d", ErrRoundBackward, round, prev.Round)
+		return Opening{}, fmt.Errorf("%w: %d < %d", ErrRoundBackward, round, prev.Round)
 	}
-	var live []pinning.Member
+	var (
+		live []pinning.Member
+		seen []state.LivenessUpdate
+	)
 	all := v.Members()
 	for _, mb := range all {
 		rec, ok, err := r.Liveness(mb.NodeID)
 		if err != nil {
-			return nil, nil, false, err
+			return Opening{}, err
 		}
 		if !ok {
 			rec = state.Liveness{FirstSeen: round}
@@ -79,15 +94,17 @@ func OpenMembership(r state.Reader, v *Epoch, round uint64, l Liveness) (m *stat
 			live = append(live, mb)
 		}
 	}
-	m = &state.Membership{PChainHeight: v.Height(), Round: round, Members: live}
+	m := &state.Membership{PChainHeight: v.Height(), Round: round, Members: live}
 	if len(live) == 0 {
 		m.Fallback, m.Members = true, all
 	}
+	changed := prev == nil || prev.PChainHeight != m.PChainHeight
 	if prev != nil {
 		m.Generation = prev.Generation
 		if !slices.Equal(prev.Members, m.Members) {
 			m.Generation++
+			changed = true
 		}
 	}
-	return m, seen, true, nil
+	return Opening{Membership: m, Opened: true, Seen: seen, Changed: changed}, nil
 }
