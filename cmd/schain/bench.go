@@ -47,6 +47,7 @@ type benchOptions struct {
 	// the one whose failover phase runs (one kill per network).
 	schainModes    []string
 	schainFailover string
+	poolChunk      uint64
 }
 
 // S-Chain write paths of the bench, and the target name of each.
@@ -129,6 +130,7 @@ Every process started is stopped at the end, also on error or Ctrl-C.`,
 	f.DurationVar(&o.legacyWarmUp, "legacy-warmup", legacyraft.DefaultConfig().WarmUp, "how long a new seaweedfs-mode leader refuses (the real master: about 15 s)")
 	f.BoolVar(&o.schain, "schain", true, "run S-Chain (a fresh 3-node local network)")
 	f.StringSliceVar(&o.schainModes, "schain-modes", []string{modePerRequest, modePooled}, "S-Chain write paths to measure on the network: per-request, pooled")
+	f.Uint64Var(&o.poolChunk, "schain-pool-chunk", 0, "ids per reservation of an owner's id pool (0: the genesis default, 65,536)")
 	f.StringVar(&o.schainFailover, "schain-failover", modePooled, "the S-Chain mode whose failover phase runs (a network takes one kill; empty: none)")
 	f.StringVar(&o.buildDir, "build-dir", defaultBuildDir(), "where avalanchego and the plugin are")
 	f.StringVar(&o.out, "out", filepath.Join(defaultBuildDir(), "bench"), "directory for the network, legacy nodes, report, tables and charts")
@@ -220,6 +222,7 @@ func startBenchTargets(ctx context.Context, o benchOptions, progress io.Writer) 
 	if o.schain {
 		cfg := localnet.DefaultConfig(o.buildDir)
 		cfg.RootDir, cfg.Progress = filepath.Join(o.out, "network"), progress
+		cfg.PoolChunk = o.poolChunk
 		// The bench owns its root: stop and forget what an earlier run left.
 		_ = localnet.StopAll(ctx, cfg.RootDir, nil)
 		if err := os.RemoveAll(cfg.RootDir); err != nil {

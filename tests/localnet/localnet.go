@@ -53,6 +53,9 @@ type Config struct {
 	// with 30 s liveness epochs and K=LivenessEpochs=1 (a dead owner's
 	// ranges move within 2 epochs, one minute).
 	Genesis []byte
+	// PoolChunk, if not zero, sets the default genesis's poolChunk (ids per
+	// reservation of an owner's id pool); ignored with Genesis.
+	PoolChunk uint64
 	// Snow are the subnet's consensus parameters. The default (k=3,
 	// alphaPreference=2, alphaConfidence=2, beta=3 for 3 nodes) keeps
 	// finality live with one node of three down.
@@ -189,8 +192,8 @@ func Start(ctx context.Context, cfg Config) (*Network, error) {
 		// The chain starts now: with a genesis time after the proposer VM's
 		// fork, the chain reaches blocks with a P-chain context one block
 		// sooner.
-		genesis = []byte(fmt.Sprintf(`{"timestamp": %d, "epochDurationMs": %d, "livenessEpochs": %d}`,
-			time.Now().UnixMilli(), EpochDuration.Milliseconds(), LivenessEpochs))
+		genesis = []byte(fmt.Sprintf(`{"timestamp": %d, "epochDurationMs": %d, "livenessEpochs": %d, "poolChunk": %d}`,
+			time.Now().UnixMilli(), EpochDuration.Milliseconds(), LivenessEpochs, cfg.PoolChunk))
 	}
 	token, chainConfig, err := cfg.chainConfig()
 	if err != nil {
