@@ -31,6 +31,9 @@ const (
 	byz       = 3 // the Byzantine validator; 0..2 are honest (3/4 of the stake)
 	advRounds = 6
 	advSteps  = 10
+	// advEpoch0 is the first liveness epoch of a run: clocks at a real date
+	// (November 2026), so epoch numbers are as large as on a real network.
+	advEpoch0 = 179_600_000
 )
 
 var honest = []int{0, 1, 2}
@@ -76,12 +79,12 @@ type advRequest struct {
 func runAdversary(t *testing.T, seed uint64) {
 	nw := newNetWith(t, 4, advGenesis)
 	a := &adversary{t: t, nw: nw, rng: rand.New(rand.NewPCG(seed, 15)), stats: map[string]int{}}
-	nw.enterRound(0)
+	nw.now.Store(advEpoch0*10_000 + 5000)
 	nw.ready(10)
 	for k := range 12 {
 		a.ranges = append(a.ranges, fmt.Sprintf("adv-%d-%02d", seed, k))
 	}
-	for r := int64(1); r <= advRounds; r++ {
+	for r := int64(advEpoch0 + 1); r <= advEpoch0+advRounds; r++ {
 		nw.now.Store(r*10_000 + 500)
 		a.heartbeats(uint64(r))
 		for step := range int64(advSteps) {
@@ -227,7 +230,7 @@ func (a *adversary) junk(round uint64) {
 		h.Epoch--
 		a.refused(a.sign(&txs.AllocateTx{Header: h, Entries: []txs.AllocateEntry{{Range: "x", Count: 1}}}), vm.ErrOutsideWindow, "old height")
 	case 3: // expired (signed four epochs ago, the last accepted block is at most one epoch old)
-		if byzRange == "" || round < 5 {
+		if byzRange == "" || round < advEpoch0+5 {
 			return
 		}
 		a.refused(a.sign(&txs.AllocateTx{Header: a.header(round - 4), Entries: []txs.AllocateEntry{{Range: byzRange, Count: 1}}}), vm.ErrStale, "expired")

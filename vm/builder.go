@@ -56,7 +56,7 @@ func (vm *VM) build(ctx context.Context, bctx *snowblock.Context) (snowman.Block
 			vm.bootstrapTried = true
 			return nil, fmt.Errorf("%w: a block without a P-chain context carries no transactions", ErrNoWork)
 		}
-		return vm.seal(parent, height, ts)
+		return vm.seal(ctx, parent, height, ts)
 	}
 	epoch := bctx.PChainHeight
 	if parent.HasEpoch && epoch < parent.Epoch {
@@ -76,7 +76,7 @@ func (vm *VM) build(ctx context.Context, bctx *snowblock.Context) (snowman.Block
 	}
 	// changed: this block puts a new membership in force, so work pinned to
 	// the old one becomes re-pinnable once it is accepted.
-	changed, err := executeBlock(layer, c, nil)
+	changed, err := begin(layer, c)
 	if err != nil {
 		vm.state.Reject(layer)
 		return nil, err
@@ -124,9 +124,17 @@ func (vm *VM) build(ctx context.Context, bctx *snowblock.Context) (snowman.Block
 }
 
 // seal builds an epoch-less, transaction-less block on parent.
-func (vm *VM) seal(parent *Block, height, ts uint64) (snowman.Block, error) {
+func (vm *VM) seal(ctx context.Context, parent *Block, height, ts uint64) (snowman.Block, error) {
+	c, err := vm.execContext(ctx, false, 0, height, ts)
+	if err != nil {
+		return nil, err
+	}
 	layer, err := vm.state.NewLayer(parent.layerForChild())
 	if err != nil {
+		return nil, err
+	}
+	if _, err := begin(layer, c); err != nil {
+		vm.state.Reject(layer)
 		return nil, err
 	}
 	root, err := layer.Seal()

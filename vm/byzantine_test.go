@@ -446,3 +446,16 @@ func (nw *net) filler(i int) {
 		return
 	}
 }
+
+// TestOpeningAtARealClock: the chain opens, and blocks verify on every node,
+// with clocks at a real date. The opening block without a P-chain context
+// was sealed by its builder without the pruning step that Verify ran, which
+// at real epoch numbers writes the replay bound: every other node computed
+// another state root, refused the block, and the network split (tests with
+// clocks near zero never saw it).
+func TestOpeningAtARealClock(t *testing.T) {
+	nw := newNetWith(t, 3, livenessGenesis)
+	nw.now.Store(advEpoch0*10_000 + 5000)
+	nw.ready(10)
+	nw.allocateVia(1, nw.rangeOf(1, "real"), 3)
+}

@@ -182,6 +182,12 @@ func executeBlock(layer *state.Layer, c *execute.Context, blockTxs []*txs.Tx) (b
 	return err == nil && c.MembershipChanged, err
 }
 
+// begin is execute.Begin, for a builder, with the same report.
+func begin(layer *state.Layer, c *execute.Context) (bool, error) {
+	err := execute.Begin(layer, c)
+	return err == nil && c.MembershipChanged, err
+}
+
 // extendable reports whether a child may be built or verified on b: b is
 // processing, or it is the last accepted block (an older accepted block's
 // other children would conflict with the accepted chain).

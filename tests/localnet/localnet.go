@@ -104,6 +104,9 @@ type Node struct {
 	NodeID ids.NodeID `json:"nodeID"`
 	URI    string     `json:"uri"`
 	PID    int        `json:"pid"`
+	// StakingPort is where the node's peers reach it (127.0.0.1): what a
+	// partition test cuts.
+	StakingPort uint16 `json:"stakingPort"`
 }
 
 // Network is a started network.
@@ -337,7 +340,7 @@ func describe(_ context.Context, tn *tmpnet.Network, log logging.Logger) (*Netwo
 	}
 	for _, nd := range tn.Nodes {
 		pc, _ := readProcess(nd)
-		n.Nodes = append(n.Nodes, Node{NodeID: nd.NodeID, URI: nd.URI, PID: pc.PID})
+		n.Nodes = append(n.Nodes, Node{NodeID: nd.NodeID, URI: nd.URI, PID: pc.PID, StakingPort: pc.StakingAddress.Port()})
 	}
 	// A stable order, so "node1" means the same node in every command.
 	slices.SortFunc(n.Nodes, func(a, b Node) int { return a.NodeID.Compare(b.NodeID) })
@@ -454,7 +457,7 @@ func (n *Network) StartNode(ctx context.Context, id ids.NodeID) error {
 	pc, _ := readProcess(nd)
 	for i := range n.Nodes {
 		if n.Nodes[i].NodeID == id {
-			n.Nodes[i].URI, n.Nodes[i].PID = nd.URI, pc.PID
+			n.Nodes[i].URI, n.Nodes[i].PID, n.Nodes[i].StakingPort = nd.URI, pc.PID, pc.StakingAddress.Port()
 		}
 	}
 	return nil

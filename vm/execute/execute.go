@@ -241,14 +241,7 @@ func (e *executor) PutManifest(t *txs.PutManifestTx) error {
 // transaction invalidates the block; the error names its index. The caller
 // seals the layer afterwards.
 func Block(l *state.Layer, c *Context, blockTxs []*txs.Tx) error {
-	if err := Open(l, c); err != nil {
-		return err
-	}
-	limit := c.ReplayPruneLimit
-	if limit == 0 {
-		limit = DefaultReplayPruneLimit
-	}
-	if _, err := l.PruneReplay(c.Round-min(c.Round, c.Liveness.TxLifetime), limit); err != nil {
+	if err := Begin(l, c); err != nil {
 		return err
 	}
 	for i, tx := range blockTxs {
@@ -261,6 +254,23 @@ func Block(l *state.Layer, c *Context, blockTxs []*txs.Tx) error {
 		}
 	}
 	return nil
+}
+
+// Begin is what a block does before its transactions: it opens or finds the
+// block's membership (Open) and prunes expired replay entries. Builders call
+// it before they pick transactions with Tx, so that a block they build and
+// the same block verified elsewhere execute identically, transactions or
+// none.
+func Begin(l *state.Layer, c *Context) error {
+	if err := Open(l, c); err != nil {
+		return err
+	}
+	limit := c.ReplayPruneLimit
+	if limit == 0 {
+		limit = DefaultReplayPruneLimit
+	}
+	_, err := l.PruneReplay(c.Round-min(c.Round, c.Liveness.TxLifetime), limit)
+	return err
 }
 
 // Open fixes c.Epoch for a block executing on l: the membership the parent's
