@@ -26,6 +26,7 @@ import (
 	"github.com/ava-labs/avalanchego/utils/logging"
 
 	"github.com/s-chain/schain/vm"
+	vmconfig "github.com/s-chain/schain/vm/config"
 )
 
 // SubnetName names the S-Chain subnet inside a tmpnet network.
@@ -59,8 +60,8 @@ type Config struct {
 	// Snow are the subnet's consensus parameters (nil: DefaultSnow).
 	Snow map[string]any
 	// ChainConfig is the S-Chain chain config given to every node (nil:
-	// vm.DefaultChainConfig()). Start adds the network's write token to it.
-	ChainConfig *vm.ChainConfig
+	// vmconfig.DefaultChainConfig()). Start adds the network's write token to it.
+	ChainConfig *vmconfig.ChainConfig
 	// Token is the network's write token (empty: Start generates one). Its
 	// hash goes into the chain config as TokenName; the token itself is
 	// written to <network dir>/token (mode 0600), where Open finds it, so
@@ -271,16 +272,16 @@ func (c Config) chainConfig() (string, string, error) {
 	token := c.Token
 	if token == "" {
 		var err error
-		if token, err = vm.GenerateToken(); err != nil {
+		if token, err = vmconfig.GenerateToken(); err != nil {
 			return "", "", err
 		}
 	}
-	cc := vm.DefaultChainConfig()
+	cc := vmconfig.DefaultChainConfig()
 	if c.ChainConfig != nil {
 		cc = *c.ChainConfig
 		cc.WriteTokens = slices.Clone(cc.WriteTokens)
 	}
-	wt, err := vm.NewWriteToken(TokenName, token)
+	wt, err := vmconfig.NewWriteToken(TokenName, token)
 	if err != nil {
 		return "", "", err
 	}
