@@ -72,7 +72,7 @@ type Config struct {
 }
 
 // DefaultSnow are the local network's consensus parameters: k=20,
-// alphaPreference=11, alphaConfidence=12, beta=20.
+// alphaPreference=11, alphaConfidence=12, beta=12.
 //
 // Avalanchego samples a poll's k validators by stake units without
 // replacement, so one validator can fill several places of one sample, and a
@@ -81,12 +81,12 @@ type Config struct {
 // sampled itself twice in a poll a quarter of the time and finalized its own
 // blocks alone, forking from the majority (found by the partition test,
 // TestX_Partition). With k=20 and alphaConfidence=12, a third of the stake
-// reaches 12 votes in a poll with probability 1.3%, twenty polls in a row
-// about 1e-38; two thirds of it (one node of three down) do in 81% of polls,
-// so the network keeps finalizing, after about 360 polls on average instead
-// of 20 (polls on loopback take milliseconds).
+// reaches 12 votes in a poll with probability 1.3%, twelve polls in a row
+// about 2e-23; two thirds of it (one node of three down) do in 81% of polls,
+// so the network keeps finalizing, after about 60 polls on average instead
+// of 12 (polls on loopback take milliseconds).
 func DefaultSnow() map[string]any {
-	return map[string]any{"k": 20, "alphaPreference": 11, "alphaConfidence": 12, "beta": 20, "concurrentRepolls": 4}
+	return map[string]any{"k": 20, "alphaPreference": 11, "alphaConfidence": 12, "beta": 12, "concurrentRepolls": 4}
 }
 
 // EpochDuration and LivenessEpochs are the local network's liveness rule:
