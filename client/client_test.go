@@ -49,7 +49,7 @@ func TestClientMethods(t *testing.T) {
 	owner, err := c.GetOwner(ctx, "photos")
 	require.NoError(err)
 	require.Equal(f.nodes[0].id, owner.Owner)
-	require.Equal(uint64(7), owner.Epoch)
+	require.Equal(uint64(7), owner.PChainHeight)
 
 	alloc, err := c.Allocate(ctx, api.AllocateArgs{Range: "photos", Count: 10, Floor: 100, Wait: true})
 	require.NoError(err)
@@ -94,7 +94,7 @@ func TestClientErrorCodes(t *testing.T) {
 		{name: "not owner", want: client.ErrNotOwner, check: func(r *require.Assertions, err error) {
 			d, ok := client.IsNotOwner(err)
 			r.True(ok)
-			r.Equal(api.NotOwnerData{Range: "elsewhere", Owner: f.nodes[1].id, Epoch: 8}, d)
+			r.Equal(api.NotOwnerData{Range: "elsewhere", Owner: f.nodes[1].id, PChainHeight: 8}, d)
 		}},
 		{name: "not ready", inject: rpcErr(api.CodeNotReady, "no epoch", nil), want: client.ErrNotReady, check: func(r *require.Assertions, err error) {
 			r.True(client.IsNotReady(err))

@@ -188,7 +188,7 @@ func (s *fakeService) Allocate(_ *http.Request, args *api.AllocateArgs, reply *a
 	rc := api.ReceiptReply{TxID: id, Status: api.StatusAccepted, Height: f.txSeq,
 		Entries: []state.ReceiptEntry{{Range: args.Range, Base: base, Count: args.Count}}}
 	f.receipts[id] = &fakeReceipt{reply: rc}
-	*reply = api.AllocateReply{TxID: id, Epoch: f.epoch, Owner: s.n.id}
+	*reply = api.AllocateReply{TxID: id, PChainHeight: f.epoch, Owner: s.n.id}
 	if args.Wait {
 		reply.Receipt = &rc
 	}
@@ -198,7 +198,7 @@ func (s *fakeService) Allocate(_ *http.Request, args *api.AllocateArgs, reply *a
 func (f *fakeNet) checkOwner(n *fakeNode, rng string) error {
 	if owner := f.ownerOf(rng); owner != n.id {
 		return rpcErr(api.CodeNotOwner, fmt.Sprintf("range %q is owned by %s", rng, owner),
-			api.NotOwnerData{Range: rng, Owner: owner, Epoch: f.epoch})
+			api.NotOwnerData{Range: rng, Owner: owner, PChainHeight: f.epoch})
 	}
 	return nil
 }
@@ -225,7 +225,7 @@ func (s *fakeService) PutManifest(_ *http.Request, args *api.PutManifestArgs, re
 	rc := api.ReceiptReply{TxID: id, Status: api.StatusAccepted, Height: f.txSeq,
 		Entries: []state.ReceiptEntry{{Bucket: args.Bucket, Key: args.Key, Deleted: args.Deleted}}}
 	f.receipts[id] = &fakeReceipt{reply: rc}
-	*reply = api.PutManifestReply{TxID: id, Epoch: f.epoch, Owner: s.n.id}
+	*reply = api.PutManifestReply{TxID: id, PChainHeight: f.epoch, Owner: s.n.id}
 	if args.Wait {
 		reply.Receipt = &rc
 	}
@@ -285,7 +285,7 @@ func (s *fakeService) GetOwner(_ *http.Request, args *api.RangeArgs, reply *api.
 	f := s.n.net
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	*reply = api.OwnerReply{Range: args.Range, Owner: f.ownerOf(args.Range), Epoch: f.epoch, Fingerprint: ids.Empty}
+	*reply = api.OwnerReply{Range: args.Range, Owner: f.ownerOf(args.Range), PChainHeight: f.epoch, Fingerprint: ids.Empty}
 	return nil
 }
 

@@ -205,7 +205,7 @@ func (r *Router) getOwner(ctx context.Context, rangeKey string) (*api.OwnerReply
 	if err != nil {
 		return nil, nil, err
 	}
-	r.owners.put(rangeKey, reply.Epoch, reply.Owner)
+	r.owners.put(rangeKey, reply.PChainHeight, reply.Owner)
 	return reply, from, nil
 }
 
@@ -438,14 +438,14 @@ func (r *Router) follow(ctx context.Context, rangeKey string, hint api.NotOwnerD
 	if *hops > r.cfg.MaxHops {
 		return nil, fmt.Errorf("%w: range %q: more than %d NotOwner hops: %w", ErrNoRoute, rangeKey, r.cfg.MaxHops, notOwner)
 	}
-	r.owners.put(rangeKey, hint.Epoch, hint.Owner)
+	r.owners.put(rangeKey, hint.PChainHeight, hint.Owner)
 	next, err := r.findByID(ctx, hint.Owner)
 	if err != nil {
 		return nil, err
 	}
 	if next == nil {
-		return nil, fmt.Errorf("%w: range %q is owned by %s in epoch %d, which is not one of the %d endpoints: %w",
-			ErrNoRoute, rangeKey, hint.Owner, hint.Epoch, len(r.nodes), notOwner)
+		return nil, fmt.Errorf("%w: range %q is owned by %s at P-chain height %d, which is not one of the %d endpoints: %w",
+			ErrNoRoute, rangeKey, hint.Owner, hint.PChainHeight, len(r.nodes), notOwner)
 	}
 	return next, nil
 }

@@ -38,7 +38,7 @@ type Member struct {
 }
 
 // Owner returns the member that owns rangeKey among members. It validates the
-// set on every call; for many lookups under one set build an Epoch instead.
+// set on every call; for many lookups under one set build a Set instead.
 func Owner(rangeKey string, members []Member) (ids.NodeID, error) {
 	if err := validate(members); err != nil {
 		return ids.EmptyNodeID, err
@@ -56,10 +56,10 @@ func IsOwner(rangeKey string, self ids.NodeID, members []Member) (bool, error) {
 	return o == self, nil
 }
 
-// EpochFingerprint digests (height, members) so two nodes can tell in one
+// SetFingerprint digests (height, members) so two nodes can tell in one
 // comparison whether they pinned against the same set. It is independent of
 // the order of members and rejects duplicates.
-func EpochFingerprint(height uint64, members []Member) (ids.ID, error) {
+func SetFingerprint(height uint64, members []Member) (ids.ID, error) {
 	sorted := slices.Clone(members)
 	slices.SortFunc(sorted, compareMembers)
 	if err := validateSorted(sorted); err != nil {

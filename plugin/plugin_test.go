@@ -131,7 +131,7 @@ func TestOverRPCChainVM(t *testing.T) {
 	var alloc api.AllocateReply
 	callWith(t, srv.URL, token, "allocate", api.AllocateArgs{Range: "photos", Count: 3}, &alloc)
 	require.Equal(keys[0].NodeID, alloc.Owner)
-	require.Equal(uint64(7), alloc.Epoch)
+	require.Equal(uint64(7), alloc.PChainHeight)
 
 	msg, err = client.WaitForEvent(ctx)
 	require.NoError(err)

@@ -45,8 +45,8 @@ func (d *driver) deliver(i int, b *chain.Block) {
 	}
 	inst, err := d.nw.vms[i].ParseBlock(ctx, b.Bytes())
 	require.NoError(d.t, err)
-	if b.HasEpoch {
-		require.NoError(d.t, inst.(snowblock.WithVerifyContext).VerifyWithContext(ctx, &snowblock.Context{PChainHeight: b.Epoch}))
+	if b.HasPChainHeight {
+		require.NoError(d.t, inst.(snowblock.WithVerifyContext).VerifyWithContext(ctx, &snowblock.Context{PChainHeight: b.PChainHeight}))
 	} else {
 		require.NoError(d.t, inst.Verify(ctx))
 	}

@@ -24,16 +24,16 @@ import (
 
 var adversarySeeds = flag.Int("adversary.seeds", 4, "how many seeds TestAdversary runs (make test runs the default; raise it to search longer)")
 
-// advGenesis: 10 s liveness epochs with K=1, the most sensitive setting
+// advGenesis: 10 s liveness rounds with K=1, the most sensitive setting
 // (an honest validator missing one epoch's heartbeat drops out), a 1 s skew
 // bound and a pool large enough for the junk.
-var advGenesis = []byte(`{"timestamp": 1000, "epochDurationMs": 10000, "livenessEpochs": 1, "mempool": {"maxTxs": 512, "maxBytes": 4194304}}`)
+var advGenesis = []byte(`{"timestamp": 1000, "roundDurationMs": 10000, "livenessRounds": 1, "mempool": {"maxTxs": 512, "maxBytes": 4194304}}`)
 
 const (
 	byz       = 3 // the Byzantine validator; 0..2 are honest (3/4 of the stake)
 	advRounds = 6
 	advSteps  = 10
-	// advEpoch0 is the first liveness epoch of a run: clocks at a real date
+	// advEpoch0 is the first liveness round of a run: clocks at a real date
 	// (November 2026), so epoch numbers are as large as on a real network.
 	advEpoch0 = 179_600_000
 )
@@ -198,7 +198,7 @@ func (a *adversary) sign(u txs.Unsigned) *txs.Tx {
 // header is a Byzantine header pinned where honest ones are now.
 func (a *adversary) header(round uint64) txs.Header {
 	e := a.nw.vms[0].Chain().InForce()
-	return txs.Header{NetworkID: 5, ChainID: chainID, Epoch: e.Height(), Fingerprint: e.Fingerprint(),
+	return txs.Header{NetworkID: 5, ChainID: chainID, PChainHeight: e.Height(), Fingerprint: e.Fingerprint(),
 		Owner: a.nw.keys[byz].NodeID, Nonce: a.rng.Uint64(), Round: round}
 }
 
@@ -229,7 +229,7 @@ func (a *adversary) junk(round uint64) {
 		a.stats["duplicate heartbeat"]++
 	case 2: // pinned below the last accepted P-chain height
 		h := a.header(round)
-		h.Epoch--
+		h.PChainHeight--
 		a.refused(a.sign(&txs.AllocateTx{Header: h, Entries: []txs.AllocateEntry{{Range: "x", Count: 1}}}), writer.ErrOutsideWindow, "old height")
 	case 3: // expired (signed four epochs ago, the last accepted block is at most one epoch old)
 		if byzRange == "" || round < advEpoch0+5 {
@@ -302,7 +302,7 @@ func (a *adversary) malformedBlock() {
 		if blk.ID() == a.last.ID() {
 			return // the damage left the block as it was (cannot happen with a flip)
 		}
-		if wc, ok := blk.(snowblock.WithVerifyContext); ok && blk.(*chain.Block).HasEpoch {
+		if wc, ok := blk.(snowblock.WithVerifyContext); ok && blk.(*chain.Block).HasPChainHeight {
 			err = wc.VerifyWithContext(ctx, &snowblock.Context{PChainHeight: 10})
 		} else {
 			err = blk.Verify(ctx)

@@ -38,10 +38,10 @@ func TestVerifyChecksTheContextOfAVerifiedBlock(t *testing.T) {
 	fresh, err := nw.vms[1].ParseBlock(ctx, b.Bytes())
 	require.NoError(t, err)
 	wc := fresh.(snowblock.WithVerifyContext)
-	require.ErrorIs(t, wc.VerifyWithContext(ctx, &snowblock.Context{PChainHeight: 20}), chain.ErrEpochMismatch, "a node seeing only the other context")
+	require.ErrorIs(t, wc.VerifyWithContext(ctx, &snowblock.Context{PChainHeight: 20}), chain.ErrPChainHeightMismatch, "a node seeing only the other context")
 	require.NoError(t, wc.VerifyWithContext(ctx, &snowblock.Context{PChainHeight: 10}))
-	require.ErrorIs(t, wc.VerifyWithContext(ctx, &snowblock.Context{PChainHeight: 20}), chain.ErrEpochMismatch, "the same verdict after the block verified under its own context")
-	require.ErrorIs(t, b.(snowblock.WithVerifyContext).VerifyWithContext(ctx, &snowblock.Context{PChainHeight: 20}), chain.ErrEpochMismatch, "the builder's own instance too")
+	require.ErrorIs(t, wc.VerifyWithContext(ctx, &snowblock.Context{PChainHeight: 20}), chain.ErrPChainHeightMismatch, "the same verdict after the block verified under its own context")
+	require.ErrorIs(t, b.(snowblock.WithVerifyContext).VerifyWithContext(ctx, &snowblock.Context{PChainHeight: 20}), chain.ErrPChainHeightMismatch, "the builder's own instance too")
 }
 
 // TestGossipCannotDriveValidatorSetLookups: admission refuses a tx pinned
@@ -162,7 +162,7 @@ func entries(ranges []string) []txs.AllocateEntry {
 	return out
 }
 
-// TestHealthNamesWhatIsWrong: a node is unhealthy while no epoch is open,
+// TestHealthNamesWhatIsWrong: a node is unhealthy while no membership open yet,
 // and while it is in the P-chain set but its heartbeats do not land (it is
 // about to lose its ranges); the error says which.
 func TestHealthNamesWhatIsWrong(t *testing.T) {
@@ -171,7 +171,7 @@ func TestHealthNamesWhatIsWrong(t *testing.T) {
 	nw.enterRound(0)
 	_, err := nw.vms[0].HealthCheck(ctx)
 	require.ErrorIs(t, err, vm.ErrUnhealthy)
-	require.ErrorContains(t, err, "no epoch")
+	require.ErrorContains(t, err, "no membership")
 	nw.ready(10)
 	for i := range nw.vms {
 		_, err := nw.vms[i].HealthCheck(ctx)
@@ -304,7 +304,7 @@ func (nw *net) settle(proposer int, txID ids.ID) *api.ReceiptReply {
 }
 
 // TestHeartbeatFloodCannotEjectHonestValidators: one validator signs
-// heartbeats for far-future liveness epochs and many copies of valid ones.
+// heartbeats for far-future liveness rounds and many copies of valid ones.
 // Before the fix they were all admitted, never went stale, went first and
 // shared one small reserve: honest heartbeats then bounced off full pools,
 // honest validators left the membership after K+1 epochs and the attacker
@@ -322,7 +322,7 @@ func TestHeartbeatFloodCannotEjectHonestValidators(t *testing.T) {
 		for k := uint64(0); k < 400; k++ {
 			round := uint64(r) + k/4 // 4 copies per epoch, current and future epochs
 			tx, err := nw.keys[attacker].Sign(&txs.HeartbeatTx{Header: txs.Header{
-				NetworkID: 5, ChainID: chainID, Epoch: 10, Owner: nw.keys[attacker].NodeID, Nonce: 1<<50 + k, Round: round,
+				NetworkID: 5, ChainID: chainID, PChainHeight: 10, Owner: nw.keys[attacker].NodeID, Nonce: 1<<50 + k, Round: round,
 			}})
 			require.NoError(t, err)
 			for i := range 2 {
@@ -354,14 +354,14 @@ func TestHeartbeatFloodCannotEjectHonestValidators(t *testing.T) {
 
 // TestReplayIndexStaysBounded: on a quiet P-chain whose membership never
 // changes, the replay index holds only the transactions of the last few
-// liveness epochs, and a burst's backlog is deleted a bounded number of
+// liveness rounds, and a burst's backlog is deleted a bounded number of
 // entries per block. Before the fix it was pruned only when the P-chain
 // height moved: it grew by one key per transaction, and the first block at
 // a new height deleted them all in one Verify.
 func TestReplayIndexStaysBounded(t *testing.T) {
 	const maxTxs = 8 // a block deletes at most 2 x 8 expired entries
 	ctx := context.Background()
-	g := []byte(fmt.Sprintf(`{"timestamp": 1000, "epochDurationMs": 10000, "livenessEpochs": 1, "blockLimits": {"maxTxs": %d}, "mempool": {"maxTxs": 256, "maxBytes": 1048576}}`, maxTxs))
+	g := []byte(fmt.Sprintf(`{"timestamp": 1000, "roundDurationMs": 10000, "livenessRounds": 1, "blockLimits": {"maxTxs": %d}, "mempool": {"maxTxs": 256, "maxBytes": 1048576}}`, maxTxs))
 	nw := newNetWith(t, 2, g)
 	nw.enterRound(0)
 	nw.ready(10)

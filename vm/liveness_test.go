@@ -15,10 +15,10 @@ import (
 	"github.com/s-chain/schain/vm/execute"
 )
 
-// livenessGenesis: 10 s liveness epochs, a heartbeat lasts K=1 epoch.
-var livenessGenesis = []byte(`{"timestamp": 1000, "epochDurationMs": 10000, "livenessEpochs": 1, "mempool": {"maxTxs": 64, "maxBytes": 1048576}}`)
+// livenessGenesis: 10 s liveness rounds, a heartbeat lasts K=1 epoch.
+var livenessGenesis = []byte(`{"timestamp": 1000, "roundDurationMs": 10000, "livenessRounds": 1, "mempool": {"maxTxs": 64, "maxBytes": 1048576}}`)
 
-// enterRound moves every VM's clock into liveness epoch r.
+// enterRound moves every VM's clock into liveness round r.
 func (nw *net) enterRound(r int64) { nw.now.Store(r*10_000 + 5000) }
 
 // heartbeats has the VMs in alive send their heartbeat for the current
@@ -38,7 +38,7 @@ func (nw *net) heartbeats(proposer int, alive ...int) {
 	}
 }
 
-func (nw *net) snapshot(i int) *execute.Epoch {
+func (nw *net) snapshot(i int) *execute.Membership {
 	e, err := nw.vms[i].Chain().Snapshot(context.Background())
 	require.NoError(nw.t, err)
 	return e
@@ -71,7 +71,7 @@ func TestDeadOwnerRangesMove(t *testing.T) {
 
 	full := nw.snapshot(0)
 	require.Equal(3, full.Len())
-	require.False(full.Membership().Fallback)
+	require.False(full.Record().Fallback)
 	ranges := make([]string, 90)
 	before := map[string]ids.NodeID{}
 	for k := range ranges {
@@ -194,7 +194,7 @@ func TestNobodyLiveFallsBackToAll(t *testing.T) {
 	_, err = nw.round(0, 10)
 	require.NoError(err)
 	e := nw.snapshot(1)
-	require.True(e.Membership().Fallback)
+	require.True(e.Record().Fallback)
 	require.Equal(full.Members(), e.Members())
 	_, err = nw.vms[0].Chain().State().Receipt(tx.ID())
 	require.NoError(err)
@@ -214,7 +214,7 @@ func TestHeartbeatOncePerEpoch(t *testing.T) {
 	require.Nil(tx, "already recorded for this epoch")
 
 	forged, err := nw.keys[0].Sign(&txs.HeartbeatTx{
-		Header: txs.Header{NetworkID: 5, ChainID: chainID, Epoch: 10, Owner: nw.keys[0].NodeID, Nonce: 1 << 40, Round: 1},
+		Header: txs.Header{NetworkID: 5, ChainID: chainID, PChainHeight: 10, Owner: nw.keys[0].NodeID, Nonce: 1 << 40, Round: 1},
 	})
 	require.NoError(err)
 	require.NoError(nw.vms[1].Writer().SubmitTx(forged), "admission checks pins and the signature, not state")
@@ -227,7 +227,7 @@ func TestHeartbeatOncePerEpoch(t *testing.T) {
 	// A heartbeat of a past epoch is refused as well.
 	nw.enterRound(2)
 	old, err := nw.keys[1].Sign(&txs.HeartbeatTx{
-		Header: txs.Header{NetworkID: 5, ChainID: chainID, Epoch: 10, Owner: nw.keys[1].NodeID, Nonce: 1 << 41, Round: 1},
+		Header: txs.Header{NetworkID: 5, ChainID: chainID, PChainHeight: 10, Owner: nw.keys[1].NodeID, Nonce: 1 << 41, Round: 1},
 	})
 	require.NoError(err)
 	require.NoError(nw.vms[1].Writer().SubmitTx(old))

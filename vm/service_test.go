@@ -52,7 +52,7 @@ func (nw *net) prefer(id ids.ID) {
 func (nw *net) ready(epoch uint64) {
 	ctx := context.Background()
 	_, err := nw.vms[0].Writer().Allocate(ctx, []txs.AllocateEntry{{Range: "opening", Count: 1}})
-	require.ErrorIs(nw.t, err, chain.ErrNotReady, "a request before the first epoch asks for the opening blocks")
+	require.ErrorIs(nw.t, err, chain.ErrNotReady, "a request before the first membership asks for the opening blocks")
 	b1, err := nw.vms[0].BuildBlock(ctx)
 	require.NoError(nw.t, err)
 	require.Empty(nw.t, b1.(*chain.Block).Txs)
@@ -146,7 +146,7 @@ func TestJSONRPC(t *testing.T) {
 	var hint api.NotOwnerData
 	require.NoError(json.Unmarshal(e.Data, &hint))
 	require.Equal(nw.keys[1].NodeID, hint.Owner)
-	require.Equal(uint64(10), hint.Epoch)
+	require.Equal(uint64(10), hint.PChainHeight)
 
 	// Invalid params: bad range, zero count, huge count, wrong types,
 	// unknown method, malformed JSON.
@@ -298,7 +298,7 @@ func TestRepinOnEpochChange(t *testing.T) {
 	}, 10*time.Second, 5*time.Millisecond)
 	fresh, ok := nw.vms[0].Mempool().Get(*rc.ReplacedBy)
 	require.True(ok)
-	require.Equal(uint64(20), fresh.Unsigned.Head().Epoch)
+	require.Equal(uint64(20), fresh.Unsigned.Head().PChainHeight)
 	require.False(nw.vms[0].Mempool().Has(old.ID()))
 	_, err = nw.round(0, 20)
 	require.NoError(err)

@@ -38,7 +38,7 @@ func TestVerifyRejectsEachInvalidBlock(t *testing.T) {
 	// A tx signed by a node for a range it does not own.
 	theirs := nw.rangeOf(1, "verify")
 	forged, err := nw.keys[0].Sign(&txs.AllocateTx{Header: txs.Header{
-		NetworkID: 5, ChainID: chainID, Epoch: 10, Fingerprint: tx.Unsigned.Head().Fingerprint, Owner: nw.keys[0].NodeID, Nonce: 99,
+		NetworkID: 5, ChainID: chainID, PChainHeight: 10, Fingerprint: tx.Unsigned.Head().Fingerprint, Owner: nw.keys[0].NodeID, Nonce: 99,
 	}, Entries: []txs.AllocateEntry{{Range: theirs, Count: 1}}})
 	require.NoError(t, err)
 
@@ -59,10 +59,10 @@ func TestVerifyRejectsEachInvalidBlock(t *testing.T) {
 		{"time too far ahead", func() (*block.Block, error) {
 			return block.New(lastID, h, ts+3_600_000, true, 10, goodRoot, []*txs.Tx{tx}, l)
 		}, &snowblock.Context{PChainHeight: 10}, chain.ErrTimeFuture},
-		{"epoch below parent", func() (*block.Block, error) { return block.New(lastID, h, ts, true, 9, goodRoot, nil, l) }, &snowblock.Context{PChainHeight: 9}, chain.ErrEpochBackward},
-		{"epoch not the context's", func() (*block.Block, error) { return block.New(lastID, h, ts, true, 10, goodRoot, []*txs.Tx{tx}, l) }, &snowblock.Context{PChainHeight: 11}, chain.ErrEpochMismatch},
+		{"epoch below parent", func() (*block.Block, error) { return block.New(lastID, h, ts, true, 9, goodRoot, nil, l) }, &snowblock.Context{PChainHeight: 9}, chain.ErrPChainHeightBackward},
+		{"epoch not the context's", func() (*block.Block, error) { return block.New(lastID, h, ts, true, 10, goodRoot, []*txs.Tx{tx}, l) }, &snowblock.Context{PChainHeight: 11}, chain.ErrPChainHeightMismatch},
 		{"epoch without context", func() (*block.Block, error) { return block.New(lastID, h, ts, true, 10, goodRoot, []*txs.Tx{tx}, l) }, nil, chain.ErrMissingContext},
-		{"context without epoch", func() (*block.Block, error) { return block.New(lastID, h, ts, false, 0, goodRoot, nil, l) }, &snowblock.Context{PChainHeight: 10}, chain.ErrUnexpectedEpoch},
+		{"context without epoch", func() (*block.Block, error) { return block.New(lastID, h, ts, false, 0, goodRoot, nil, l) }, &snowblock.Context{PChainHeight: 10}, chain.ErrUnexpectedPChainHeight},
 		{"wrong state root", func() (*block.Block, error) { return block.New(lastID, h, ts, true, 10, ids.ID{'r'}, []*txs.Tx{tx}, l) }, &snowblock.Context{PChainHeight: 10}, chain.ErrWrongRoot},
 		{"tx from a non-owner", func() (*block.Block, error) {
 			return block.New(lastID, h, ts, true, 10, goodRoot, []*txs.Tx{forged}, l)

@@ -38,7 +38,6 @@ import (
 	"github.com/s-chain/schain/vm/builder"
 	"github.com/s-chain/schain/vm/chain"
 	"github.com/s-chain/schain/vm/config"
-	"github.com/s-chain/schain/vm/epochs"
 	"github.com/s-chain/schain/vm/execute"
 	"github.com/s-chain/schain/vm/gossip"
 	"github.com/s-chain/schain/vm/mempool"
@@ -57,7 +56,7 @@ var (
 	// ErrNotInitialized is returned before Initialize.
 	ErrNotInitialized = errors.New("vm: not initialized")
 	// ErrUnhealthy is what HealthCheck reports, with the reason, when this
-	// node cannot do its job: no epoch is open yet, or it is a validator
+	// node cannot do its job: no membership open yet, or it is a validator
 	// whose heartbeats are not landing, so its ranges are about to move.
 	ErrUnhealthy = errors.New("vm: unhealthy")
 )
@@ -77,7 +76,7 @@ type Config struct {
 	SubnetID   ids.ID
 	NodeID     ids.NodeID
 	Signer     warp.Signer
-	Validators epochs.Source
+	Validators chain.Source
 	// Clock is read only for the future-skew bound and build timestamps.
 	Clock func() time.Time
 
@@ -95,7 +94,7 @@ type Config struct {
 	// run in-process (tests, embedding): no token is then required.
 	ChainConfig *config.ChainConfig
 	// Heartbeats makes the VM send its heartbeat a few times per liveness
-	// epoch (Initialize sets it: a node always does). In-process users call
+	// round (Initialize sets it: a node always does). In-process users call
 	// Writer().Heartbeat themselves.
 	Heartbeats bool
 }
@@ -176,7 +175,7 @@ func (vm *VM) Init(cfg Config, db database.Database, genesisBytes []byte) error 
 		NetworkID: cfg.NetworkID, ChainID: cfg.ChainID, SubnetID: cfg.SubnetID,
 		Genesis: g, Validators: cfg.Validators, Clock: cfg.Clock, Log: cfg.Log,
 		Registerer: cfg.Registerer, Listener: vm,
-		OnNoEpoch: func() { vm.builder.WantOpening() },
+		OnNoMembership: func() { vm.builder.WantOpening() },
 	}, db, genesisBytes); err != nil {
 		return err
 	}
@@ -226,8 +225,8 @@ func (vm *VM) logStart() {
 	vm.cfg.Log.Info("schain started",
 		zap.String("version", Version), zap.Stringer("nodeID", vm.cfg.NodeID),
 		zap.Uint64("lastAcceptedHeight", last.Block.Height),
-		zap.Uint64("epochDurationMs", g.EpochDurationMs), zap.Uint64("livenessEpochs", g.LivenessEpochs),
-		zap.Uint64("txLifetimeEpochs", g.TxLifetimeEpochs), zap.Uint64("maxTimeSkewMs", g.MaxTimeSkewMs),
+		zap.Uint64("roundDurationMs", g.RoundDurationMs), zap.Uint64("livenessRounds", g.LivenessRounds),
+		zap.Uint64("txLifetimeRounds", g.TxLifetimeRounds), zap.Uint64("maxTimeSkewMs", g.MaxTimeSkewMs),
 		zap.Uint64("poolChunk", g.PoolChunkOrDefault()), zap.Int("mempoolMaxTxs", g.Mempool.MaxTxs),
 		zap.Bool("gossip", vm.gossip != nil), zap.Bool("heartbeats", vm.cfg.Heartbeats),
 	)
@@ -235,7 +234,7 @@ func (vm *VM) logStart() {
 
 // Accepted is the chain's listener: the write path and the builder learn
 // of an accepted block.
-func (vm *VM) Accepted(b *chain.Block, inForce *execute.Epoch, changed bool) {
+func (vm *VM) Accepted(b *chain.Block, inForce *execute.Membership, changed bool) {
 	vm.writer.Accepted(b, inForce, changed)
 	vm.builder.Accepted(changed)
 }
@@ -353,9 +352,9 @@ func (vm *VM) GetBlockIDAtHeight(_ context.Context, h uint64) (ids.ID, error) {
 }
 
 // HealthCheck reports the last accepted height and pending work, and fails
-// with ErrUnhealthy and the reason while no epoch is open, or while this
+// with ErrUnhealthy and the reason while no membership open yet, or while this
 // node is in the P-chain set but no heartbeat of it landed in the previous
-// liveness epoch (with K=1 its ranges move at the next one).
+// liveness round (with K=1 its ranges move at the next one).
 func (vm *VM) HealthCheck(context.Context) (interface{}, error) {
 	if vm.chain == nil {
 		return nil, ErrNotInitialized
@@ -364,7 +363,7 @@ func (vm *VM) HealthCheck(context.Context) (interface{}, error) {
 	inForce := vm.chain.InForce()
 	details := map[string]any{"lastAcceptedHeight": last.Block.Height, "mempool": vm.mempool.Len()}
 	if inForce == nil {
-		return details, fmt.Errorf("%w: no epoch open yet (the chain opens one at the first request that needs it)", ErrUnhealthy)
+		return details, fmt.Errorf("%w: no membership open yet (the chain opens one at the first request that needs it)", ErrUnhealthy)
 	}
 	if _, validator := inForce.PublicKey(vm.cfg.NodeID); !validator {
 		return details, nil
@@ -380,8 +379,8 @@ func (vm *VM) HealthCheck(context.Context) (interface{}, error) {
 	round := vm.chain.CurrentRound()
 	details["lastHeartbeatEpoch"], details["epoch"] = landed, round
 	if known && round > landed+1 {
-		return details, fmt.Errorf("%w: no heartbeat of this validator landed since liveness epoch %d (now %d): its ranges move once it is %d epochs behind (check its clock, its connectivity to the other validators and the log's \"heartbeat not sent\" warnings)",
-			ErrUnhealthy, landed, round, vm.genesis.LivenessEpochs+1)
+		return details, fmt.Errorf("%w: no heartbeat of this validator landed since liveness round %d (now %d): its ranges move once it is %d rounds behind (check its clock, its connectivity to the other validators and the log's \"heartbeat not sent\" warnings)",
+			ErrUnhealthy, landed, round, vm.genesis.LivenessRounds+1)
 	}
 	return details, nil
 }

@@ -67,7 +67,7 @@ func (s netSource) GetValidatorSet(ctx context.Context, h uint64, subnet ids.ID)
 
 // header is a transaction header of node i pinned to (pChainHeight, fp).
 func (nw *net) header(i int, pChainHeight uint64, fp ids.ID, nonce uint64) txs.Header {
-	return txs.Header{NetworkID: 5, ChainID: chainID, Epoch: pChainHeight, Fingerprint: fp, Owner: nw.keys[i].NodeID, Nonce: nonce}
+	return txs.Header{NetworkID: 5, ChainID: chainID, PChainHeight: pChainHeight, Fingerprint: fp, Owner: nw.keys[i].NodeID, Nonce: nonce}
 }
 
 func newKeys(t testing.TB, n int) ([]*txstest.Key, error) { return txstest.NewKeys(t.Name(), n) }
@@ -247,7 +247,7 @@ func TestMultiVM(t *testing.T) {
 	advance, err := nw.vms[2].BuildBlockWithContext(ctx, &snowblock.Context{PChainHeight: 20})
 	require.NoError(err)
 	require.Empty(advance.(*chain.Block).Txs)
-	require.Equal(uint64(20), advance.(*chain.Block).Epoch)
+	require.Equal(uint64(20), advance.(*chain.Block).PChainHeight)
 	require.True(nw.vms[2].Mempool().Has(tx2.ID()))
 	atA := nw.deliver(sa, 10)
 	require.NoError(advance.Reject(ctx))

@@ -162,7 +162,7 @@ func runDemo(ctx context.Context, g *globals, n *localnet.Network) error {
 		}
 		_, err := c.Allocate(ctx, api.AllocateArgs{Range: bucket, Count: 1})
 		if d, ok := client.IsNotOwner(err); ok {
-			fmt.Fprintf(w, "   %-6s: NotOwner, owner is %s (%s) in epoch %d\n", names[id], names[d.Owner], d.Owner, d.Epoch)
+			fmt.Fprintf(w, "   %-6s: NotOwner, owner is %s (%s) at P-chain height %d\n", names[id], names[d.Owner], d.Owner, d.PChainHeight)
 		} else {
 			fmt.Fprintf(w, "   %-6s: unexpected answer: %v\n", names[id], err)
 		}

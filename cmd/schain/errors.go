@@ -99,7 +99,7 @@ func notOwnerLine(err error, g *globals) string {
 	if len(g.rpc) > 1 {
 		advice = "(add that node's URI to --rpc)"
 	}
-	return fmt.Sprintf("not owner: range %q is owned by %s in epoch %d %s", hint.Range, hint.Owner, hint.Epoch, advice)
+	return fmt.Sprintf("not owner: range %q is owned by %s at P-chain height %d %s", hint.Range, hint.Owner, hint.PChainHeight, advice)
 }
 
 // apiErrorLine renders the node's error codes other than NotOwner.

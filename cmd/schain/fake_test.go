@@ -61,7 +61,7 @@ func (s *fakeService) GetNode(_ *http.Request, _ *api.Empty, reply *api.NodeRepl
 func (s *fakeService) GetOwner(_ *http.Request, args *api.RangeArgs, reply *api.OwnerReply) error {
 	s.f.mu.Lock()
 	defer s.f.mu.Unlock()
-	*reply = api.OwnerReply{Range: args.Range, Owner: s.f.ids[s.f.owners[args.Range]], Epoch: 12}
+	*reply = api.OwnerReply{Range: args.Range, Owner: s.f.ids[s.f.owners[args.Range]], PChainHeight: 12}
 	return nil
 }
 
@@ -73,14 +73,14 @@ func (s *fakeService) Allocate(_ *http.Request, args *api.AllocateArgs, reply *a
 	}
 	if owner := s.f.owners[args.Range]; owner != s.i {
 		return &json2.Error{Code: api.CodeNotOwner, Message: fmt.Sprintf("not the owner of %q", args.Range),
-			Data: api.NotOwnerData{Range: args.Range, Owner: s.f.ids[owner], Epoch: 12}}
+			Data: api.NotOwnerData{Range: args.Range, Owner: s.f.ids[owner], PChainHeight: 12}}
 	}
 	base := max(s.f.counters[args.Range], args.Floor)
 	s.f.counters[args.Range] = base + args.Count
 	txID := ids.GenerateTestID()
 	s.f.receipts[txID] = api.ReceiptReply{TxID: txID, Status: api.StatusAccepted, Height: 3,
 		Entries: []state.ReceiptEntry{{Range: args.Range, Base: base, Count: args.Count}}}
-	*reply = api.AllocateReply{TxID: txID, Epoch: 12, Owner: s.f.ids[s.i]}
+	*reply = api.AllocateReply{TxID: txID, PChainHeight: 12, Owner: s.f.ids[s.i]}
 	return nil
 }
 

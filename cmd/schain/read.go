@@ -58,7 +58,7 @@ func newOwnerCmd(g *globals) *cobra.Command {
 				if err != nil {
 					return err
 				}
-				return g.emit(o, []field{{"range", o.Range}, {"owner", o.Owner}, {"epoch", o.Epoch}, {"fingerprint", o.Fingerprint}})
+				return g.emit(o, []field{{"range", o.Range}, {"owner", o.Owner}, {"pChainHeight", o.PChainHeight}, {"fingerprint", o.Fingerprint}})
 			})
 		},
 	}
@@ -79,7 +79,7 @@ func newEpochCmd(g *globals) *cobra.Command {
 					{"pChainHeight", e.PChainHeight}, {"round", e.Round}, {"generation", e.Generation},
 					{"fingerprint", e.Fingerprint}, {"nodeID", e.NodeID}, {"members", len(e.Members)},
 					{"fallback", e.Fallback},
-					{"liveness", fmt.Sprintf("epochs of %s, heartbeat lasts %d", time.Duration(e.EpochDurationMs)*time.Millisecond, e.LivenessEpochs)},
+					{"liveness", fmt.Sprintf("rounds of %s, a heartbeat lasts %d", time.Duration(e.RoundDurationMs)*time.Millisecond, e.LivenessRounds)},
 				}
 				for _, v := range e.Validators {
 					fs = append(fs, field{"validator", describeLiveness(v)})

@@ -29,10 +29,10 @@ func TestAllocateRoutesToOwner(t *testing.T) {
 	code, out, errOut := run(t, "--rpc", f.uris[0]+","+f.uris[1], "--chain", f.chainID.String(),
 		"allocate", "--range", "photos", "--count", "5", "--floor", "100", "--wait")
 	require.Equal(exitOK, code, errOut)
-	require.Contains(out, "owner:  "+f.ids[1].String())
-	require.Contains(out, "base:   100\n")
-	require.Contains(out, "status: accepted\n")
-	require.Contains(out, `entry:  range "photos" ids [100, 105)`)
+	require.Contains(out, "owner:        "+f.ids[1].String())
+	require.Contains(out, "base:         100\n")
+	require.Contains(out, "status:       accepted\n")
+	require.Contains(out, `entry:        range "photos" ids [100, 105)`)
 
 	// Repeated --rpc works too, and the chain comes from the environment.
 	t.Setenv(chainEnv, f.chainID.String())
@@ -58,13 +58,13 @@ func TestOwnerOutput(t *testing.T) {
 		}
 		require.Len(m, col, l)
 	}
-	require.Contains(out, "owner:       "+f.ids[0].String())
+	require.Contains(out, "owner:        "+f.ids[0].String())
 
 	code, out, errOut = run(t, "--rpc", f.uris[0], "--chain", f.chainID.String(), "--json", "owner", "photos")
 	require.Equal(exitOK, code, errOut)
 	var reply api.OwnerReply
 	require.NoError(json.Unmarshal([]byte(out), &reply))
-	require.Equal(api.OwnerReply{Range: "photos", Owner: f.ids[0], Epoch: 12}, reply)
+	require.Equal(api.OwnerReply{Range: "photos", Owner: f.ids[0], PChainHeight: 12}, reply)
 }
 
 func TestErrorExits(t *testing.T) {
@@ -81,7 +81,7 @@ func TestErrorExits(t *testing.T) {
 			args: []string{"--rpc", f.uris[0], "--chain", chain, "allocate", "--range", "photos", "--count", "1"},
 			code: exitNotOwner,
 			stderr: `schain: not owner: range "photos" is owned by ` + f.ids[1].String() +
-				" in epoch 12 (the client follows this automatically when several --rpc URIs are given)\n",
+				" at P-chain height 12 (the client follows this automatically when several --rpc URIs are given)\n",
 		},
 		{
 			name:   "invalid params",

@@ -92,14 +92,14 @@ func newAuthNode(t *testing.T) *authNode {
 		case "schain.getNode":
 			result = api.NodeReply{NodeID: n.nodeID, ChainID: n.chainID}
 		case "schain.getOwner":
-			result = api.OwnerReply{Range: "photos", Owner: n.nodeID, Epoch: 3}
+			result = api.OwnerReply{Range: "photos", Owner: n.nodeID, PChainHeight: 3}
 		case "schain.allocate":
 			n.mu.Lock()
 			n.auth = append(n.auth, r.Header.Get("Authorization"))
 			n.mu.Unlock()
 			switch r.Header.Get("Authorization") {
 			case "Bearer good":
-				result = api.AllocateReply{TxID: ids.GenerateTestID(), Owner: n.nodeID, Epoch: 3}
+				result = api.AllocateReply{TxID: ids.GenerateTestID(), Owner: n.nodeID, PChainHeight: 3}
 			case "":
 				rpcError = map[string]any{"code": api.CodeUnauthorized, "message": "needs a token", "data": api.UnauthorizedData{Reason: api.ReasonMissing}}
 			default:

@@ -48,7 +48,7 @@ func engine(ctx context.Context, t *testing.T, v *vm.VM) <-chan struct{} {
 			if err != nil {
 				continue
 			}
-			if wc, ok := b.(snowblock.WithVerifyContext); ok && b.(*chain.Block).HasEpoch {
+			if wc, ok := b.(snowblock.WithVerifyContext); ok && b.(*chain.Block).HasPChainHeight {
 				err = wc.VerifyWithContext(ctx, bctx)
 			} else {
 				err = b.Verify(ctx)

@@ -306,7 +306,7 @@ func TestX_Partition(t *testing.T) {
 		_, err := allocate(ctx, side, rk)
 		require.NoError(err, "a live owner's range during the partition")
 	}
-	bound := time.Duration(localnet.LivenessEpochs+1)*localnet.EpochDuration + 30*time.Second
+	bound := time.Duration(localnet.LivenessRounds+1)*localnet.RoundDuration + 30*time.Second
 	within, cancelWithin := context.WithDeadline(ctx, cutAt.Add(bound))
 	defer cancelWithin()
 	for _, rk := range isolatedRanges {

@@ -112,7 +112,7 @@ func TestZ_KillOwner(t *testing.T) {
 	// slots in a row (the proposer VM's 5 s slots), plus the client's
 	// retries. Each range is tried on its own, so one slow attempt delays
 	// no other.
-	bound := time.Duration(localnet.LivenessEpochs+1)*localnet.EpochDuration + 30*time.Second
+	bound := time.Duration(localnet.LivenessRounds+1)*localnet.RoundDuration + 30*time.Second
 	var (
 		wg       sync.WaitGroup
 		mu       sync.Mutex

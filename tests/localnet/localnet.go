@@ -51,7 +51,7 @@ type Config struct {
 	AvalancheGo string
 	PluginDir   string
 	// Genesis is the S-Chain genesis JSON. Empty: the chain starts now,
-	// with 30 s liveness epochs and K=LivenessEpochs=1 (a dead owner's
+	// with 30 s liveness rounds and K=LivenessRounds=1 (a dead owner's
 	// ranges move within 2 epochs, one minute).
 	Genesis []byte
 	// PoolChunk, if not zero, sets the default genesis's poolChunk (ids per
@@ -89,12 +89,12 @@ func DefaultSnow() map[string]any {
 	return map[string]any{"k": 20, "alphaPreference": 11, "alphaConfidence": 12, "beta": 12, "concurrentRepolls": 4}
 }
 
-// EpochDuration and LivenessEpochs are the local network's liveness rule:
+// RoundDuration and LivenessRounds are the local network's liveness rule:
 // every validator heartbeats once per epoch, and one that stops is dropped
-// from the members after LivenessEpochs+1 epochs at most.
+// from the members after LivenessRounds+1 rounds at most.
 const (
-	EpochDuration  = 30 * time.Second
-	LivenessEpochs = 1
+	RoundDuration  = 30 * time.Second
+	LivenessRounds = 1
 )
 
 // TokenName names the network's write token in the nodes' chain config
@@ -212,8 +212,8 @@ func Start(ctx context.Context, cfg Config) (*Network, error) {
 		// The chain starts now: with a genesis time after the proposer VM's
 		// fork, the chain reaches blocks with a P-chain context one block
 		// sooner.
-		genesis = []byte(fmt.Sprintf(`{"timestamp": %d, "epochDurationMs": %d, "livenessEpochs": %d, "poolChunk": %d}`,
-			time.Now().UnixMilli(), EpochDuration.Milliseconds(), LivenessEpochs, cfg.PoolChunk))
+		genesis = []byte(fmt.Sprintf(`{"timestamp": %d, "roundDurationMs": %d, "livenessRounds": %d, "poolChunk": %d}`,
+			time.Now().UnixMilli(), RoundDuration.Milliseconds(), LivenessRounds, cfg.PoolChunk))
 	}
 	token, chainConfig, err := cfg.chainConfig()
 	if err != nil {

@@ -24,11 +24,12 @@ const Service = "schain"
 
 // Error codes. They are part of the API: clients branch on them.
 const (
-	// CodeNotOwner: this node does not own the range in the current epoch.
-	// Data is NotOwnerData: retry at Data.Owner.
+	// CodeNotOwner: this node does not own the range in the membership the
+	// next block will have. Data is NotOwnerData: retry at Data.Owner.
 	CodeNotOwner = -32010
-	// CodeNotReady: no epoch known yet, or the epoch's validator set is
-	// empty. Retry later; never falls back to another writer.
+	// CodeNotReady: the chain has not opened its first membership, the
+	// P-chain set has no usable validator, or the range moves to this node
+	// at the next block. Retry later; never falls back to another writer.
 	CodeNotReady = -32011
 	// CodeMempoolFull: backpressure. Data is RetryData.
 	CodeMempoolFull = -32012
@@ -95,9 +96,12 @@ type TimeoutData struct {
 
 // NotOwnerData is the routing hint of CodeNotOwner.
 type NotOwnerData struct {
-	Range string     `json:"range"`
-	Owner ids.NodeID `json:"owner"`
-	Epoch uint64     `json:"epoch"`
+	Range        string     `json:"range"`
+	Owner        ids.NodeID `json:"owner"`
+	PChainHeight uint64     `json:"pChainHeight"`
+	// Deprecated: Epoch is PChainHeight under its former name, sent for
+	// one release.
+	Epoch uint64 `json:"epoch"`
 }
 
 // RetryData tells a client how long to back off.
@@ -134,8 +138,12 @@ type AllocateArgs struct {
 // Base is known only after acceptance (with Wait), or at once for a pooled
 // allocation (Pooled set, Base and Count filled, TxID the reservation).
 type AllocateReply struct {
-	TxID    ids.ID        `json:"txID"`
-	Index   int           `json:"index"`
+	TxID  ids.ID `json:"txID"`
+	Index int    `json:"index"`
+	// PChainHeight the transaction is pinned to (0 for a pooled answer).
+	PChainHeight uint64 `json:"pChainHeight"`
+	// Deprecated: Epoch is PChainHeight under its former name, sent for
+	// one release.
 	Epoch   uint64        `json:"epoch"`
 	Owner   ids.NodeID    `json:"owner"`
 	Receipt *ReceiptReply `json:"receipt,omitempty"`
@@ -158,8 +166,11 @@ type PutManifestArgs struct {
 
 // PutManifestReply names the transaction and entry.
 type PutManifestReply struct {
-	TxID    ids.ID        `json:"txID"`
-	Index   int           `json:"index"`
+	TxID         ids.ID `json:"txID"`
+	Index        int    `json:"index"`
+	PChainHeight uint64 `json:"pChainHeight"`
+	// Deprecated: Epoch is PChainHeight under its former name, sent for
+	// one release.
 	Epoch   uint64        `json:"epoch"`
 	Owner   ids.NodeID    `json:"owner"`
 	Receipt *ReceiptReply `json:"receipt,omitempty"`
@@ -180,7 +191,8 @@ type TxIDArgs struct {
 
 // ReceiptReply is a transaction's fate. Accepted receipts carry the
 // entries (ids reserved, objects written) and the block height. A pending
-// transaction that was re-signed for a new epoch names its replacement.
+// transaction that was re-signed for a new membership names its
+// replacement.
 type ReceiptReply struct {
 	TxID       ids.ID               `json:"txID"`
 	Status     string               `json:"status"`
@@ -212,26 +224,31 @@ type ManifestReply struct {
 	Manifest txs.Manifest `json:"manifest"`
 }
 
-// OwnerReply is a range's owner in the node's current epoch.
+// OwnerReply is a range's owner in the membership the next block will have
+// (what the node routes writes by).
 type OwnerReply struct {
-	Range       string     `json:"range"`
-	Owner       ids.NodeID `json:"owner"`
-	Epoch       uint64     `json:"epoch"`
-	Fingerprint ids.ID     `json:"fingerprint"`
+	Range        string     `json:"range"`
+	Owner        ids.NodeID `json:"owner"`
+	PChainHeight uint64     `json:"pChainHeight"`
+	// Deprecated: Epoch is PChainHeight under its former name, sent for
+	// one release.
+	Epoch       uint64 `json:"epoch"`
+	Fingerprint ids.ID `json:"fingerprint"`
 }
 
-// Member is one validator of an epoch.
+// Member is one member of a membership.
 type Member struct {
 	NodeID ids.NodeID `json:"nodeID"`
 	Weight uint64     `json:"weight"`
 }
 
-// EpochReply is the node's current epoch: the members ranges are pinned to
-// (the live validators, or all of them as a fallback) and, for each
-// validator of the P-chain set, what the chain knows of its liveness.
-type EpochReply struct {
+// MembershipReply is the membership the next block will have: the members
+// ranges are pinned to (the live validators, or all of them as a fallback)
+// and, for each validator of the P-chain set, what the chain knows of its
+// liveness.
+type MembershipReply struct {
 	PChainHeight uint64 `json:"pChainHeight"`
-	// Round is the liveness epoch (block timestamp / EpochDurationMs).
+	// Round is the liveness round (block timestamp / RoundDurationMs).
 	Round       uint64 `json:"round"`
 	Fingerprint ids.ID `json:"fingerprint"`
 	// Generation counts membership changes along the chain.
@@ -241,19 +258,28 @@ type EpochReply struct {
 	Members  []Member `json:"members"`
 	// Validators is the whole P-chain set at PChainHeight.
 	Validators      []ValidatorLiveness `json:"validators"`
-	EpochDurationMs uint64              `json:"epochDurationMs"`
-	LivenessEpochs  uint64              `json:"livenessEpochs"`
+	RoundDurationMs uint64              `json:"roundDurationMs"`
+	LivenessRounds  uint64              `json:"livenessRounds"`
 	NodeID          ids.NodeID          `json:"nodeID"`
+	// Deprecated: the former names of RoundDurationMs and LivenessRounds,
+	// sent for one release.
+	EpochDurationMs uint64 `json:"epochDurationMs"`
+	LivenessEpochs  uint64 `json:"livenessEpochs"`
 }
+
+// EpochReply is MembershipReply under its former name (method getEpoch).
+//
+// Deprecated: use MembershipReply and getMembership.
+type EpochReply = MembershipReply
 
 // ValidatorLiveness is one P-chain validator as the liveness rule sees it.
 type ValidatorLiveness struct {
 	NodeID ids.NodeID `json:"nodeID"`
 	Weight uint64     `json:"weight"`
-	// Member: ranges are pinned to it in this epoch.
+	// Member: ranges are pinned to it in this membership.
 	Member bool `json:"member"`
-	// FirstSeen is the liveness epoch its grace started in; LastHeartbeat
-	// the newest epoch with an accepted heartbeat (absent: none yet).
+	// FirstSeen is the liveness round its grace started in; LastHeartbeat
+	// the newest round with an accepted heartbeat (absent: none yet).
 	FirstSeen     *uint64 `json:"firstSeen,omitempty"`
 	LastHeartbeat *uint64 `json:"lastHeartbeat,omitempty"`
 }

@@ -28,7 +28,7 @@ import (
 var ErrNoWork = errors.New("builder: nothing to build")
 
 // maxContextlessOpening bounds the empty blocks built without a P-chain
-// context while the chain opens its first epoch.
+// context while the chain opens its first membership.
 const maxContextlessOpening = 4
 
 // retryBuild is how often pending work that could not go into the last
@@ -39,7 +39,7 @@ const retryBuild = time.Second
 type Owners interface {
 	// Refused: tx broke a rule and left the pool; its receipt says why.
 	Refused(txID ids.ID, reason string)
-	// RepinWanted: a build skipped work pinned to a membership or epoch
+	// RepinWanted: a build skipped work pinned to a membership or round
 	// that can never come back; owners re-sign theirs at the next accept.
 	RepinWanted()
 }
@@ -53,7 +53,7 @@ type Builder struct {
 
 	mu sync.Mutex // guards the fields below
 	// openingWanted is set when a client asked for something that needs
-	// an epoch before the chain has one: only then are the (empty)
+	// a membership before the chain has one: only then are the (empty)
 	// opening blocks built. bootstrapTried stops WaitForEvent from asking
 	// for opening blocks the builder cannot make (no proposer VM context);
 	// it is reset on every accept.
@@ -81,7 +81,7 @@ func New(c *chain.Chain, pool *mempool.Mempool, owners Owners, reg prometheus.Re
 }
 
 // WantOpening makes the builder build the chain's opening blocks: a caller
-// needs an epoch and none is open.
+// needs a membership and none is open.
 func (b *Builder) WantOpening() {
 	b.mu.Lock()
 	b.openingWanted = true
@@ -89,7 +89,7 @@ func (b *Builder) WantOpening() {
 	b.Wake()
 }
 
-// WantMembership makes the next build open the new liveness epoch's
+// WantMembership makes the next build open the new liveness round's
 // membership even without work: a range waits to move to its new owner.
 func (b *Builder) WantMembership() {
 	b.mu.Lock()
@@ -124,13 +124,13 @@ func (b *Builder) wait() <-chan struct{} {
 }
 
 // WaitForEvent returns PendingTxs when the mempool holds transactions, or
-// while the chain has not opened its first epoch (no block with a P-chain
+// while the chain has not opened its first membership (no block with a P-chain
 // context yet), so that the engine builds the opening blocks.
 //
 // It is level-triggered: while transactions are pending it keeps reporting
 // them, because a build attempt can fail above the VM (the proposer VM's
 // slot checks) after the event was consumed. When the last build found
-// nothing to include (work pinned to an epoch the chain has not reached,
+// nothing to include (work pinned to a P-chain height the chain has not reached,
 // or already in a processing block), it waits for a change (a new
 // transaction, a decided block) or for retryBuild, so the engine neither
 // spins nor stalls.
@@ -179,21 +179,22 @@ func (b *Builder) needsOpening() bool {
 	if n, _ := b.chain.Processing(ids.Empty); n != 0 {
 		return false
 	}
-	opened := b.chain.LastAccepted().HasEpoch
+	opened := b.chain.LastAccepted().HasPChainHeight
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return (b.openingWanted && !opened && !b.bootstrapTried) || b.membershipWanted
 }
 
 // BuildBlock builds without a P-chain context. Such a block (the first after
-// genesis) carries no transactions; it is built only while no epoch is
+// genesis) carries no transactions; it is built only while no membership is
 // known and a client asked for one, so that the chain reaches the heights
 // where the proposer VM supplies contexts.
 func (b *Builder) BuildBlock(ctx context.Context) (snowman.Block, error) {
 	return b.build(ctx, nil)
 }
 
-// BuildBlockWithContext packs pending transactions of the context's epoch.
+// BuildBlockWithContext packs pending transactions pinned to the context's
+// P-chain height.
 func (b *Builder) BuildBlockWithContext(ctx context.Context, bctx *snowblock.Context) (snowman.Block, error) {
 	return b.build(ctx, bctx)
 }
@@ -209,9 +210,9 @@ func (b *Builder) build(ctx context.Context, bctx *snowblock.Context) (snowman.B
 	if err != nil {
 		return nil, err
 	}
-	// Until a block carries an epoch, nodes cannot pin transactions: the
-	// chain opens its first epoch with (at most a few) empty blocks.
-	opening := !d.Parent().HasEpoch && wanted
+	// Until a block carries a P-chain height, nodes cannot pin transactions: the
+	// chain opens its first membership with (at most a few) empty blocks.
+	opening := !d.Parent().HasPChainHeight && wanted
 	if bctx == nil {
 		// Before the proposer VM forks in (one or two blocks after genesis,
 		// depending on the genesis time) blocks come without a context;
@@ -282,10 +283,10 @@ func (b *Builder) pick(d *chain.Draft) (stale bool) {
 		case errors.Is(err, execute.ErrReplay):
 			// In a processing ancestor; kept in case that one is rejected.
 		case ahead(tx, d):
-			// Pinned to a P-chain height or epoch this block has not reached.
-		case errors.Is(err, execute.ErrWrongEpoch), errors.Is(err, execute.ErrWrongFingerprint),
+			// Pinned to a P-chain height or round this block has not reached.
+		case errors.Is(err, execute.ErrWrongPChainHeight), errors.Is(err, execute.ErrWrongFingerprint),
 			errors.Is(err, execute.ErrExpired):
-			// Pinned to a membership or epoch no longer in force.
+			// Pinned to a membership or round no longer in force.
 			stale = true
 		default:
 			b.mempool.Remove(tx.ID()) // evict only the offending transaction
@@ -297,11 +298,11 @@ func (b *Builder) pick(d *chain.Draft) (stale bool) {
 }
 
 // ahead reports whether tx is pinned to a P-chain height, or signed in a
-// liveness epoch, that d has not reached yet.
+// liveness round, that d has not reached yet.
 func ahead(tx *txs.Tx, d *chain.Draft) bool {
 	h := tx.Unsigned.Head()
-	if height := d.Membership().Height(); h.Epoch != height {
-		return h.Epoch > height
+	if height := d.Membership().Height(); h.PChainHeight != height {
+		return h.PChainHeight > height
 	}
 	if tx.IsHeartbeat() {
 		return h.Round > d.Round()

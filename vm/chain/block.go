@@ -14,21 +14,20 @@ import (
 	"github.com/s-chain/schain/state"
 	"github.com/s-chain/schain/txs"
 	"github.com/s-chain/schain/vm/block"
-	"github.com/s-chain/schain/vm/epochs"
 	"github.com/s-chain/schain/vm/execute"
 )
 
 var (
-	ErrUnknownParent   = errors.New("chain: parent is neither verified nor last accepted")
-	ErrWrongHeight     = errors.New("chain: height is not parent height + 1")
-	ErrTimeBackward    = errors.New("chain: timestamp before the parent's")
-	ErrTimeFuture      = errors.New("chain: timestamp too far in the future")
-	ErrEpochBackward   = errors.New("chain: epoch below the parent's")
-	ErrEpochMismatch   = errors.New("chain: epoch differs from the P-chain height of the block context")
-	ErrMissingContext  = errors.New("chain: a block with an epoch must be verified with a block context")
-	ErrUnexpectedEpoch = errors.New("chain: a block verified without context cannot carry an epoch")
-	ErrWrongRoot       = errors.New("chain: state root differs from the executed state")
-	ErrNotProcessing   = errors.New("chain: block is not processing")
+	ErrUnknownParent          = errors.New("chain: parent is neither verified nor last accepted")
+	ErrWrongHeight            = errors.New("chain: height is not parent height + 1")
+	ErrTimeBackward           = errors.New("chain: timestamp before the parent's")
+	ErrTimeFuture             = errors.New("chain: timestamp too far in the future")
+	ErrPChainHeightBackward   = errors.New("chain: P-chain height below the parent's")
+	ErrPChainHeightMismatch   = errors.New("chain: P-chain height differs from the block context's")
+	ErrMissingContext         = errors.New("chain: a block with a P-chain height must be verified with a block context")
+	ErrUnexpectedPChainHeight = errors.New("chain: a block verified without context cannot carry a P-chain height")
+	ErrWrongRoot              = errors.New("chain: state root differs from the executed state")
+	ErrNotProcessing          = errors.New("chain: block is not processing")
 )
 
 var (
@@ -57,27 +56,27 @@ func (b *Block) verified() bool       { return b.layer != nil }
 func (b *Block) decided() bool        { return b.accepted || b.rejected }
 
 // ShouldVerifyWithContext asks for the P-chain context exactly when the block
-// claims an epoch.
-func (b *Block) ShouldVerifyWithContext(context.Context) (bool, error) { return b.HasEpoch, nil }
+// carries a P-chain height.
+func (b *Block) ShouldVerifyWithContext(context.Context) (bool, error) { return b.HasPChainHeight, nil }
 
 // Verify checks a block built without a P-chain context: such a block
-// carries no epoch and no transactions.
+// carries no P-chain height and no transactions.
 func (b *Block) Verify(ctx context.Context) error {
 	b.chain.mu.Lock()
 	defer b.chain.mu.Unlock()
-	if b.HasEpoch {
+	if b.HasPChainHeight {
 		return ErrMissingContext
 	}
 	return b.chain.timedVerify(ctx, b, nil)
 }
 
 // VerifyWithContext checks the block against the P-chain height the proposer
-// VM recorded for it: the epoch.
+// VM recorded for it.
 func (b *Block) VerifyWithContext(ctx context.Context, bctx *snowblock.Context) error {
 	b.chain.mu.Lock()
 	defer b.chain.mu.Unlock()
-	if !b.HasEpoch {
-		return ErrUnexpectedEpoch
+	if !b.HasPChainHeight {
+		return ErrUnexpectedPChainHeight
 	}
 	return b.chain.timedVerify(ctx, b, bctx)
 }
@@ -131,8 +130,8 @@ func (c *Chain) verify(ctx context.Context, b *Block, bctx *snowblock.Context) e
 	// already verified block: the proposer VM can wrap one inner block in
 	// proposer blocks of different P-chain heights, and the verdict on each
 	// must not depend on which of them this node saw first.
-	if bctx != nil && b.Epoch != bctx.PChainHeight {
-		return fmt.Errorf("%w: block %d, context %d", ErrEpochMismatch, b.Epoch, bctx.PChainHeight)
+	if bctx != nil && b.PChainHeight != bctx.PChainHeight {
+		return fmt.Errorf("%w: block %d, context %d", ErrPChainHeightMismatch, b.PChainHeight, bctx.PChainHeight)
 	}
 	if b.verified() {
 		return nil
@@ -148,8 +147,8 @@ func (c *Chain) verify(ctx context.Context, b *Block, bctx *snowblock.Context) e
 		return fmt.Errorf("%w: %d < %d", ErrTimeBackward, b.Block.Timestamp, parent.Block.Timestamp)
 	case b.Block.Timestamp > uint64(c.cfg.Clock().Add(c.genesis.MaxTimeSkew()).UnixMilli()):
 		return fmt.Errorf("%w: %d", ErrTimeFuture, b.Block.Timestamp)
-	case b.HasEpoch && parent.HasEpoch && b.Epoch < parent.Epoch:
-		return fmt.Errorf("%w: %d < %d", ErrEpochBackward, b.Epoch, parent.Epoch)
+	case b.HasPChainHeight && parent.HasPChainHeight && b.PChainHeight < parent.PChainHeight:
+		return fmt.Errorf("%w: %d < %d", ErrPChainHeightBackward, b.PChainHeight, parent.PChainHeight)
 	}
 	layer, changed, err := c.execute(ctx, parent, b.Block)
 	if err != nil {
@@ -169,7 +168,7 @@ func (c *Chain) verify(ctx context.Context, b *Block, bctx *snowblock.Context) e
 // it; changed reports whether the block put a new membership in force. The
 // caller owns the returned layer.
 func (c *Chain) execute(ctx context.Context, parent *Block, blk *block.Block) (layer *state.Layer, changed bool, err error) {
-	ec, err := c.execContext(ctx, blk.HasEpoch, blk.Epoch, blk.Height, blk.Timestamp)
+	ec, err := c.execContext(ctx, blk.HasPChainHeight, blk.PChainHeight, blk.Height, blk.Timestamp)
 	if err != nil {
 		return nil, false, err
 	}
@@ -206,9 +205,9 @@ func (b *Block) layerForChild() *state.Layer {
 
 // execContext fixes what a block's execution depends on: for a block with a
 // P-chain context, the validator set at its P-chain height and the liveness
-// epoch of its timestamp, from which execute.Block opens or finds the
+// round of its timestamp, from which execute.Block opens or finds the
 // membership.
-func (c *Chain) execContext(ctx context.Context, hasEpoch bool, pChainHeight, height, timestamp uint64) (*execute.Context, error) {
+func (c *Chain) execContext(ctx context.Context, hasPChainHeight bool, pChainHeight, height, timestamp uint64) (*execute.Context, error) {
 	ec := &execute.Context{
 		NetworkID:  c.cfg.NetworkID,
 		ChainID:    c.cfg.ChainID,
@@ -221,10 +220,10 @@ func (c *Chain) execContext(ctx context.Context, hasEpoch bool, pChainHeight, he
 
 		ReplayPruneLimit: c.genesis.ReplayPruneLimit(),
 	}
-	if hasEpoch {
-		v, err := c.epochs.Get(ctx, pChainHeight)
+	if hasPChainHeight {
+		v, err := c.validators.Get(ctx, pChainHeight)
 		switch {
-		case errors.Is(err, epochs.ErrNotReady):
+		case errors.Is(err, ErrNoValidators):
 			// No usable validator at this height: the block carries
 			// nothing and opens no membership, on every node alike.
 		case err != nil:
@@ -238,7 +237,7 @@ func (c *Chain) execContext(ctx context.Context, hasEpoch bool, pChainHeight, he
 
 // accept commits b and returns the membership in force after it. Called
 // with c.mu held.
-func (c *Chain) accept(b *Block) (*execute.Epoch, error) {
+func (c *Chain) accept(b *Block) (*execute.Membership, error) {
 	if !b.verified() || b.decided() {
 		return nil, fmt.Errorf("%w: %s", ErrNotProcessing, b.ID())
 	}
@@ -255,7 +254,7 @@ func (c *Chain) accept(b *Block) (*execute.Epoch, error) {
 	b.accepted, b.layer = true, nil
 	delete(c.processing, b.ID())
 	c.lastAccepted = b
-	if b.HasEpoch && (b.changed || c.inForce == nil) {
+	if b.HasPChainHeight && (b.changed || c.inForce == nil) {
 		e, err := c.acceptedMembership(context.Background())
 		switch {
 		case err != nil:
@@ -264,7 +263,7 @@ func (c *Chain) accept(b *Block) (*execute.Epoch, error) {
 			c.inForce = e
 			c.metrics.members.Set(float64(e.Len()))
 			if b.changed {
-				m := e.Membership()
+				m := e.Record()
 				c.cfg.Log.Info("membership in force",
 					zap.Uint64("pChainHeight", m.PChainHeight), zap.Uint64("round", m.Round),
 					zap.Uint64("generation", m.Generation), zap.Int("members", len(m.Members)),

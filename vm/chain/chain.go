@@ -25,25 +25,26 @@ import (
 	"github.com/s-chain/schain/state"
 	"github.com/s-chain/schain/vm/block"
 	"github.com/s-chain/schain/vm/config"
-	"github.com/s-chain/schain/vm/epochs"
 	"github.com/s-chain/schain/vm/execute"
 )
 
 var (
-	// ErrNotReady means no epoch is known yet or its validator set is empty.
+	// ErrNotReady means no membership is open yet or the P-chain set has no
+	// usable validator.
 	ErrNotReady = errors.New("chain: not ready")
-	// ErrNoEpoch is the NotReady of a chain that has not opened its first
-	// epoch: it is doing so (Config.OnNoEpoch), and the caller retries.
-	ErrNoEpoch = fmt.Errorf("%w: the chain has not opened its first epoch yet (it is doing so now; retry shortly)", ErrNotReady)
+	// ErrNoMembership is the NotReady of a chain that has not opened its first
+	// membership: it is doing so (Config.OnNoMembership), and the caller
+	// retries.
+	ErrNoMembership = fmt.Errorf("%w: the chain has not opened its first membership yet (it is doing so now; retry shortly)", ErrNotReady)
 )
 
 // Listener learns of the engine's decisions, in order, after the chain
 // released its lock (it may call back into the chain).
 type Listener interface {
 	// Accepted: b is accepted. inForce is the membership in force from b
-	// on (nil before the first epoch), changed reports whether b put it in
+	// on (nil before the first membership), changed reports whether b put it in
 	// force (a new P-chain height or generation).
-	Accepted(b *Block, inForce *execute.Epoch, changed bool)
+	Accepted(b *Block, inForce *execute.Membership, changed bool)
 	// Rejected: b is rejected; its transactions not accepted elsewhere may
 	// be offered again.
 	Rejected(b *Block)
@@ -55,16 +56,16 @@ type Config struct {
 	ChainID    ids.ID
 	SubnetID   ids.ID
 	Genesis    *config.Genesis
-	Validators epochs.Source
-	// Clock is read only for the future-skew bound and the liveness epoch
+	Validators Source
+	// Clock is read only for the future-skew bound and the liveness round
 	// new transactions are signed in.
 	Clock      func() time.Time
 	Log        logging.Logger
 	Registerer prometheus.Registerer
 	Listener   Listener
-	// OnNoEpoch is called when a caller needs an epoch and none is open
+	// OnNoMembership is called when a caller needs a membership and none is open
 	// yet, so that the builder makes the opening blocks.
-	OnNoEpoch func()
+	OnNoMembership func()
 }
 
 // Chain holds the block tree. It is safe for concurrent use; the engine's
@@ -74,7 +75,7 @@ type Chain struct {
 	cfg         Config
 	genesis     *config.Genesis
 	state       *state.State
-	epochs      *epochs.Cache
+	validators  *validatorSets
 	memberships *memberships
 	snapshots   snapshotCache
 	sigs        *execute.SignatureCache
@@ -86,7 +87,7 @@ type Chain struct {
 	preferred    ids.ID
 	newest       uint64 // newest P-chain height seen in a block context
 	haveNewest   bool
-	inForce      *execute.Epoch // the membership of lastAccepted
+	inForce      *execute.Membership // the membership of lastAccepted
 }
 
 // New opens the chain on db, creating the genesis block on first start and
@@ -95,8 +96,8 @@ func New(cfg Config, db database.Database, genesisBytes []byte) (*Chain, error) 
 	if cfg.Log == nil {
 		cfg.Log = logging.NoLog{}
 	}
-	if cfg.OnNoEpoch == nil {
-		cfg.OnNoEpoch = func() {}
+	if cfg.OnNoMembership == nil {
+		cfg.OnNoMembership = func() {}
 	}
 	g := cfg.Genesis
 	m, err := newMetrics(cfg.Registerer)
@@ -105,8 +106,8 @@ func New(cfg Config, db database.Database, genesisBytes []byte) (*Chain, error) 
 	}
 	c := &Chain{
 		cfg: cfg, genesis: g, metrics: m,
-		epochs:      epochs.NewCache(cfg.Validators, cfg.SubnetID, g.EpochCache),
-		memberships: newMemberships(g.EpochCache),
+		validators:  newValidatorSets(cfg.Validators, cfg.SubnetID, g.ValidatorSetCache),
+		memberships: newMemberships(g.ValidatorSetCache),
 		sigs:        execute.NewSignatureCache(g.SignatureCache),
 		processing:  map[ids.ID]*Block{},
 	}
@@ -126,7 +127,7 @@ func New(cfg Config, db database.Database, genesisBytes []byte) (*Chain, error) 
 	}
 	c.lastAccepted, c.preferred = b, b.ID()
 	c.noteHeight(b)
-	if b.HasEpoch {
+	if b.HasPChainHeight {
 		if c.inForce, err = c.acceptedMembership(context.Background()); err != nil {
 			return nil, fmt.Errorf("restoring the membership in force: %w", err)
 		}
@@ -272,13 +273,13 @@ func (c *Chain) Processing(txID ids.ID) (n int, carries bool) {
 }
 
 // ValidatorSet is the P-chain validator set at height (cached).
-func (c *Chain) ValidatorSet(ctx context.Context, height uint64) (*execute.Epoch, error) {
-	return c.epochs.Get(ctx, height)
+func (c *Chain) ValidatorSet(ctx context.Context, height uint64) (*execute.ValidatorSet, error) {
+	return c.validators.Get(ctx, height)
 }
 
 func (c *Chain) noteHeight(b *Block) {
-	if b.HasEpoch {
-		c.seeHeight(b.Epoch)
+	if b.HasPChainHeight {
+		c.seeHeight(b.PChainHeight)
 	}
 }
 
@@ -289,10 +290,10 @@ func (c *Chain) seeHeight(h uint64) {
 	}
 }
 
-// Round is the liveness epoch of a timestamp (unix milliseconds).
+// Round is the liveness round of a timestamp (unix milliseconds).
 func (c *Chain) Round(ts uint64) uint64 { return c.genesis.Liveness().Round(ts) }
 
-// CurrentRound is the liveness epoch of this node's clock, or of the last
+// CurrentRound is the liveness round of this node's clock, or of the last
 // accepted block if that is ahead: what new transactions are signed in.
 func (c *Chain) CurrentRound() uint64 {
 	c.mu.Lock()
@@ -301,9 +302,10 @@ func (c *Chain) CurrentRound() uint64 {
 	return c.Round(max(uint64(c.cfg.Clock().UnixMilli()), lastTs))
 }
 
-// NeedEpoch is what a caller that needs an epoch gets before the chain has
-// one: ErrNoEpoch, after asking the builder for the opening blocks.
-func (c *Chain) NeedEpoch() error {
-	c.cfg.OnNoEpoch()
-	return ErrNoEpoch
+// NeedMembership is what a caller that needs a membership gets before the
+// chain has one: ErrNoMembership, after asking the builder for the opening
+// blocks.
+func (c *Chain) NeedMembership() error {
+	c.cfg.OnNoMembership()
+	return ErrNoMembership
 }

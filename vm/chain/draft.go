@@ -18,16 +18,16 @@ import (
 // builds and the same block verified elsewhere reach the same state root.
 // A draft is used by one goroutine; Seal or Discard ends it.
 type Draft struct {
-	chain    *Chain
-	parent   *Block
-	layer    *state.Layer
-	exec     *execute.Context
-	height   uint64
-	ts       uint64
-	hasEpoch bool
-	epoch    uint64
-	txs      []*txs.Tx
-	size     int
+	chain        *Chain
+	parent       *Block
+	layer        *state.Layer
+	exec         *execute.Context
+	height       uint64
+	ts           uint64
+	hasHeight    bool
+	pChainHeight uint64
+	txs          []*txs.Tx
+	size         int
 }
 
 // NewDraft starts a block on the preferred block, dated by this node's
@@ -45,13 +45,13 @@ func (c *Chain) NewDraft(ctx context.Context, bctx *snowblock.Context) (*Draft, 
 		ts: max(uint64(c.cfg.Clock().UnixMilli()), parent.Block.Timestamp), size: block.Size(),
 	}
 	if bctx != nil {
-		if parent.HasEpoch && bctx.PChainHeight < parent.Epoch {
-			return nil, fmt.Errorf("%w: context %d < parent %d", ErrEpochBackward, bctx.PChainHeight, parent.Epoch)
+		if parent.HasPChainHeight && bctx.PChainHeight < parent.PChainHeight {
+			return nil, fmt.Errorf("%w: context %d < parent %d", ErrPChainHeightBackward, bctx.PChainHeight, parent.PChainHeight)
 		}
-		d.hasEpoch, d.epoch = true, bctx.PChainHeight
-		c.seeHeight(d.epoch)
+		d.hasHeight, d.pChainHeight = true, bctx.PChainHeight
+		c.seeHeight(d.pChainHeight)
 	}
-	ec, err := c.execContext(ctx, d.hasEpoch, d.epoch, d.height, d.ts)
+	ec, err := c.execContext(ctx, d.hasHeight, d.pChainHeight, d.height, d.ts)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrNotReady, err)
 	}
@@ -69,17 +69,17 @@ func (c *Chain) NewDraft(ctx context.Context, bctx *snowblock.Context) (*Draft, 
 // Parent is the block the draft extends.
 func (d *Draft) Parent() *Block { return d.parent }
 
-// HasEpoch reports whether the draft has a P-chain context.
-func (d *Draft) HasEpoch() bool { return d.hasEpoch }
+// HasPChainHeight reports whether the draft has a P-chain context.
+func (d *Draft) HasPChainHeight() bool { return d.hasHeight }
 
 // Validators is the P-chain set of the draft's context, nil if none is
 // usable there (or without a context).
-func (d *Draft) Validators() *execute.Epoch { return d.exec.Validators }
+func (d *Draft) Validators() *execute.ValidatorSet { return d.exec.Validators }
 
 // Membership is the membership the draft executes under (nil without one).
-func (d *Draft) Membership() *execute.Epoch { return d.exec.Epoch }
+func (d *Draft) Membership() *execute.Membership { return d.exec.Membership }
 
-// Round is the draft's liveness epoch.
+// Round is the draft's liveness round.
 func (d *Draft) Round() uint64 { return d.exec.Round }
 
 // Changed reports whether the draft puts a new membership in force.
@@ -119,7 +119,7 @@ func (d *Draft) Seal() (*Block, error) {
 		c.state.Reject(d.layer)
 		return nil, err
 	}
-	blk, err := block.New(d.parent.ID(), d.height, d.ts, d.hasEpoch, d.epoch, root, d.txs, c.genesis.BlockLimits)
+	blk, err := block.New(d.parent.ID(), d.height, d.ts, d.hasHeight, d.pChainHeight, root, d.txs, c.genesis.BlockLimits)
 	if err != nil {
 		c.state.Reject(d.layer)
 		return nil, err

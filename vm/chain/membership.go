@@ -14,36 +14,36 @@ import (
 )
 
 // membershipKey identifies a frozen membership along one chain: within a
-// P-chain height (whose set setFingerprint names), a liveness epoch has one
+// P-chain height (whose set setFingerprint names), a liveness round has one
 // membership; competing forks may differ, which restrict checks.
 type membershipKey struct {
 	height, round, generation uint64
 	setFingerprint            ids.ID
 }
 
-// memberships caches the epochs built from frozen memberships (HRW set,
-// fingerprint), so that blocks, signing and the API of one liveness epoch
-// share one instance. It also finds an epoch by fingerprint, for admitting
+// memberships caches the memberships built from frozen records (HRW set,
+// fingerprint), so that blocks, signing and the API of one liveness round
+// share one instance. It also finds a membership by fingerprint, for admitting
 // transactions signed against it. Safe for concurrent use.
 type memberships struct {
 	mu    sync.Mutex
 	limit int
-	byKey map[membershipKey]*execute.Epoch
-	byFP  map[ids.ID]*execute.Epoch
+	byKey map[membershipKey]*execute.Membership
+	byFP  map[ids.ID]*execute.Membership
 	order []membershipKey
 }
 
 func newMemberships(limit int) *memberships {
-	return &memberships{limit: max(limit, 1), byKey: map[membershipKey]*execute.Epoch{}, byFP: map[ids.ID]*execute.Epoch{}}
+	return &memberships{limit: max(limit, 1), byKey: map[membershipKey]*execute.Membership{}, byFP: map[ids.ID]*execute.Membership{}}
 }
 
 // restrict is execute.Context.Restrict with the cache in front.
-func (c *memberships) restrict(v *execute.Epoch, m *state.Membership) (*execute.Epoch, error) {
+func (c *memberships) restrict(v *execute.ValidatorSet, m *state.Membership) (*execute.Membership, error) {
 	k := membershipKey{m.PChainHeight, m.Round, m.Generation, v.Fingerprint()}
 	c.mu.Lock()
 	e, ok := c.byKey[k]
 	c.mu.Unlock()
-	if ok && sameMembers(e.Membership(), m) {
+	if ok && sameMembers(e.Record(), m) {
 		return e, nil
 	}
 	e, err := v.Restrict(m)
@@ -68,8 +68,8 @@ func (c *memberships) restrict(v *execute.Epoch, m *state.Membership) (*execute.
 	return e, nil
 }
 
-// byFingerprint finds a cached epoch transactions may be pinned to.
-func (c *memberships) byFingerprint(fp ids.ID) (*execute.Epoch, bool) {
+// byFingerprint finds a cached membership transactions may be pinned to.
+func (c *memberships) byFingerprint(fp ids.ID) (*execute.Membership, bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	e, ok := c.byFP[fp]
@@ -82,25 +82,25 @@ func sameMembers(a, b *state.Membership) bool {
 
 // Snapshot is the membership the next block on the last accepted one will
 // execute under, at the newest P-chain height this node has seen and the
-// liveness epoch of its clock: what getOwner and getEpoch answer and
+// liveness round of its clock: what getOwner and getEpoch answer and
 // clients route by. It is computed by the same pure rule blocks use, from
 // accepted state. Owners sign against InForce, never against this
 // prediction (see package writer).
-func (c *Chain) Snapshot(ctx context.Context) (*execute.Epoch, error) {
+func (c *Chain) Snapshot(ctx context.Context) (*execute.Membership, error) {
 	c.mu.Lock()
 	h, ok := c.newest, c.haveNewest
 	lastID := c.lastAccepted.ID()
 	c.mu.Unlock()
 	if !ok {
-		c.cfg.OnNoEpoch()
-		return nil, ErrNoEpoch
+		c.cfg.OnNoMembership()
+		return nil, ErrNoMembership
 	}
 	round := c.CurrentRound()
 	key := snapshotKey{pChainHeight: h, round: round, lastAccepted: lastID}
 	if e, ok := c.snapshots.get(key); ok {
 		return e, nil
 	}
-	v, err := c.epochs.Get(ctx, h)
+	v, err := c.validators.Get(ctx, h)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrNotReady, err)
 	}
@@ -117,8 +117,8 @@ func (c *Chain) Snapshot(ctx context.Context) (*execute.Epoch, error) {
 }
 
 // InForce is the membership of the last accepted block, which owners sign
-// against, or nil before the chain opened its first epoch.
-func (c *Chain) InForce() *execute.Epoch {
+// against, or nil before the chain opened its first membership.
+func (c *Chain) InForce() *execute.Membership {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.inForce
@@ -126,12 +126,12 @@ func (c *Chain) InForce() *execute.Epoch {
 
 // Membership finds a membership this node computed (in force, predicted or
 // opened by a processing block) by the fingerprint transactions carry.
-func (c *Chain) Membership(fingerprint ids.ID) (*execute.Epoch, bool) {
+func (c *Chain) Membership(fingerprint ids.ID) (*execute.Membership, bool) {
 	return c.memberships.byFingerprint(fingerprint)
 }
 
 // snapshotKey is everything Snapshot's answer depends on: it changes with
-// every accepted block, a new P-chain height or a new liveness epoch.
+// every accepted block, a new P-chain height or a new liveness round.
 type snapshotKey struct {
 	pChainHeight, round uint64
 	lastAccepted        ids.ID
@@ -141,26 +141,26 @@ type snapshotKey struct {
 // asks for it (owner checks, signing), and computing it reads state, which
 // for a plugin is a round trip to the node's database.
 type snapshotCache struct {
-	mu    sync.Mutex
-	key   snapshotKey
-	epoch *execute.Epoch
+	mu         sync.Mutex
+	key        snapshotKey
+	membership *execute.Membership
 }
 
-func (c *snapshotCache) get(k snapshotKey) (*execute.Epoch, bool) {
+func (c *snapshotCache) get(k snapshotKey) (*execute.Membership, bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return c.epoch, c.epoch != nil && c.key == k
+	return c.membership, c.membership != nil && c.key == k
 }
 
-func (c *snapshotCache) put(k snapshotKey, e *execute.Epoch) {
+func (c *snapshotCache) put(k snapshotKey, e *execute.Membership) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.key, c.epoch = k, e
+	c.key, c.membership = k, e
 }
 
 // acceptedMembership is the membership of the last accepted block, or nil
-// before the chain opened its first epoch.
-func (c *Chain) acceptedMembership(ctx context.Context) (*execute.Epoch, error) {
+// before the chain opened its first membership.
+func (c *Chain) acceptedMembership(ctx context.Context) (*execute.Membership, error) {
 	m, err := c.state.Accepted().Membership()
 	switch {
 	case errors.Is(err, state.ErrNotFound):
@@ -168,7 +168,7 @@ func (c *Chain) acceptedMembership(ctx context.Context) (*execute.Epoch, error) 
 	case err != nil:
 		return nil, err
 	}
-	v, err := c.epochs.Get(ctx, m.PChainHeight)
+	v, err := c.validators.Get(ctx, m.PChainHeight)
 	if err != nil {
 		return nil, err
 	}

@@ -28,11 +28,12 @@ type Genesis struct {
 	Mempool mempool.Config `json:"mempool"`
 	// MaxTimeSkewMs bounds how far ahead of a verifier's clock a block's
 	// timestamp may be. It is the timing assumption of liveness: honest
-	// clocks differ by less, and a liveness epoch lasts at least
-	// EpochsPerSkew times as long (see docs/liveness.md).
+	// clocks differ by less, and a liveness round lasts at least
+	// RoundsPerSkew times as long (see docs/liveness.md).
 	MaxTimeSkewMs uint64 `json:"maxTimeSkewMs"`
-	// EpochCache is how many validator-set snapshots a node keeps.
-	EpochCache int `json:"epochCache"`
+	// ValidatorSetCache is how many P-chain validator sets (and
+	// memberships) a node keeps.
+	ValidatorSetCache int `json:"validatorSetCache"`
 	// SignatureCache is how many verified tx signatures a node remembers.
 	SignatureCache int `json:"signatureCache"`
 	// GroupCommitWindowMs is how long the owner collects concurrent
@@ -45,19 +46,19 @@ type Genesis struct {
 	// TrackedTxs bounds the rejected/re-pinned transactions a node remembers
 	// for getReceipt.
 	TrackedTxs int `json:"trackedTxs"`
-	// EpochDurationMs is the length of a liveness epoch: every validator
-	// sends one heartbeat per epoch, and the members ranges are pinned to
-	// are re-computed at each epoch's first block.
-	EpochDurationMs uint64 `json:"epochDurationMs"`
-	// LivenessEpochs (K) is how many epochs a heartbeat keeps a validator a
+	// RoundDurationMs is the length of a liveness round: every validator
+	// sends one heartbeat per round, and the members ranges are pinned to
+	// are re-computed at each round's first block.
+	RoundDurationMs uint64 `json:"roundDurationMs"`
+	// LivenessRounds (K) is how many rounds a heartbeat keeps a validator a
 	// member, and the grace of a validator new to the set. A dead owner's
-	// ranges move after at most K+1 epochs.
-	LivenessEpochs uint64 `json:"livenessEpochs"`
-	// TxLifetimeEpochs is how many liveness epochs after the one it was
+	// ranges move after at most K+1 rounds.
+	LivenessRounds uint64 `json:"livenessRounds"`
+	// TxLifetimeRounds is how many liveness rounds after the one it was
 	// signed in a transaction stays valid (heartbeats: none). It bounds the
-	// replay index to the transactions of the last few epochs; a
+	// replay index to the transactions of the last few rounds; a
 	// transaction not included in time is re-signed by its owner.
-	TxLifetimeEpochs uint64 `json:"txLifetimeEpochs"`
+	TxLifetimeRounds uint64 `json:"txLifetimeRounds"`
 	// PoolChunk is how many ids one reservation of a node's id pool takes
 	// (pooled allocations, see VM.AllocatePooled; 0: 65536, or
 	// txLimits.maxCount if lower), and PoolRanges how many ranges a node
@@ -68,6 +69,13 @@ type Genesis struct {
 	// crash are skipped, so a larger chunk only wastes 64-bit id space.
 	PoolChunk  uint64 `json:"poolChunk"`
 	PoolRanges int    `json:"poolRanges"`
+
+	// Deprecated: the former names of RoundDurationMs, LivenessRounds,
+	// TxLifetimeRounds and ValidatorSetCache, accepted for one release.
+	DeprecatedEpochDurationMs  uint64 `json:"epochDurationMs,omitempty"`
+	DeprecatedLivenessEpochs   uint64 `json:"livenessEpochs,omitempty"`
+	DeprecatedTxLifetimeEpochs uint64 `json:"txLifetimeEpochs,omitempty"`
+	DeprecatedEpochCache       int    `json:"epochCache,omitempty"`
 }
 
 // PoolChunkOrDefault is PoolChunk with its default applied.
@@ -80,26 +88,26 @@ func (g *Genesis) PoolChunkOrDefault() uint64 {
 
 // Liveness is the membership rule for execution.
 func (g *Genesis) Liveness() execute.Liveness {
-	return execute.Liveness{EpochMs: g.EpochDurationMs, K: g.LivenessEpochs, TxLifetime: g.TxLifetimeEpochs}
+	return execute.Liveness{RoundMs: g.RoundDurationMs, K: g.LivenessRounds, TxLifetime: g.TxLifetimeRounds}
 }
 
 // DefaultGenesis is what an empty JSON object means.
 func DefaultGenesis() Genesis {
 	return Genesis{
-		TxLimits:       txs.DefaultLimits(),
-		BlockLimits:    block.DefaultLimits(),
-		Mempool:        mempool.DefaultConfig(),
-		MaxTimeSkewMs:  1_000,
-		EpochCache:     64,
-		SignatureCache: 65_536,
+		TxLimits:          txs.DefaultLimits(),
+		BlockLimits:       block.DefaultLimits(),
+		Mempool:           mempool.DefaultConfig(),
+		MaxTimeSkewMs:     1_000,
+		ValidatorSetCache: 64,
+		SignatureCache:    65_536,
 
 		GroupCommitWindowMs:   2,
 		GroupCommitMaxEntries: 256,
 		MaxWaitMs:             30_000,
 		TrackedTxs:            16_384,
-		EpochDurationMs:       30_000,
-		LivenessEpochs:        2,
-		TxLifetimeEpochs:      2,
+		RoundDurationMs:       30_000,
+		LivenessRounds:        2,
+		TxLifetimeRounds:      2,
 		PoolRanges:            1024,
 	}
 }
@@ -113,10 +121,42 @@ func ParseGenesis(b []byte) (*Genesis, error) {
 	if err := dec.Decode(&g); err != nil {
 		return nil, fmt.Errorf("%w: %w (hint: see config.Genesis for the fields)", ErrBadGenesis, err)
 	}
+	if err := g.adoptFormerNames(b); err != nil {
+		return nil, err
+	}
 	if err := g.Verify(); err != nil {
 		return nil, err
 	}
 	return &g, nil
+}
+
+// adoptFormerNames moves values given under a field's former name (one
+// release of grace) to the field, refusing a genesis that sets both.
+func (g *Genesis) adoptFormerNames(b []byte) error {
+	var given map[string]json.RawMessage
+	if err := json.Unmarshal(b, &given); err != nil {
+		return fmt.Errorf("%w: %w", ErrBadGenesis, err)
+	}
+	for _, f := range []struct {
+		former, now string
+		adopt       func()
+	}{
+		{"epochDurationMs", "roundDurationMs", func() { g.RoundDurationMs = g.DeprecatedEpochDurationMs }},
+		{"livenessEpochs", "livenessRounds", func() { g.LivenessRounds = g.DeprecatedLivenessEpochs }},
+		{"txLifetimeEpochs", "txLifetimeRounds", func() { g.TxLifetimeRounds = g.DeprecatedTxLifetimeEpochs }},
+		{"epochCache", "validatorSetCache", func() { g.ValidatorSetCache = g.DeprecatedEpochCache }},
+	} {
+		_, former := given[f.former]
+		_, now := given[f.now]
+		switch {
+		case former && now:
+			return fmt.Errorf("%w: %s and its former name %s are both set (hint: keep %s)", ErrBadGenesis, f.now, f.former, f.now)
+		case former:
+			f.adopt()
+		}
+	}
+	g.DeprecatedEpochDurationMs, g.DeprecatedLivenessEpochs, g.DeprecatedTxLifetimeEpochs, g.DeprecatedEpochCache = 0, 0, 0, 0
+	return nil
 }
 
 // Verify checks ranges and cross-field rules.
@@ -133,34 +173,34 @@ func (g *Genesis) Verify() error {
 		return fmt.Errorf("%w: mempool must hold at least one maximal transaction", ErrBadGenesis)
 	case g.MaxTimeSkewMs == 0:
 		return fmt.Errorf("%w: maxTimeSkewMs must be positive", ErrBadGenesis)
-	case g.EpochCache < 1 || g.SignatureCache < 0:
-		return fmt.Errorf("%w: epochCache must be at least 1 and signatureCache not negative", ErrBadGenesis)
+	case g.ValidatorSetCache < 1 || g.SignatureCache < 0:
+		return fmt.Errorf("%w: validatorSetCache must be at least 1 and signatureCache not negative", ErrBadGenesis)
 	case g.GroupCommitWindowMs > 1000:
 		return fmt.Errorf("%w: groupCommitWindowMs %d is above 1000: callers would wait too long", ErrBadGenesis, g.GroupCommitWindowMs)
 	case g.GroupCommitMaxEntries < 1 || g.GroupCommitMaxEntries > g.TxLimits.MaxEntries:
 		return fmt.Errorf("%w: groupCommitMaxEntries %d not in [1, txLimits.maxEntries=%d]", ErrBadGenesis, g.GroupCommitMaxEntries, g.TxLimits.MaxEntries)
 	case g.MaxWaitMs == 0 || g.TrackedTxs < 1:
 		return fmt.Errorf("%w: maxWaitMs and trackedTxs must be positive", ErrBadGenesis)
-	case g.EpochDurationMs < 1000:
-		return fmt.Errorf("%w: epochDurationMs %d is below 1000: heartbeats could not land in every epoch", ErrBadGenesis, g.EpochDurationMs)
-	case g.EpochDurationMs/EpochsPerSkew < g.MaxTimeSkewMs:
-		return fmt.Errorf("%w: epochDurationMs %d is below %d x maxTimeSkewMs (%d): a proposer dating blocks ahead by the skew could end epochs early and eject validators that heartbeat on time (hint: lower maxTimeSkewMs or lengthen the epoch)",
-			ErrBadGenesis, g.EpochDurationMs, EpochsPerSkew, g.MaxTimeSkewMs)
+	case g.RoundDurationMs < 1000:
+		return fmt.Errorf("%w: roundDurationMs %d is below 1000: heartbeats could not land in every round", ErrBadGenesis, g.RoundDurationMs)
+	case g.RoundDurationMs/RoundsPerSkew < g.MaxTimeSkewMs:
+		return fmt.Errorf("%w: roundDurationMs %d is below %d x maxTimeSkewMs (%d): a proposer dating blocks ahead by the skew could end rounds early and eject validators that heartbeat on time (hint: lower maxTimeSkewMs or lengthen the round)",
+			ErrBadGenesis, g.RoundDurationMs, RoundsPerSkew, g.MaxTimeSkewMs)
 	case g.PoolChunk != 0 && (g.PoolChunk < 4 || g.PoolChunk > g.TxLimits.MaxCount) || g.PoolRanges < 1:
 		return fmt.Errorf("%w: poolChunk %d must be 0 (default) or in [4, txLimits.maxCount=%d], and poolRanges positive", ErrBadGenesis, g.PoolChunk, g.TxLimits.MaxCount)
-	case g.LivenessEpochs < 1:
-		return fmt.Errorf("%w: livenessEpochs must be at least 1 (a heartbeat must outlive the epoch it was sent in)", ErrBadGenesis)
-	case g.TxLifetimeEpochs < 1:
-		return fmt.Errorf("%w: txLifetimeEpochs must be at least 1 (a transaction signed at the end of an epoch must be able to land in the next)", ErrBadGenesis)
+	case g.LivenessRounds < 1:
+		return fmt.Errorf("%w: livenessRounds must be at least 1 (a heartbeat must outlive the round it was sent in)", ErrBadGenesis)
+	case g.TxLifetimeRounds < 1:
+		return fmt.Errorf("%w: txLifetimeRounds must be at least 1 (a transaction signed at the end of a round must be able to land in the next)", ErrBadGenesis)
 	}
 	return nil
 }
 
-// EpochsPerSkew is how many times the skew bound a liveness epoch must last
+// RoundsPerSkew is how many times the skew bound a liveness round must last
 // at least. A proposer may date its block up to the skew ahead, so it can
-// start the next epoch early by that much; at a quarter of an epoch at most,
-// validators that heartbeat early in each epoch stay members (K >= 1).
-const EpochsPerSkew = 4
+// start the next round early by that much; at a quarter of a round at most,
+// validators that heartbeat early in each round stay members (K >= 1).
+const RoundsPerSkew = 4
 
 // GroupCommitWindow as a duration.
 func (g *Genesis) GroupCommitWindow() time.Duration {

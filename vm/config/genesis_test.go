@@ -41,7 +41,7 @@ func TestParseGenesis(t *testing.T) {
 }
 
 // TestGenesisRefusesASqueezableEpoch: a proposer may date a block up to the
-// skew bound ahead; with a liveness epoch not several times longer it could
+// skew bound ahead; with a liveness round not several times longer it could
 // end epochs early and eject validators that heartbeat on time.
 func TestGenesisRefusesASqueezableEpoch(t *testing.T) {
 	for _, g := range []string{
@@ -55,6 +55,23 @@ func TestGenesisRefusesASqueezableEpoch(t *testing.T) {
 	}
 	d, err := config.ParseGenesis([]byte(`{}`))
 	require.NoError(t, err)
-	require.LessOrEqual(t, d.MaxTimeSkewMs*config.EpochsPerSkew, d.EpochDurationMs, "the defaults keep the rule")
+	require.LessOrEqual(t, d.MaxTimeSkewMs*config.RoundsPerSkew, d.RoundDurationMs, "the defaults keep the rule")
 	require.LessOrEqual(t, d.MaxTimeSkewMs, uint64(2000), "a tight default skew bound")
+}
+
+// TestGenesisAcceptsFormerNames: for one release the liveness fields keep
+// their former "epoch" names; setting a field under both names is refused.
+func TestGenesisAcceptsFormerNames(t *testing.T) {
+	g, err := config.ParseGenesis([]byte(`{"epochDurationMs": 20000, "livenessEpochs": 3, "txLifetimeEpochs": 4, "epochCache": 9}`))
+	require.NoError(t, err)
+	require.Equal(t, uint64(20000), g.RoundDurationMs)
+	require.Equal(t, uint64(3), g.LivenessRounds)
+	require.Equal(t, uint64(4), g.TxLifetimeRounds)
+	require.Equal(t, 9, g.ValidatorSetCache)
+	now, err := config.ParseGenesis([]byte(`{"roundDurationMs": 20000, "livenessRounds": 3}`))
+	require.NoError(t, err)
+	require.Equal(t, g.RoundDurationMs, now.RoundDurationMs)
+	_, err = config.ParseGenesis([]byte(`{"roundDurationMs": 20000, "epochDurationMs": 20000}`))
+	require.ErrorIs(t, err, config.ErrBadGenesis)
+	require.ErrorContains(t, err, "former name")
 }

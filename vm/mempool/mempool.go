@@ -2,7 +2,7 @@
 // count and bytes, deduplicated by tx ID, first in first out, except
 // heartbeats, which go first, outside the bounds, at most
 // HeartbeatsPerValidator per validator and one per validator and liveness
-// epoch.
+// round.
 package mempool
 
 import (
@@ -54,7 +54,7 @@ func New(cfg Config) *Mempool {
 }
 
 // HeartbeatsPerValidator is how many heartbeats of one validator the pool
-// holds: the previous, current and next liveness epoch, which is all that
+// holds: the previous, current and next liveness round, which is all that
 // admission lets in. Heartbeats are outside the pool's bounds: a validator
 // whose heartbeat waits behind a backlog, or is refused by a full pool,
 // drops out of the members and its ranges move, and a loaded node must
@@ -64,7 +64,7 @@ func New(cfg Config) *Mempool {
 const HeartbeatsPerValidator = 3
 
 // Add queues tx, or says why not. Heartbeats go to the front of the line,
-// one per validator and liveness epoch; a validator's fourth evicts its
+// one per validator and liveness round; a validator's fourth evicts its
 // oldest.
 func (m *Mempool) Add(tx *txs.Tx) error {
 	m.mu.Lock()
@@ -91,7 +91,7 @@ func (m *Mempool) addHeartbeat(tx *txs.Tx) error {
 	beats := m.beats[h.Owner]
 	for _, e := range beats {
 		if e.Value.(*txs.Tx).Unsigned.Head().Round == h.Round {
-			return fmt.Errorf("%w: a heartbeat of %s for liveness epoch %d", ErrDuplicate, h.Owner, h.Round)
+			return fmt.Errorf("%w: a heartbeat of %s for liveness round %d", ErrDuplicate, h.Owner, h.Round)
 		}
 	}
 	if len(beats) == HeartbeatsPerValidator {

@@ -35,6 +35,7 @@ var openMethods = map[string]bool{
 	"GetManifest":   true,
 	"GetOwner":      true,
 	"GetEpoch":      true,
+	"GetMembership": true,
 	"GetNode":       true,
 }
 

@@ -23,7 +23,6 @@ import (
 	"github.com/s-chain/schain/vm/api"
 	"github.com/s-chain/schain/vm/chain"
 	"github.com/s-chain/schain/vm/config"
-	"github.com/s-chain/schain/vm/epochs"
 	"github.com/s-chain/schain/vm/execute"
 	"github.com/s-chain/schain/vm/mempool"
 	"github.com/s-chain/schain/vm/writer"
@@ -40,8 +39,8 @@ type Writes interface {
 
 // Reads is what the read methods need (package chain).
 type Reads interface {
-	Snapshot(ctx context.Context) (*execute.Epoch, error)
-	ValidatorSet(ctx context.Context, height uint64) (*execute.Epoch, error)
+	Snapshot(ctx context.Context) (*execute.Membership, error)
+	ValidatorSet(ctx context.Context, height uint64) (*execute.ValidatorSet, error)
 	State() state.Reader
 	LastAccepted() *chain.Block
 }
@@ -131,7 +130,7 @@ func (s *Service) Allocate(r *http.Request, args *api.AllocateArgs, reply *api.A
 	if err != nil {
 		return rpcError(err)
 	}
-	*reply = api.AllocateReply{TxID: sub.TxID, Index: sub.Index, Epoch: sub.Epoch, Owner: sub.Owner}
+	*reply = api.AllocateReply{TxID: sub.TxID, Index: sub.Index, PChainHeight: sub.PChainHeight, Epoch: sub.PChainHeight, Owner: sub.Owner}
 	if args.Wait {
 		rc, err := s.wait(r.Context(), sub.TxID, args.WaitMs)
 		if err != nil {
@@ -153,7 +152,7 @@ func (s *Service) PutManifest(r *http.Request, args *api.PutManifestArgs, reply 
 		return rpcError(err)
 	}
 	h := tx.Unsigned.Head()
-	*reply = api.PutManifestReply{TxID: tx.ID(), Epoch: h.Epoch, Owner: h.Owner}
+	*reply = api.PutManifestReply{TxID: tx.ID(), PChainHeight: h.PChainHeight, Epoch: h.PChainHeight, Owner: h.Owner}
 	if args.Wait {
 		rc, err := s.wait(r.Context(), tx.ID(), args.WaitMs)
 		if err != nil {
@@ -234,7 +233,8 @@ func (s *Service) GetManifest(_ *http.Request, args *api.ManifestArgs, reply *ap
 	return nil
 }
 
-// GetOwner names a range's owner in this node's current epoch.
+// GetOwner names a range's owner in the membership the next block will
+// have: where writes are routed.
 func (s *Service) GetOwner(r *http.Request, args *api.RangeArgs, reply *api.OwnerReply) error {
 	if err := txs.VerifyRange(args.Range, s.s.cfg.Genesis.TxLimits); err != nil {
 		return invalidParams(err)
@@ -243,13 +243,25 @@ func (s *Service) GetOwner(r *http.Request, args *api.RangeArgs, reply *api.Owne
 	if err != nil {
 		return rpcError(err)
 	}
-	*reply = api.OwnerReply{Range: args.Range, Owner: e.Owner(args.Range), Epoch: e.Height(), Fingerprint: e.Fingerprint()}
+	*reply = api.OwnerReply{Range: args.Range, Owner: e.Owner(args.Range), PChainHeight: e.Height(), Epoch: e.Height(), Fingerprint: e.Fingerprint()}
 	return nil
 }
 
-// GetEpoch describes this node's current epoch: the members (live
-// validators), the whole P-chain set and each validator's liveness record.
-func (s *Service) GetEpoch(r *http.Request, _ *api.Empty, reply *api.EpochReply) error {
+// GetMembership describes the membership the next block will have: the
+// members (live validators), the whole P-chain set and each validator's
+// liveness record.
+func (s *Service) GetMembership(r *http.Request, _ *api.Empty, reply *api.MembershipReply) error {
+	return s.membership(r, reply)
+}
+
+// GetEpoch is GetMembership under its former name.
+//
+// Deprecated: kept for one release; use getMembership.
+func (s *Service) GetEpoch(r *http.Request, args *api.Empty, reply *api.MembershipReply) error {
+	return s.membership(r, reply)
+}
+
+func (s *Service) membership(r *http.Request, reply *api.MembershipReply) error {
 	e, err := s.s.reads.Snapshot(r.Context())
 	if err != nil {
 		return rpcError(err)
@@ -258,11 +270,12 @@ func (s *Service) GetEpoch(r *http.Request, _ *api.Empty, reply *api.EpochReply)
 	if err != nil {
 		return rpcError(fmt.Errorf("%w: %w", chain.ErrNotReady, err))
 	}
-	m := e.Membership()
-	*reply = api.EpochReply{
+	m := e.Record()
+	*reply = api.MembershipReply{
 		PChainHeight: e.Height(), Round: m.Round, Fingerprint: e.Fingerprint(),
 		Generation: m.Generation, Fallback: m.Fallback,
-		EpochDurationMs: s.s.cfg.Genesis.EpochDurationMs, LivenessEpochs: s.s.cfg.Genesis.LivenessEpochs,
+		RoundDurationMs: s.s.cfg.Genesis.RoundDurationMs, LivenessRounds: s.s.cfg.Genesis.LivenessRounds,
+		EpochDurationMs: s.s.cfg.Genesis.RoundDurationMs, LivenessEpochs: s.s.cfg.Genesis.LivenessRounds,
 		NodeID: s.s.cfg.NodeID,
 	}
 	for _, mb := range e.Members() {
@@ -303,8 +316,8 @@ func rpcError(err error) error {
 	var noe *execute.NotOwnerError
 	switch {
 	case errors.As(err, &noe):
-		return &json2.Error{Code: api.CodeNotOwner, Message: err.Error(), Data: api.NotOwnerData{Range: noe.Range, Owner: noe.Owner, Epoch: noe.Epoch}}
-	case errors.Is(err, chain.ErrNotReady), errors.Is(err, epochs.ErrNotReady), errors.Is(err, pinning.ErrEmptySet):
+		return &json2.Error{Code: api.CodeNotOwner, Message: err.Error(), Data: api.NotOwnerData{Range: noe.Range, Owner: noe.Owner, PChainHeight: noe.PChainHeight, Epoch: noe.PChainHeight}}
+	case errors.Is(err, chain.ErrNotReady), errors.Is(err, pinning.ErrEmptySet):
 		return &json2.Error{Code: api.CodeNotReady, Message: err.Error(), Data: api.RetryData{RetryAfterMs: 1000}}
 	case errors.Is(err, mempool.ErrFull):
 		return &json2.Error{Code: api.CodeMempoolFull, Message: err.Error(), Data: api.RetryData{RetryAfterMs: 200}}
@@ -327,7 +340,7 @@ var rules = []struct {
 	{execute.ErrUnallocatedChunk, "unallocated_chunk"},
 	{execute.ErrCounterOverflow, "counter_overflow"},
 	{execute.ErrReplay, "replay"},
-	{execute.ErrWrongEpoch, "wrong_epoch"},
+	{execute.ErrWrongPChainHeight, "wrong_pchain_height"},
 	{mempool.ErrDuplicate, "duplicate"},
 	{txs.ErrTooLarge, "too_large"},
 }

@@ -14,12 +14,12 @@ import (
 )
 
 // Submitted says where a request's entry went: transaction, entry index and
-// the epoch and owner it was pinned to.
+// the P-chain height and owner it was pinned to.
 type Submitted struct {
-	TxID  ids.ID
-	Index int
-	Epoch uint64
-	Owner ids.NodeID
+	TxID         ids.ID
+	Index        int
+	PChainHeight uint64
+	Owner        ids.NodeID
 }
 
 type intent struct {
@@ -58,7 +58,7 @@ func (w *Writer) AllocateOne(ctx context.Context, entry txs.AllocateEntry) (Subm
 // checkOwned fails fast (NotOwner, or NotReady while the range moves here)
 // before a request waits for a group.
 func (w *Writer) checkOwned(ctx context.Context, ranges []string) error {
-	_, err := w.signingEpoch(ctx, ranges)
+	_, err := w.signingMembership(ctx, ranges)
 	return err
 }
 
@@ -113,7 +113,7 @@ func (w *Writer) commitGroup(ctx context.Context, group []intent) {
 	if err != nil && len(group) > 1 {
 		var noe *execute.NotOwnerError
 		if errors.As(err, &noe) {
-			// The epoch moved while the group formed: answer each request
+			// The membership moved while the group formed: answer each request
 			// on its own so owned ranges still go through.
 			for _, it := range group {
 				w.commitGroup(ctx, []intent{it})
@@ -127,6 +127,6 @@ func (w *Writer) commitGroup(ctx context.Context, group []intent) {
 			continue
 		}
 		h := tx.Unsigned.Head()
-		it.reply <- intentResult{sub: Submitted{TxID: tx.ID(), Index: i, Epoch: h.Epoch, Owner: h.Owner}}
+		it.reply <- intentResult{sub: Submitted{TxID: tx.ID(), Index: i, PChainHeight: h.PChainHeight, Owner: h.Owner}}
 	}
 }

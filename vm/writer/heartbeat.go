@@ -12,14 +12,14 @@ import (
 	"github.com/s-chain/schain/vm/chain"
 )
 
-// Heartbeat sends this validator's heartbeat for the current liveness epoch
+// Heartbeat sends this validator's heartbeat for the current liveness round
 // unless accepted state already records one, or one is pending. It returns
 // the transaction sent, or nil when nothing was needed. A node that is not
 // a validator at the current P-chain height sends nothing.
 //
 // Heartbeats are what keep a validator among the members ranges are pinned
 // to (see execute.OpenMembership): a validator that stops sending them loses
-// its ranges after K+1 epochs and regains them one epoch after its next
+// its ranges after K+1 rounds and regains them one round after its next
 // heartbeat lands.
 func (w *Writer) Heartbeat(ctx context.Context) (*txs.Tx, error) {
 	h, ok := w.chain.NewestHeight()
@@ -27,7 +27,7 @@ func (w *Writer) Heartbeat(ctx context.Context) (*txs.Tx, error) {
 	pending := w.lastHeartbeat
 	w.mu.Unlock()
 	if !ok {
-		return nil, w.chain.NeedEpoch()
+		return nil, w.chain.NeedMembership()
 	}
 	round := w.chain.CurrentRound()
 	rec, known, err := w.chain.State().Liveness(w.cfg.NodeID)
@@ -37,7 +37,7 @@ func (w *Writer) Heartbeat(ctx context.Context) (*txs.Tx, error) {
 	if known && rec.HasHeartbeat && rec.Heartbeat >= round {
 		return nil, nil
 	}
-	if pending != nil && w.mempool.Has(pending.ID()) && pending.Unsigned.Head().Epoch == h && pending.Unsigned.Head().Round == round {
+	if pending != nil && w.mempool.Has(pending.ID()) && pending.Unsigned.Head().PChainHeight == h && pending.Unsigned.Head().Round == round {
 		return nil, nil
 	}
 	v, err := w.chain.ValidatorSet(ctx, h)
@@ -75,14 +75,14 @@ func (w *Writer) runHeartbeats(ctx context.Context, every time.Duration) {
 		}
 		if _, err := w.Heartbeat(ctx); err != nil && ctx.Err() == nil {
 			// A heartbeat that does not go out costs this node its ranges
-			// after K+1 epochs: an operator wants to see it.
+			// after K+1 rounds: an operator wants to see it.
 			w.cfg.Log.Warn("heartbeat not sent", zap.Error(err))
 		}
 	}
 }
 
-// heartbeatInterval checks a few times per liveness epoch, so that a
-// heartbeat lost at an epoch boundary is re-sent well before the epoch ends.
-func heartbeatInterval(epochMs uint64) time.Duration {
-	return min(max(time.Duration(epochMs/10)*time.Millisecond, 200*time.Millisecond), 5*time.Second)
+// heartbeatInterval checks a few times per liveness round, so that a
+// heartbeat lost at a round boundary is re-sent well before the round ends.
+func heartbeatInterval(roundMs uint64) time.Duration {
+	return min(max(time.Duration(roundMs/10)*time.Millisecond, 200*time.Millisecond), 5*time.Second)
 }

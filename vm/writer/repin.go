@@ -19,7 +19,7 @@ import (
 // their receipt says the owner changed and names the new owner. Heartbeats
 // are not re-signed: the heartbeat loop sends the current one. Signing
 // happens in the background.
-func (w *Writer) repinStale(e *execute.Epoch) {
+func (w *Writer) repinStale(e *execute.Membership) {
 	last := w.chain.LastAccepted().Block
 	win := window{inForce: e, acceptedRound: w.chain.Round(last.Timestamp)}
 	var own []*txs.Tx
@@ -63,7 +63,7 @@ func (w *Writer) repin(ctx context.Context, old *txs.Tx) {
 	case err == nil:
 		w.tracker.replace(old.ID(), tx.ID())
 	case errors.As(err, &noe):
-		w.tracker.reject(old.ID(), fmt.Sprintf("rejected: owner changed: range %q is owned by %s in epoch %d", noe.Range, noe.Owner, noe.Epoch))
+		w.tracker.reject(old.ID(), fmt.Sprintf("rejected: owner changed: range %q is owned by %s at P-chain height %d", noe.Range, noe.Owner, noe.PChainHeight))
 	default:
 		w.tracker.reject(old.ID(), fmt.Sprintf("rejected: re-pinning failed: %v", err))
 	}

@@ -15,7 +15,7 @@ import (
 )
 
 // Allocate signs an allocation of this node's own ranges, pinned to the
-// newest epoch it knows, and queues it. A range this node does not own is
+// membership in force, and queues it. A range this node does not own is
 // refused with execute.NotOwnerError naming the owner: there is no fallback
 // writer.
 func (w *Writer) Allocate(ctx context.Context, entries []txs.AllocateEntry) (*txs.Tx, error) {
@@ -31,7 +31,8 @@ func (w *Writer) PutManifest(ctx context.Context, m txs.Manifest) (*txs.Tx, erro
 	}, []string{m.Bucket})
 }
 
-// signOwn pins a transaction of this node's own ranges to the current epoch,
+// signOwn pins a transaction of this node's own ranges to the membership in
+// force,
 // signs and queues it.
 func (w *Writer) signOwn(ctx context.Context, build func(txs.Header) txs.Unsigned, ranges []string) (*txs.Tx, error) {
 	tx, err := w.signCurrent(ctx, build, ranges)
@@ -44,10 +45,10 @@ func (w *Writer) signOwn(ctx context.Context, build func(txs.Header) txs.Unsigne
 	return tx, nil
 }
 
-// signCurrent signs against the membership in force (see signingEpoch)
+// signCurrent signs against the membership in force (see signingMembership)
 // after checking this node owns every range.
 func (w *Writer) signCurrent(ctx context.Context, build func(txs.Header) txs.Unsigned, ranges []string) (*txs.Tx, error) {
-	e, err := w.signingEpoch(ctx, ranges)
+	e, err := w.signingMembership(ctx, ranges)
 	if err != nil {
 		return nil, err
 	}
@@ -79,7 +80,7 @@ func (w *Writer) header(pChainHeight uint64, fingerprint ids.ID, round uint64) t
 	nonce := w.nonce
 	w.mu.Unlock()
 	return txs.Header{
-		NetworkID: w.cfg.NetworkID, ChainID: w.cfg.ChainID, Epoch: pChainHeight,
+		NetworkID: w.cfg.NetworkID, ChainID: w.cfg.ChainID, PChainHeight: pChainHeight,
 		Fingerprint: fingerprint, Owner: w.cfg.NodeID, Nonce: nonce, Round: round,
 	}
 }
@@ -102,7 +103,7 @@ func (w *Writer) sign(u txs.Unsigned) (*txs.Tx, error) {
 var (
 	// ErrOutsideWindow: pinned to a P-chain height below the last accepted
 	// block's or above the newest this node has seen, or signed in a
-	// liveness epoch too far from this node's.
+	// liveness round too far from this node's.
 	ErrOutsideWindow = errors.New("writer: transaction pinned outside this node's window")
 	// ErrStale: the transaction can never be included any more (its
 	// membership was superseded, or it expired).
@@ -114,23 +115,23 @@ var (
 
 // window is what admission checks a transaction's pins against: the P-chain
 // heights of the last accepted block and the newest context seen, the
-// liveness epoch of the last accepted block and the current one, and the
+// liveness round of the last accepted block and the current one, and the
 // membership in force.
 type window struct {
 	lowHeight, highHeight uint64
 	acceptedRound, round  uint64
-	inForce               *execute.Epoch
+	inForce               *execute.Membership
 }
 
 func (w *Writer) admissionWindow() (window, error) {
 	newest, ok := w.chain.NewestHeight()
 	inForce := w.chain.InForce()
 	if !ok || inForce == nil {
-		return window{}, fmt.Errorf("%w: no epoch open yet", chain.ErrNotReady)
+		return window{}, fmt.Errorf("%w: no membership open yet", chain.ErrNotReady)
 	}
 	last := w.chain.LastAccepted().Block
 	return window{
-		lowHeight: last.Epoch, highHeight: newest,
+		lowHeight: last.PChainHeight, highHeight: newest,
 		acceptedRound: w.chain.Round(last.Timestamp),
 		round:         w.chain.Round(max(uint64(w.cfg.Clock().UnixMilli()), last.Timestamp)),
 		inForce:       inForce,
@@ -140,42 +141,42 @@ func (w *Writer) admissionWindow() (window, error) {
 // check refuses pins no honest signer produces now: a P-chain height
 // outside [last accepted, newest seen] (which bounds the validator-set
 // lookups gossip can cause to heights this node uses anyway), a heartbeat
-// for a liveness epoch other than the previous, current or next one (one
+// for a liveness round other than the previous, current or next one (one
 // validator could otherwise fill every pool with heartbeats that never go
-// stale), or any transaction signed more than one epoch ahead.
+// stale), or any transaction signed more than one round ahead.
 func (win window) check(h *txs.Header, heartbeat bool) error {
 	switch {
-	case h.Epoch < win.lowHeight || h.Epoch > win.highHeight:
-		return fmt.Errorf("%w: P-chain height %d not in [%d, %d]", ErrOutsideWindow, h.Epoch, win.lowHeight, win.highHeight)
+	case h.PChainHeight < win.lowHeight || h.PChainHeight > win.highHeight:
+		return fmt.Errorf("%w: P-chain height %d not in [%d, %d]", ErrOutsideWindow, h.PChainHeight, win.lowHeight, win.highHeight)
 	case h.Round > win.round+1:
-		return fmt.Errorf("%w: signed in liveness epoch %d, this node is in %d", ErrOutsideWindow, h.Round, win.round)
+		return fmt.Errorf("%w: signed in liveness round %d, this node is in %d", ErrOutsideWindow, h.Round, win.round)
 	case heartbeat && h.Round+1 < win.round:
-		return fmt.Errorf("%w: heartbeat of liveness epoch %d, this node is in %d", ErrOutsideWindow, h.Round, win.round)
+		return fmt.Errorf("%w: heartbeat of liveness round %d, this node is in %d", ErrOutsideWindow, h.Round, win.round)
 	}
 	return nil
 }
 
 // dead reports whether tx can never be included in a block that extends the
 // last accepted one, whose membership in force is win.inForce and whose
-// liveness epoch is win.acceptedRound: block P-chain heights and epochs
-// never go down, a transaction expires TxLifetimeEpochs after it was signed,
+// liveness round is win.acceptedRound: block P-chain heights and rounds
+// never go down, a transaction expires TxLifetimeRounds after it was signed,
 // and a superseded membership never comes back. A transaction pinned to a
 // membership only a processing block has opened yet (this node lags behind
 // its signer) is not dead.
 func (w *Writer) dead(tx *txs.Tx, win window) bool {
 	h := tx.Unsigned.Head()
 	switch {
-	case h.Epoch != win.inForce.Height():
-		return h.Epoch < win.inForce.Height()
+	case h.PChainHeight != win.inForce.Height():
+		return h.PChainHeight < win.inForce.Height()
 	case tx.IsHeartbeat():
 		return h.Round < win.acceptedRound
-	case h.Round+w.genesis.TxLifetimeEpochs < win.acceptedRound:
+	case h.Round+w.genesis.TxLifetimeRounds < win.acceptedRound:
 		return true
 	case h.Fingerprint == win.inForce.Fingerprint():
 		return false
 	}
 	m, ok := w.chain.Membership(h.Fingerprint)
-	return !ok || !m.Membership().After(win.inForce.Membership())
+	return !ok || !m.Record().After(win.inForce.Record())
 }
 
 // checkSigner verifies that the transaction is pinned where an honest
@@ -196,11 +197,11 @@ func (w *Writer) checkSigner(tx *txs.Tx) error {
 	if err := win.check(h, tx.IsHeartbeat()); err != nil {
 		return err
 	}
-	var pinned *execute.Epoch
+	var pinned *execute.Membership
 	if !tx.IsHeartbeat() {
 		m, ok := w.chain.Membership(h.Fingerprint)
-		if !ok || m.Height() != h.Epoch {
-			return fmt.Errorf("%w: fingerprint %s at P-chain height %d", ErrUnknownMembership, h.Fingerprint, h.Epoch)
+		if !ok || m.Height() != h.PChainHeight {
+			return fmt.Errorf("%w: fingerprint %s at P-chain height %d", ErrUnknownMembership, h.Fingerprint, h.PChainHeight)
 		}
 		pinned = m
 	}
@@ -223,7 +224,7 @@ func (w *Writer) checkSigner(tx *txs.Tx) error {
 	if w.sigs.Verified(tx.ID()) {
 		return nil
 	}
-	e, err := w.chain.ValidatorSet(context.Background(), h.Epoch)
+	e, err := w.chain.ValidatorSet(context.Background(), h.PChainHeight)
 	if err != nil {
 		return fmt.Errorf("%w: %w", chain.ErrNotReady, err)
 	}

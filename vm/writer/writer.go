@@ -32,7 +32,7 @@ import (
 var ErrShuttingDown = errors.New("writer: shutting down")
 
 // ErrMembershipOpening is the NotReady of a range that moves to this node
-// when the next block opens the new liveness epoch's membership: the range
+// when the next block opens the new round's membership: the range
 // is this node's in the membership that block will have, not yet in the one
 // in force.
 var ErrMembershipOpening = errors.New("writer: ownership moves to this node when the next block opens the new membership")
@@ -49,7 +49,7 @@ type Config struct {
 	// Registerer receives the write path's metrics (nil: a private one).
 	Registerer prometheus.Registerer
 	// Heartbeats makes the writer send this validator's heartbeat a few
-	// times per liveness epoch (a node always does; in-process users call
+	// times per liveness round (a node always does; in-process users call
 	// Heartbeat themselves).
 	Heartbeats bool
 }
@@ -113,7 +113,7 @@ func New(cfg Config, c *chain.Chain, pool *mempool.Mempool, builds Builds) (*Wri
 		intents: make(chan intent, 4*g.GroupCommitMaxEntries),
 	}
 	// Nonces only need to differ between this node's own transactions of one
-	// epoch, including across restarts: start at a random point, so that
+	// round, including across restarts: start at a random point, so that
 	// neither a clock stepped back nor a fixed clock repeats one.
 	if w.nonce, err = randomNonce(); err != nil {
 		return nil, err
@@ -134,7 +134,7 @@ func (w *Writer) Start() {
 	go w.runCommitter(ctx)
 	if w.cfg.Heartbeats {
 		w.background.Add(1)
-		go w.runHeartbeats(ctx, heartbeatInterval(w.genesis.EpochDurationMs))
+		go w.runHeartbeats(ctx, heartbeatInterval(w.genesis.RoundDurationMs))
 	}
 }
 
@@ -152,13 +152,13 @@ func (w *Writer) Stop() {
 // transactions leave the pool, stale ones are re-pinned when the block put
 // a new membership in force (or a build found stale work), and waiters
 // wake.
-func (w *Writer) Accepted(b *chain.Block, inForce *execute.Epoch, changed bool) {
+func (w *Writer) Accepted(b *chain.Block, inForce *execute.Membership, changed bool) {
 	included := make([]ids.ID, len(b.Txs))
 	for i, tx := range b.Txs {
 		included[i] = tx.ID()
 	}
 	w.mempool.Remove(included...)
-	if repin := w.repinWanted.Swap(false); b.HasEpoch && inForce != nil && (changed || repin) {
+	if repin := w.repinWanted.Swap(false); b.HasPChainHeight && inForce != nil && (changed || repin) {
 		w.repinStale(inForce)
 	}
 	w.mempool.Signal()
@@ -182,7 +182,7 @@ func (w *Writer) Refused(txID ids.ID, reason string) { w.tracker.reject(txID, re
 // RepinWanted asks the next accept to re-pin stale work.
 func (w *Writer) RepinWanted() { w.repinWanted.Store(true) }
 
-// signingEpoch is the membership this node signs its transactions against,
+// signingMembership is the membership this node signs its transactions against,
 // after checking that it owns every range: the membership in force at the
 // last accepted block. Signing only against a membership in force is what
 // makes re-pinning safe: a transaction is re-signed only once the
@@ -193,7 +193,7 @@ func (w *Writer) RepinWanted() { w.repinWanted.Store(true) }
 // yet in the one in force answers chain.ErrNotReady, and makes the next
 // block open the new membership; a range it owns now but not in the next
 // membership answers NotOwner with the next owner.
-func (w *Writer) signingEpoch(ctx context.Context, ranges []string) (*execute.Epoch, error) {
+func (w *Writer) signingMembership(ctx context.Context, ranges []string) (*execute.Membership, error) {
 	next, err := w.chain.Snapshot(ctx)
 	if err != nil {
 		return nil, err
@@ -203,7 +203,7 @@ func (w *Writer) signingEpoch(ctx context.Context, ranges []string) (*execute.Ep
 	}
 	now := w.chain.InForce()
 	if now == nil {
-		return nil, w.chain.NeedEpoch()
+		return nil, w.chain.NeedMembership()
 	}
 	if err := now.CheckOwner(ranges, w.cfg.NodeID); err != nil {
 		w.builds.WantMembership()

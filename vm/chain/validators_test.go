@@ -1,4 +1,4 @@
-package epochs_test
+package chain
 
 import (
 	"context"
@@ -10,7 +10,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/s-chain/schain/txs/txstest"
-	"github.com/s-chain/schain/vm/epochs"
 )
 
 type fakeSource struct {
@@ -42,11 +41,11 @@ func TestCache(t *testing.T) {
 	src := &fakeSource{calls: map[uint64]int{}, sets: map[uint64]map[ids.NodeID]*validators.GetValidatorOutput{
 		1: nil, 2: full, 3: full, 4: full,
 	}}
-	c := epochs.NewCache(src, ids.ID{'s'}, 2)
+	c := newValidatorSets(src, ids.ID{'s'}, 2)
 	ctx := context.Background()
 
 	_, err = c.Get(ctx, 1)
-	require.ErrorIs(err, epochs.ErrNotReady)
+	require.ErrorIs(err, ErrNoValidators)
 	_, err = c.Get(ctx, 9)
 	require.ErrorIs(err, errAbove)
 

@@ -1,6 +1,4 @@
-// Package epochs turns P-chain validator sets into the immutable epoch
-// snapshots that pinning and execution use, fetching each height once.
-package epochs
+package chain
 
 import (
 	"context"
@@ -16,10 +14,11 @@ import (
 	"github.com/s-chain/schain/vm/execute"
 )
 
-// ErrNotReady means the subnet has no usable validator at the height (empty
-// set, or every member without weight or BLS key). Nobody owns any range
-// then: callers report "not ready" and never fall back to an arbitrary node.
-var ErrNotReady = errors.New("epochs: no validator with weight and BLS key at this height")
+// ErrNoValidators means the subnet has no usable validator at the height
+// (empty set, or every member without weight or BLS key). Nobody owns any
+// range then: callers report "not ready" and never fall back to an
+// arbitrary node.
+var ErrNoValidators = fmt.Errorf("%w: no validator with weight and BLS key at this P-chain height", ErrNotReady)
 
 // Source is the one method of validators.State this package needs. For a
 // plugin it is a local call to its own node, answered from P-chain state.
@@ -27,27 +26,27 @@ type Source interface {
 	GetValidatorSet(ctx context.Context, height uint64, subnetID ids.ID) (map[ids.NodeID]*validators.GetValidatorOutput, error)
 }
 
-// Cache holds the most recent epoch snapshots by height. It is safe for
-// concurrent use.
-type Cache struct {
+// validatorSets holds the most recent P-chain validator sets by height,
+// fetching each height once. It is safe for concurrent use.
+type validatorSets struct {
 	src      Source
 	subnetID ids.ID
 	limit    int
 
 	mu      sync.Mutex
-	byH     map[uint64]*execute.Epoch
+	byH     map[uint64]*execute.ValidatorSet
 	heights []uint64 // insertion order, for eviction
 }
 
-// NewCache keeps at most limit snapshots (at least 1).
-func NewCache(src Source, subnetID ids.ID, limit int) *Cache {
-	return &Cache{src: src, subnetID: subnetID, limit: max(limit, 1), byH: map[uint64]*execute.Epoch{}}
+// newValidatorSets keeps at most limit sets (at least 1).
+func newValidatorSets(src Source, subnetID ids.ID, limit int) *validatorSets {
+	return &validatorSets{src: src, subnetID: subnetID, limit: max(limit, 1), byH: map[uint64]*execute.ValidatorSet{}}
 }
 
-// Get returns the snapshot at height, fetching the set on first use. Entries
+// Get returns the set at height, fetching it on first use. Entries
 // with the empty NodeID, zero weight or no BLS key are dropped: they could
 // own ranges but never sign for them.
-func (c *Cache) Get(ctx context.Context, height uint64) (*execute.Epoch, error) {
+func (c *validatorSets) Get(ctx context.Context, height uint64) (*execute.ValidatorSet, error) {
 	c.mu.Lock()
 	e, ok := c.byH[height]
 	c.mu.Unlock()
@@ -66,11 +65,11 @@ func (c *Cache) Get(ctx context.Context, height uint64) (*execute.Epoch, error) 
 		vals = append(vals, execute.Validator{NodeID: id, Weight: v.Weight, PublicKey: v.PublicKey})
 	}
 	if len(vals) == 0 {
-		return nil, fmt.Errorf("%w: height %d", ErrNotReady, height)
+		return nil, fmt.Errorf("%w: height %d", ErrNoValidators, height)
 	}
-	e, err = execute.NewEpoch(height, vals)
+	e, err = execute.NewValidatorSet(height, vals)
 	if errors.Is(err, pinning.ErrEmptySet) {
-		return nil, fmt.Errorf("%w: height %d", ErrNotReady, height)
+		return nil, fmt.Errorf("%w: height %d", ErrNoValidators, height)
 	}
 	if err != nil {
 		return nil, err

@@ -7,12 +7,12 @@ import (
 	"github.com/ava-labs/avalanchego/ids"
 )
 
-// Epoch is an immutable snapshot of the set a node pins against at one
+// Set is an immutable snapshot of the set a node pins against at one
 // P-chain height: members sorted by NodeID, their weights, and the
 // fingerprint, computed once. Because it never changes after construction,
 // any number of goroutines may resolve many ranges under one version of the
 // set without locks.
-type Epoch struct {
+type Set struct {
 	height      uint64
 	members     []Member
 	index       map[ids.NodeID]int
@@ -20,15 +20,15 @@ type Epoch struct {
 	fingerprint ids.ID
 }
 
-// NewEpoch validates members (no duplicates, positive total weight) and
+// NewSet validates members (no duplicates, positive total weight) and
 // freezes them at height. The input slice is copied.
-func NewEpoch(height uint64, members []Member) (*Epoch, error) {
+func NewSet(height uint64, members []Member) (*Set, error) {
 	sorted := slices.Clone(members)
 	slices.SortFunc(sorted, compareMembers)
 	if err := validateSorted(sorted); err != nil {
-		return nil, fmt.Errorf("epoch at height %d: %w", height, err)
+		return nil, fmt.Errorf("set at height %d: %w", height, err)
 	}
-	e := &Epoch{
+	e := &Set{
 		height:      height,
 		members:     sorted,
 		index:       make(map[ids.NodeID]int, len(sorted)),
@@ -42,51 +42,51 @@ func NewEpoch(height uint64, members []Member) (*Epoch, error) {
 }
 
 // Height is the P-chain height the set was frozen at.
-func (e *Epoch) Height() uint64 { return e.height }
+func (s *Set) Height() uint64 { return s.height }
 
-// Fingerprint is EpochFingerprint(Height(), Members()).
-func (e *Epoch) Fingerprint() ids.ID { return e.fingerprint }
+// Fingerprint is SetFingerprint(Height(), Members()).
+func (s *Set) Fingerprint() ids.ID { return s.fingerprint }
 
 // TotalWeight is the sum of all members' weights.
-func (e *Epoch) TotalWeight() uint64 { return e.totalWeight }
+func (s *Set) TotalWeight() uint64 { return s.totalWeight }
 
 // Len is the number of members, zero-weight ones included.
-func (e *Epoch) Len() int { return len(e.members) }
+func (s *Set) Len() int { return len(s.members) }
 
 // Members returns a copy of the members sorted by NodeID.
-func (e *Epoch) Members() []Member { return slices.Clone(e.members) }
+func (s *Set) Members() []Member { return slices.Clone(s.members) }
 
 // Weight returns a member's weight and whether it is a member at all.
-func (e *Epoch) Weight(nodeID ids.NodeID) (uint64, bool) {
-	i, ok := e.index[nodeID]
+func (s *Set) Weight(nodeID ids.NodeID) (uint64, bool) {
+	i, ok := s.index[nodeID]
 	if !ok {
 		return 0, false
 	}
-	return e.members[i].Weight, true
+	return s.members[i].Weight, true
 }
 
 // Owner returns the owner of rangeKey. It cannot fail: the set was validated
-// when the epoch was built.
-func (e *Epoch) Owner(rangeKey string) ids.NodeID {
-	o, err := owner(rangeKey, e.members)
+// when the set was built.
+func (s *Set) Owner(rangeKey string) ids.NodeID {
+	o, err := owner(rangeKey, s.members)
 	if err != nil {
-		// Unreachable: NewEpoch rejects sets without positive weight.
+		// Unreachable: NewSet rejects sets without positive weight.
 		panic(err)
 	}
 	return o
 }
 
-// IsOwner reports whether nodeID owns rangeKey in this epoch.
-func (e *Epoch) IsOwner(rangeKey string, nodeID ids.NodeID) bool {
-	return e.Owner(rangeKey) == nodeID
+// IsOwner reports whether nodeID owns rangeKey in this set.
+func (s *Set) IsOwner(rangeKey string, nodeID ids.NodeID) bool {
+	return s.Owner(rangeKey) == nodeID
 }
 
 // Owners resolves many ranges under this one version of the set; owners[i]
 // belongs to rangeKeys[i].
-func (e *Epoch) Owners(rangeKeys []string) []ids.NodeID {
+func (s *Set) Owners(rangeKeys []string) []ids.NodeID {
 	owners := make([]ids.NodeID, len(rangeKeys))
 	for i, k := range rangeKeys {
-		owners[i] = e.Owner(k)
+		owners[i] = s.Owner(k)
 	}
 	return owners
 }
