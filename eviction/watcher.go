@@ -39,6 +39,9 @@ type Watcher struct {
 	Subnet Subnet
 	// DryRun: plan removals (every check, the fee) but issue nothing.
 	DryRun bool
+	// PassTimeout bounds each pass of Run (0: none), so that a node that
+	// stops answering delays the watcher by one pass, not forever.
+	PassTimeout time.Duration
 
 	// pending are the validators this watcher removed that S-Chain's
 	// epoch still lists.
@@ -137,7 +140,7 @@ func (w *Watcher) Run(ctx context.Context, every time.Duration, report func(*Out
 	tick := time.NewTicker(every)
 	defer tick.Stop()
 	for {
-		out, err := w.Pass(ctx)
+		out, err := w.timedPass(ctx)
 		if ctx.Err() != nil {
 			return nil
 		}
@@ -151,4 +154,13 @@ func (w *Watcher) Run(ctx context.Context, every time.Duration, report func(*Out
 		case <-tick.C:
 		}
 	}
+}
+
+func (w *Watcher) timedPass(ctx context.Context) (*Outcome, error) {
+	if w.PassTimeout <= 0 {
+		return w.Pass(ctx)
+	}
+	ctx, cancel := context.WithTimeout(ctx, w.PassTimeout)
+	defer cancel()
+	return w.Pass(ctx)
 }
