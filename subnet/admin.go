@@ -175,8 +175,15 @@ func (a *Admin) PlanAdd(ctx context.Context, req Addition) (*Plan, error) {
 	if key == "" {
 		key = "none registered"
 	}
+	connected := "connected"
+	switch {
+	case primaryVdr.Connected == nil:
+		connected = "connection not reported"
+	case !*primaryVdr.Connected:
+		connected = "NOT connected (added anyway)"
+	}
 	p.Checks = append(p.Checks,
-		fmt.Sprintf("%s validates the primary network until %s (BLS key %s)", req.NodeID, primaryVdr.End.UTC().Format(time.RFC3339), key),
+		fmt.Sprintf("%s validates the primary network until %s (BLS key %s), %s", req.NodeID, primaryVdr.End.UTC().Format(time.RFC3339), key, connected),
 		fmt.Sprintf("%s is not yet a validator of subnet %s", req.NodeID, a.subnetID),
 		fmt.Sprintf("weight %d until %s, within its primary-network validation", sv.Wght, end.UTC().Format(time.RFC3339)))
 	return p, nil

@@ -38,6 +38,10 @@ var (
 	// ErrNotPrimaryValidator: only validators of the primary network can
 	// validate a subnet.
 	ErrNotPrimaryValidator = errors.New("subnet: not a current validator of the primary network")
+	// ErrOffline: the node to add is not connected. Added, it would be an
+	// expected proposer that never proposes: the block gaps its removal
+	// ended would come back.
+	ErrOffline = errors.New("subnet: the node is not connected")
 	// ErrEndTime: the end time is not within the node's primary-network
 	// validation, or not in the future.
 	ErrEndTime = errors.New("subnet: end time out of bounds")
@@ -109,6 +113,8 @@ type Addition struct {
 	// End is when the P-chain removes the validator again; zero takes the
 	// end of the node's primary-network validation (the latest allowed).
 	End time.Time
+	// AllowOffline adds the node even if it is not connected.
+	AllowOffline bool
 }
 
 // CheckAdd turns a request into the subnet validator to add, given the
@@ -122,6 +128,9 @@ func (f *Facts) CheckAdd(a Addition, p *Primary) (*txs.SubnetValidator, error) {
 	}
 	if p == nil {
 		return nil, fmt.Errorf("%w: %s (a subnet validator must first validate the primary network)", ErrNotPrimaryValidator, a.NodeID)
+	}
+	if p.Connected != nil && !*p.Connected && !a.AllowOffline {
+		return nil, fmt.Errorf("%w: %s is not connected to the node asked; added offline, its proposer slots would stall every block it is drawn for", ErrOffline, a.NodeID)
 	}
 	end := a.End
 	if end.IsZero() {

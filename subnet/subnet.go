@@ -151,6 +151,9 @@ type Primary struct {
 	// empty if it registered none): the key S-Chain verifies its
 	// signatures with once it validates the subnet.
 	PublicKey string `json:"publicKey,omitempty"`
+	// Connected: whether the node the facts were read from is connected to
+	// it (nil: not reported).
+	Connected *bool `json:"connected,omitempty"`
 }
 
 // ReadPrimary returns nodeID's primary-network validation, or nil if it is
@@ -164,7 +167,7 @@ func ReadPrimary(ctx context.Context, node Node, nodeID ids.NodeID) (*Primary, e
 		if v.NodeID != nodeID {
 			continue
 		}
-		p := &Primary{NodeID: v.NodeID, Start: time.Unix(int64(v.StartTime), 0), End: time.Unix(int64(v.EndTime), 0)}
+		p := &Primary{NodeID: v.NodeID, Start: time.Unix(int64(v.StartTime), 0), End: time.Unix(int64(v.EndTime), 0), Connected: v.Connected}
 		if v.Signer != nil {
 			p.PublicKey = fmt.Sprintf("0x%x", v.Signer.PublicKey[:])
 		}

@@ -108,7 +108,9 @@ func TestCheckRemove(t *testing.T) {
 func TestCheckAdd(t *testing.T) {
 	key := newKey(t)
 	newNode := ids.GenerateTestNodeID()
-	primary := &Primary{NodeID: newNode, Start: pTime.Add(-time.Hour), End: pTime.Add(48 * time.Hour)}
+	connected, disconnected := true, false
+	primary := &Primary{NodeID: newNode, Start: pTime.Add(-time.Hour), End: pTime.Add(48 * time.Hour), Connected: &connected}
+	offline := &Primary{NodeID: newNode, Start: primary.Start, End: primary.End, Connected: &disconnected}
 	tests := []struct {
 		name    string
 		req     Addition
@@ -122,6 +124,8 @@ func TestCheckAdd(t *testing.T) {
 		{name: "explicit", req: Addition{NodeID: newNode, Weight: 7, End: pTime.Add(time.Hour)}, primary: primary, weight: 7, end: pTime.Add(time.Hour)},
 		{name: "already a validator", req: Addition{NodeID: nodeA}, primary: primary, want: ErrAlreadyValidator},
 		{name: "not a primary validator", req: Addition{NodeID: newNode}, want: ErrNotPrimaryValidator},
+		{name: "offline", req: Addition{NodeID: newNode}, primary: offline, want: ErrOffline},
+		{name: "offline, allowed", req: Addition{NodeID: newNode, AllowOffline: true}, primary: offline, weight: 100, end: primary.End},
 		{name: "ends after the primary validation", req: Addition{NodeID: newNode, End: primary.End.Add(time.Second)}, primary: primary, want: ErrEndTime},
 		{name: "ends now", req: Addition{NodeID: newNode, End: pTime}, primary: primary, want: ErrEndTime},
 		{name: "weights differ", req: Addition{NodeID: newNode}, primary: primary, change: func(f *Facts) { f.Validators[1].Weight = 5 }, want: ErrWeight},

@@ -343,9 +343,9 @@ func checkNotMember(ctx context.Context, s *session, nodeID ids.NodeID, force bo
 
 func newValidatorsAddCmd(g *globals, vf *validatorsFlags) *cobra.Command {
 	var (
-		dryRun, wait bool
-		weight       uint64
-		end          string
+		dryRun, wait, force bool
+		weight              uint64
+		end                 string
 	)
 	cmd := &cobra.Command{
 		Use:   "add NODEID [--weight W] [--end TIME] [--dry-run] [--wait]",
@@ -358,7 +358,9 @@ registered there (shown in the plan: S-Chain verifies its signatures with
 it). --weight defaults to the weight every current validator has; --end (an
 RFC 3339 time, or a duration from now such as 720h) defaults to the end of
 its primary-network validation, the latest the P-chain allows. The P-chain
-starts the validator when it commits the transaction.
+starts the validator when it commits the transaction. A node that is not
+connected is refused (--force adds it anyway): as a validator that never
+proposes, it would bring back the block gaps of a dead one.
 
 The node heartbeats once S-Chain's epoch lists it (up to an ACP-181 epoch
 after the commit) and owns ranges from the liveness epoch after its
@@ -371,7 +373,7 @@ unless given).`,
 			if err != nil {
 				return usageError{fmt.Errorf("NODEID %q: %w", argv[0], err)}
 			}
-			req := subnet.Addition{NodeID: nodeID, Weight: weight}
+			req := subnet.Addition{NodeID: nodeID, Weight: weight, AllowOffline: force}
 			if req.End, err = parseEnd(end, time.Now()); err != nil {
 				return err
 			}
@@ -395,6 +397,7 @@ unless given).`,
 	cmd.Flags().StringVar(&vf.keyFile, "key-file", "", "file with the subnet owner's key (default $"+keyFileEnv+", or the local network's)")
 	cmd.Flags().BoolVar(&dryRun, "dry-run", false, "check everything and print the transaction, but issue nothing")
 	cmd.Flags().BoolVar(&wait, "wait", false, "also wait until S-Chain's epoch lists the validator")
+	cmd.Flags().BoolVar(&force, "force", false, "add the node even if it is not connected")
 	cmd.Flags().Uint64Var(&weight, "weight", 0, "sampling weight (default: the weight all current validators have)")
 	cmd.Flags().StringVar(&end, "end", "", "end of the validation: RFC 3339 time or duration from now (default: its primary-network validation's end)")
 	return cmd
@@ -622,10 +625,11 @@ func (r *watchReporter) report(out *eviction.Outcome, err error) {
 	}
 	switch {
 	case out.Receipt != nil:
-		fmt.Fprintf(r.g.out, "%s removed %s (%s): tx %s committed at P-chain height %d\n",
-			stamp, out.Decision.NodeID, out.Decision.Reason, out.Receipt.TxID, out.Receipt.PChainHeight)
+		fmt.Fprintf(r.g.out, "%s removed %s, out of the membership for %d liveness epoch(s): tx %s committed at P-chain height %d\n",
+			stamp, out.Decision.NodeID, out.Decision.OutRounds, out.Receipt.TxID, out.Receipt.PChainHeight)
 	case out.Plan != nil:
-		fmt.Fprintf(r.g.out, "%s would remove %s (%s): fee %d nAVAX (dry run)\n", stamp, out.Decision.NodeID, out.Decision.Reason, out.Plan.FeeNAVAX)
+		fmt.Fprintf(r.g.out, "%s would remove %s, out of the membership for %d liveness epoch(s): fee %d nAVAX (dry run: nothing issued)\n",
+			stamp, out.Decision.NodeID, out.Decision.OutRounds, out.Plan.FeeNAVAX)
 	case out.Decision.Reason != r.last:
 		fmt.Fprintf(r.g.out, "%s liveness epoch %d: %s\n", stamp, out.Round, out.Decision.Reason)
 	}
@@ -654,6 +658,7 @@ func validatorsFailure(err error) (name, line string, code int, ok bool) {
 		{subnet.ErrAlreadyValidator, "already_validator", exitRefused, ""},
 		{subnet.ErrNotPrimaryValidator, "not_primary_validator", exitRefused, "stake it on the primary network first"},
 		{subnet.ErrEndTime, "end_time", exitRefused, "adjust --end"},
+		{subnet.ErrOffline, "offline", exitRefused, "start the node first, or pass --force"},
 		{subnet.ErrWeight, "weight", exitRefused, "give --weight"},
 		{subnet.ErrInsufficientFunds, "insufficient_funds", exitRefused, "fund the key's P-chain address"},
 		{eviction.ErrPolicy, "usage", exitUsage, "see schain validators watch --help"},
@@ -661,7 +666,7 @@ func validatorsFailure(err error) (name, line string, code int, ok bool) {
 		{subnet.ErrPChainAPI, "unavailable", exitUnavailable, "is --rpc an avalanchego node with its P-chain API?"},
 	} {
 		if errors.Is(err, c.target) {
-			line := fmt.Sprintf("%s: %v", strings.ReplaceAll(c.name, "_", " "), err)
+			line := err.Error()
 			if c.hint != "" {
 				line += " (" + c.hint + ")"
 			}
@@ -670,7 +675,6 @@ func validatorsFailure(err error) (name, line string, code int, ok bool) {
 	}
 	return "", "", 0, false
 }
-
 
 func isValidatorsError(err error) bool {
 	_, _, _, ok := validatorsFailure(err)

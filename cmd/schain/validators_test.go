@@ -78,9 +78,10 @@ func newFakeNetwork(t *testing.T) (*fakeNetwork, map[string]ids.NodeID) {
 		}})
 	}
 	for _, name := range []string{"live", "dead", "gone", "fresh", "outsider"} {
+		connected := name != "outsider"
 		f.primary = append(f.primary, papi.PermissionlessValidator{Staker: papi.Staker{
 			NodeID: n[name], Weight: 2000, StartTime: start, EndTime: end + 3600,
-		}})
+		}, Connected: &connected})
 	}
 	mux := http.NewServeMux()
 	serve := func(path, name string, svc any) {
@@ -217,7 +218,7 @@ func TestValidatorsStatus(t *testing.T) {
 	// An explicit --subnet the P-chain does not know.
 	code, _, errOut = f.validators(t, "status", "--subnet", ids.GenerateTestID().String())
 	require.Equal(exitRefused, code)
-	require.Contains(errOut, "no subnet")
+	require.Contains(errOut, "no such subnet on the P-chain")
 }
 
 func TestValidatorsRemoveRefusals(t *testing.T) {
@@ -234,11 +235,11 @@ func TestValidatorsRemoveRefusals(t *testing.T) {
 		code int
 		line string
 	}{
-		{"a live member", []string{"remove", n["live"].String(), "--key-file", owner}, exitRefused, "live member: the validator is a member of S-Chain's current epoch"},
-		{"not a validator", []string{"remove", n["gone"].String(), "--key-file", owner}, exitRefused, "not validator:"},
-		{"another key", []string{"remove", n["dead"].String(), "--key-file", keyFile(t, other)}, exitRefused, "not owner:"},
+		{"a live member", []string{"remove", n["live"].String(), "--key-file", owner}, exitRefused, "the validator is a member of S-Chain's current epoch (it heartbeats)"},
+		{"not a validator", []string{"remove", n["gone"].String(), "--key-file", owner}, exitRefused, "not a current validator of the subnet"},
+		{"another key", []string{"remove", n["dead"].String(), "--key-file", keyFile(t, other)}, exitRefused, "the key does not control the subnet"},
 		{"no key", []string{"remove", n["dead"].String()}, exitUsage, "--key-file"},
-		{"a bad key file", []string{"remove", n["dead"].String(), "--key-file", garbage}, exitUsage, "key file:"},
+		{"a bad key file", []string{"remove", n["dead"].String(), "--key-file", garbage}, exitUsage, "bad key file"},
 		{"a bad node ID", []string{"remove", "node-1", "--key-file", owner}, exitUsage, "NODEID"},
 	}
 	for _, tt := range tests {
@@ -253,7 +254,7 @@ func TestValidatorsRemoveRefusals(t *testing.T) {
 	f.subnet = f.subnet[:1]
 	code, _, errOut := f.validators(t, "remove", n["live"].String(), "--key-file", owner, "--force", "--dry-run")
 	require.Equal(t, exitRefused, code)
-	require.Contains(t, errOut, "last validator:")
+	require.Contains(t, errOut, "refusing to remove the subnet's last validator")
 
 	// No node answers the P-chain API.
 	down := httptest.NewServer(http.NotFoundHandler())
@@ -272,10 +273,11 @@ func TestValidatorsAddRefusals(t *testing.T) {
 		code int
 		line string
 	}{
-		{"already a validator", []string{"add", n["dead"].String()}, exitRefused, "already validator:"},
-		{"not a primary validator", []string{"add", ids.GenerateTestNodeID().String()}, exitRefused, "not primary validator:"},
-		{"ends after its primary validation", []string{"add", n["gone"].String(), "--end", "87600h"}, exitRefused, "end time:"},
+		{"already a validator", []string{"add", n["dead"].String()}, exitRefused, "already a validator of the subnet"},
+		{"not a primary validator", []string{"add", ids.GenerateTestNodeID().String()}, exitRefused, "not a current validator of the primary network"},
+		{"ends after its primary validation", []string{"add", n["gone"].String(), "--end", "87600h"}, exitRefused, "end time out of bounds"},
 		{"an unreadable end", []string{"add", n["gone"].String(), "--end", "next week"}, exitUsage, "--end"},
+		{"offline", []string{"add", n["outsider"].String()}, exitRefused, "is not connected to the node asked"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -313,7 +315,7 @@ func TestValidatorsWatch(t *testing.T) {
 	require.NoError(err)
 	code, _, errOut = f.validators(t, "watch", "--key-file", keyFile(t, other), "--remove-after", "1")
 	require.Equal(exitRefused, code)
-	require.Contains(errOut, "not owner:")
+	require.Contains(errOut, "the key does not control the subnet")
 }
 
 func TestParseEnd(t *testing.T) {

@@ -207,7 +207,7 @@ func TestZ_KillOwner(t *testing.T) {
 	// A live member is refused (exit 8) unless forced.
 	code, _, errOut = schainCLI(ctx, t, liveURIs, "validators", "remove", live.NodeID.String(), "--dry-run", "--key-file", network.OwnerKeyPath())
 	require.Equal(8, code, errOut)
-	require.Contains(errOut, "live member")
+	require.Contains(errOut, "is a member of S-Chain's current epoch")
 
 	// The policy (out for one liveness epoch) removes the dead validator.
 	_, beforeStats := probe.read()
@@ -261,6 +261,14 @@ func TestZ_KillOwner(t *testing.T) {
 	// makes it a validator again.
 	require.NoError(network.StartNode(ctx, victim.NodeID))
 	restarted := time.Now()
+	// `add` refuses a node the live ones are not connected to yet.
+	require.NoError(poll(ctx, func() error {
+		code, _, errOut := schainCLI(ctx, t, liveURIs, "validators", "add", victim.NodeID.String(), "--dry-run", "--key-file", network.OwnerKeyPath())
+		if code != 0 {
+			return fmt.Errorf("add --dry-run: exit %d: %s", code, errOut)
+		}
+		return nil
+	}))
 	code, out, errOut = schainCLI(ctx, t, liveURIs, "validators", "add", victim.NodeID.String(), "--wait", "--json", "--key-file", network.OwnerKeyPath())
 	require.Equal(0, code, errOut)
 	var added struct {
