@@ -262,8 +262,10 @@ func TestZ_KillOwner(t *testing.T) {
 	require.NoError(network.StartNode(ctx, victim.NodeID))
 	restarted := time.Now()
 	// `add` refuses a node the live ones are not connected to yet.
-	require.NoError(poll(ctx, func() error {
-		code, _, errOut := schainCLI(ctx, t, liveURIs, "validators", "add", victim.NodeID.String(), "--dry-run", "--key-file", network.OwnerKeyPath())
+	connected, cancelConnected := context.WithTimeout(ctx, time.Minute)
+	defer cancelConnected()
+	require.NoError(poll(connected, func() error {
+		code, _, errOut := schainCLI(connected, t, liveURIs, "validators", "add", victim.NodeID.String(), "--dry-run", "--key-file", network.OwnerKeyPath())
 		if code != 0 {
 			return fmt.Errorf("add --dry-run: exit %d: %s", code, errOut)
 		}
@@ -280,8 +282,8 @@ func TestZ_KillOwner(t *testing.T) {
 	require.NotNil(added.Receipt)
 	require.NotNil(added.EpochFollowedMs)
 	require.Equal(dry.Plan.Weight, added.Plan.Weight, "the default weight is the one the others have")
-	t.Logf("added %s back %s after its restart (S-Chain's epoch listed it %s after the commit)",
-		victim.NodeID, time.Since(restarted).Round(time.Second), time.Duration(*added.EpochFollowedMs)*time.Millisecond)
+	t.Logf("added %s back: S-Chain's epoch listed it %s after the commit, %s after its restart",
+		victim.NodeID, time.Duration(*added.EpochFollowedMs)*time.Millisecond, time.Since(restarted).Round(time.Second))
 	agree(ctx, t)
 	// Its heartbeat lands in the epoch its addition reached S-Chain in;
 	// from the next one it owns its ranges again.
