@@ -224,11 +224,15 @@ func TestZ_KillOwner(t *testing.T) {
 	t.Logf("before the removal (%s of closed-loop allocations after the kill): %s", removed.Sub(killed).Round(time.Second), describeGaps(beforeStats))
 	require.Greater(before, 3*time.Second, "the probe saw the dead validator's proposer slots")
 
-	// S-Chain's epoch follows the P-chain at its next ACP-181 epoch; from
-	// the child of the first block built on the new P-chain height on, the
-	// proposer VM no longer waits for the dead validator's slots.
+	// The proposer VM builds every block on its node's current P-chain
+	// height and draws a block's proposers from its parent's: from the
+	// child of the first block built after the commit on, nobody waits for
+	// the dead validator's slots, before S-Chain's epoch (which follows the
+	// P-chain at its next ACP-181 epoch) shows anything.
 	follow, cancelFollow := context.WithTimeout(ctx, 2*time.Minute)
 	defer cancelFollow()
+	waitHeights(follow, t, live, 3)
+	probe.window(liveRanges)
 	require.NoError(poll(follow, func() error {
 		e, err := liveClient.GetEpoch(follow)
 		if err != nil {
@@ -242,7 +246,11 @@ func TestZ_KillOwner(t *testing.T) {
 		return nil
 	}))
 	t.Logf("S-Chain's epoch dropped %s %s after the removal", victim.NodeID, time.Since(removed).Round(time.Second))
-	waitHeights(follow, t, live, 2)
+	took, betweenStats := probe.read()
+	t.Logf("from 3 heights after the commit until S-Chain's epoch followed (%s): %s", took.Round(time.Millisecond), describeGaps(betweenStats))
+	for rk, s := range betweenStats {
+		require.Less(s.Longest, time.Second, "range %s: a gap above 1 s after the removal was committed", rk)
+	}
 	probe.window(liveRanges)
 	// 150 heights (about 10 s here): were the dead validator still drawn
 	// for a third of the heights, the chance of no gap among them would be
