@@ -31,6 +31,7 @@ type gapProbe struct {
 	last    map[string]time.Time     // guarded by mu: last success per range
 	longest map[string]time.Duration // guarded by mu: within the window
 	count   map[string]int           // guarded by mu: successes in the window
+	failed  map[string][]string      // guarded by mu: errors in the window (the first few)
 
 	wg     sync.WaitGroup
 	cancel context.CancelFunc
@@ -52,6 +53,8 @@ func startGapProbe(ctx context.Context, ranges []string, alloc func(context.Cont
 				cancel()
 				if err == nil {
 					p.success(rk, time.Now())
+				} else if ctx.Err() == nil {
+					p.failure(rk, err)
 				}
 			}
 		}()
@@ -65,7 +68,7 @@ func (p *gapProbe) window(ranges []string) {
 	defer p.mu.Unlock()
 	now := time.Now()
 	p.from = now
-	p.last, p.longest, p.count = map[string]time.Time{}, map[string]time.Duration{}, map[string]int{}
+	p.last, p.longest, p.count, p.failed = map[string]time.Time{}, map[string]time.Duration{}, map[string]int{}, map[string][]string{}
 	for _, rk := range ranges {
 		p.last[rk] = now
 	}
@@ -81,11 +84,20 @@ func (p *gapProbe) success(rk string, at time.Time) {
 	}
 }
 
+func (p *gapProbe) failure(rk string, err error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if len(p.failed[rk]) < 3 {
+		p.failed[rk] = append(p.failed[rk], fmt.Sprintf("%s: %v", time.Since(p.from).Round(time.Millisecond), err))
+	}
+}
+
 // gapStats is one range's window: its longest gap (counting the one still
 // open at the end) and its successful allocations.
 type gapStats struct {
 	Longest time.Duration
 	Count   int
+	Errors  []string
 }
 
 // read closes the window now.
@@ -95,7 +107,7 @@ func (p *gapProbe) read() (time.Duration, map[string]gapStats) {
 	now := time.Now()
 	out := map[string]gapStats{}
 	for rk, last := range p.last {
-		out[rk] = gapStats{Longest: max(p.longest[rk], now.Sub(last)), Count: p.count[rk]}
+		out[rk] = gapStats{Longest: max(p.longest[rk], now.Sub(last)), Count: p.count[rk], Errors: p.failed[rk]}
 	}
 	return now.Sub(p.from), out
 }
@@ -117,7 +129,11 @@ func longestOf(stats map[string]gapStats) time.Duration {
 func describeGaps(stats map[string]gapStats) string {
 	var parts []string
 	for rk, s := range stats {
-		parts = append(parts, fmt.Sprintf("%s: longest %s over %d allocations", rk, s.Longest.Round(time.Millisecond), s.Count))
+		part := fmt.Sprintf("%s: longest %s over %d allocations", rk, s.Longest.Round(time.Millisecond), s.Count)
+		if len(s.Errors) > 0 {
+			part += fmt.Sprintf(" (errors, from the window's start: %s)", strings.Join(s.Errors, "; "))
+		}
+		parts = append(parts, part)
 	}
 	slices.Sort(parts)
 	return strings.Join(parts, "; ")
