@@ -15,8 +15,8 @@ import (
 	"github.com/ava-labs/avalanchego/ids"
 	"github.com/stretchr/testify/require"
 
-	"github.com/s-chain/schain/vm"
 	"github.com/s-chain/schain/vm/api"
+	"github.com/s-chain/schain/vm/config"
 )
 
 func TestTokenNew(t *testing.T) {
@@ -27,24 +27,24 @@ func TestTokenNew(t *testing.T) {
 	require.Len(tok, 2, out)
 	sum := regexp.MustCompile(`(?m)^sha256:\s+([0-9a-f]{64})$`).FindStringSubmatch(out)
 	require.Len(sum, 2, out)
-	require.Equal(vm.TokenHash(tok[1]), sum[1])
+	require.Equal(config.TokenHash(tok[1]), sum[1])
 	snippet := regexp.MustCompile(`(?m)^config:\s+(\{.*\})$`).FindStringSubmatch(out)
 	require.Len(snippet, 2, out)
-	cc, err := vm.ParseChainConfig([]byte(`{"writeTokens":[` + snippet[1] + `]}`))
+	cc, err := config.ParseChainConfig([]byte(`{"writeTokens":[` + snippet[1] + `]}`))
 	require.NoError(err, "the printed entry is valid chain config")
-	require.Equal([]vm.WriteToken{{Name: "s3-master", SHA256: sum[1]}}, cc.WriteTokens)
+	require.Equal([]config.WriteToken{{Name: "s3-master", SHA256: sum[1]}}, cc.WriteTokens)
 	require.Contains(errOut, "chain config")
 
 	// JSON output, and fresh tokens every time.
 	code, out, errOut = run(t, "--json", "token", "new", "--name", "s3-master")
 	require.Equal(exitOK, code, errOut)
 	var res struct {
-		Token  string        `json:"token"`
-		Config vm.WriteToken `json:"config"`
+		Token  string            `json:"token"`
+		Config config.WriteToken `json:"config"`
 	}
 	require.NoError(json.Unmarshal([]byte(out), &res))
 	require.NotEqual(tok[1], res.Token)
-	require.Equal(vm.TokenHash(res.Token), res.Config.SHA256)
+	require.Equal(config.TokenHash(res.Token), res.Config.SHA256)
 
 	// --out keeps the token off the terminal, private, and never overwrites.
 	path := filepath.Join(t.TempDir(), "s3.token")
@@ -54,7 +54,7 @@ func TestTokenNew(t *testing.T) {
 	require.NoError(err)
 	saved := strings.TrimSpace(string(b))
 	require.NotContains(out, saved)
-	require.Contains(out, vm.TokenHash(saved))
+	require.Contains(out, config.TokenHash(saved))
 	info, err := os.Stat(path)
 	require.NoError(err)
 	require.Equal(os.FileMode(0o600), info.Mode().Perm())

@@ -19,6 +19,8 @@ import (
 	"github.com/s-chain/schain/shadow/schainrpc"
 	"github.com/s-chain/schain/txs/txstest"
 	"github.com/s-chain/schain/vm"
+	"github.com/s-chain/schain/vm/builder"
+	"github.com/s-chain/schain/vm/chain"
 )
 
 type oneSet map[ids.NodeID]*validators.GetValidatorOutput
@@ -40,13 +42,13 @@ func engine(ctx context.Context, t *testing.T, v *vm.VM) <-chan struct{} {
 				return
 			}
 			b, err := v.BuildBlockWithContext(ctx, bctx)
-			if errors.Is(err, vm.ErrNoWork) {
+			if errors.Is(err, builder.ErrNoWork) {
 				b, err = v.BuildBlock(ctx)
 			}
 			if err != nil {
 				continue
 			}
-			if wc, ok := b.(snowblock.WithVerifyContext); ok && b.(*vm.Block).HasEpoch {
+			if wc, ok := b.(snowblock.WithVerifyContext); ok && b.(*chain.Block).HasEpoch {
 				err = wc.VerifyWithContext(ctx, bctx)
 			} else {
 				err = b.Verify(ctx)

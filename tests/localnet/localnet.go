@@ -26,6 +26,7 @@ import (
 	"github.com/ava-labs/avalanchego/utils/logging"
 
 	"github.com/s-chain/schain/vm"
+	vmconfig "github.com/s-chain/schain/vm/config"
 )
 
 // SubnetName names the S-Chain subnet inside a tmpnet network.
@@ -59,8 +60,8 @@ type Config struct {
 	// Snow are the subnet's consensus parameters (nil: DefaultSnow).
 	Snow map[string]any
 	// ChainConfig is the S-Chain chain config given to every node (nil:
-	// vm.DefaultChainConfig()). Start adds the network's write token to it.
-	ChainConfig *vm.ChainConfig
+	// vmconfig.DefaultChainConfig()). Start adds the network's write token to it.
+	ChainConfig *vmconfig.ChainConfig
 	// Token is the network's write token (empty: Start generates one). Its
 	// hash goes into the chain config as TokenName; the token itself is
 	// written to <network dir>/token (mode 0600), where Open finds it, so
@@ -71,7 +72,7 @@ type Config struct {
 }
 
 // DefaultSnow are the local network's consensus parameters: k=20,
-// alphaPreference=11, alphaConfidence=12, beta=20.
+// alphaPreference=11, alphaConfidence=12, beta=12.
 //
 // Avalanchego samples a poll's k validators by stake units without
 // replacement, so one validator can fill several places of one sample, and a
@@ -80,12 +81,12 @@ type Config struct {
 // sampled itself twice in a poll a quarter of the time and finalized its own
 // blocks alone, forking from the majority (found by the partition test,
 // TestX_Partition). With k=20 and alphaConfidence=12, a third of the stake
-// reaches 12 votes in a poll with probability 1.3%, twenty polls in a row
-// about 1e-38; two thirds of it (one node of three down) do in 81% of polls,
-// so the network keeps finalizing, after about 360 polls on average instead
-// of 20 (polls on loopback take milliseconds).
+// reaches 12 votes in a poll with probability 1.3%, twelve polls in a row
+// about 2e-23; two thirds of it (one node of three down) do in 81% of polls,
+// so the network keeps finalizing, after about 60 polls on average instead
+// of 12 (polls on loopback take milliseconds).
 func DefaultSnow() map[string]any {
-	return map[string]any{"k": 20, "alphaPreference": 11, "alphaConfidence": 12, "beta": 20, "concurrentRepolls": 4}
+	return map[string]any{"k": 20, "alphaPreference": 11, "alphaConfidence": 12, "beta": 12, "concurrentRepolls": 4}
 }
 
 // EpochDuration and LivenessEpochs are the local network's liveness rule:
@@ -272,16 +273,16 @@ func (c Config) chainConfig() (string, string, error) {
 	token := c.Token
 	if token == "" {
 		var err error
-		if token, err = vm.GenerateToken(); err != nil {
+		if token, err = vmconfig.GenerateToken(); err != nil {
 			return "", "", err
 		}
 	}
-	cc := vm.DefaultChainConfig()
+	cc := vmconfig.DefaultChainConfig()
 	if c.ChainConfig != nil {
 		cc = *c.ChainConfig
 		cc.WriteTokens = slices.Clone(cc.WriteTokens)
 	}
-	wt, err := vm.NewWriteToken(TokenName, token)
+	wt, err := vmconfig.NewWriteToken(TokenName, token)
 	if err != nil {
 		return "", "", err
 	}

@@ -7,7 +7,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/s-chain/schain/vm"
+	"github.com/s-chain/schain/vm/config"
 )
 
 func TestChainConfigCarriesTheNetworkToken(t *testing.T) {
@@ -15,23 +15,23 @@ func TestChainConfigCarriesTheNetworkToken(t *testing.T) {
 	tok, js, err := Config{}.chainConfig()
 	require.NoError(err)
 	require.NotContains(js, tok, "the nodes get the hash, not the token")
-	cc, err := vm.ParseChainConfig([]byte(js))
+	cc, err := config.ParseChainConfig([]byte(js))
 	require.NoError(err)
-	require.Equal([]vm.WriteToken{{Name: TokenName, SHA256: vm.TokenHash(tok)}}, cc.WriteTokens)
-	require.Equal(vm.DefaultChainConfig().MaxRequestBytes, cc.MaxRequestBytes)
+	require.Equal([]config.WriteToken{{Name: TokenName, SHA256: config.TokenHash(tok)}}, cc.WriteTokens)
+	require.Equal(config.DefaultChainConfig().MaxRequestBytes, cc.MaxRequestBytes)
 
 	// A given config and token are kept; the caller's slice is not touched.
-	other := vm.WriteToken{Name: "s3", SHA256: vm.TokenHash("s3-secret")}
-	given := vm.DefaultChainConfig()
-	given.WriteTokens = []vm.WriteToken{other}
+	other := config.WriteToken{Name: "s3", SHA256: config.TokenHash("s3-secret")}
+	given := config.DefaultChainConfig()
+	given.WriteTokens = []config.WriteToken{other}
 	given.MaxPendingPerToken = 7
 	tok2, js, err := Config{ChainConfig: &given, Token: "schain_fixed"}.chainConfig()
 	require.NoError(err)
 	require.Equal("schain_fixed", tok2)
-	cc, err = vm.ParseChainConfig([]byte(js))
+	cc, err = config.ParseChainConfig([]byte(js))
 	require.NoError(err)
 	require.Equal(7, cc.MaxPendingPerToken)
-	require.Equal([]vm.WriteToken{other, {Name: TokenName, SHA256: vm.TokenHash("schain_fixed")}}, cc.WriteTokens)
+	require.Equal([]config.WriteToken{other, {Name: TokenName, SHA256: config.TokenHash("schain_fixed")}}, cc.WriteTokens)
 	require.Len(given.WriteTokens, 1)
 
 	path := filepath.Join(t.TempDir(), TokenFile)

@@ -1,4 +1,4 @@
-package vm
+package rpc
 
 import (
 	"context"
@@ -10,8 +10,10 @@ import (
 	"time"
 
 	"github.com/ava-labs/avalanchego/ids"
+	"github.com/ava-labs/avalanchego/utils/logging"
 	"github.com/gorilla/rpc/v2"
 	"github.com/gorilla/rpc/v2/json2"
+	"github.com/prometheus/client_golang/prometheus"
 
 	avajson "github.com/ava-labs/avalanchego/utils/json"
 
@@ -19,34 +21,89 @@ import (
 	"github.com/s-chain/schain/state"
 	"github.com/s-chain/schain/txs"
 	"github.com/s-chain/schain/vm/api"
+	"github.com/s-chain/schain/vm/chain"
+	"github.com/s-chain/schain/vm/config"
 	"github.com/s-chain/schain/vm/epochs"
 	"github.com/s-chain/schain/vm/execute"
 	"github.com/s-chain/schain/vm/mempool"
+	"github.com/s-chain/schain/vm/writer"
 )
 
-// Handler serves the JSON-RPC API (package api) at /ext/bc/<chainID>,
-// behind the access control and limits of the node's chain config
-// (access.go).
-func (vm *VM) Handler() (http.Handler, error) {
-	if vm.gate == nil {
-		return nil, ErrNotInitialized
-	}
-	server := rpc.NewServer()
-	codec := apiCodec{Codec: avajson.NewCodec(), gate: vm.gate}
-	server.RegisterCodec(codec, "application/json")
-	server.RegisterCodec(codec, "application/json;charset=UTF-8")
-	if err := server.RegisterService(&Service{vm: vm}, api.Service); err != nil {
-		return nil, err
-	}
-	return apiHandler{gate: vm.gate, next: server}, nil
+// Writes is the node's write path (package writer).
+type Writes interface {
+	AllocateOne(ctx context.Context, entry txs.AllocateEntry) (writer.Submitted, error)
+	AllocatePooled(ctx context.Context, rangeKey string, count uint64) (writer.Pooled, error)
+	PutManifest(ctx context.Context, m txs.Manifest) (*txs.Tx, error)
+	Receipt(txID ids.ID) (*api.ReceiptReply, error)
+	WaitReceipt(ctx context.Context, txID ids.ID) (*api.ReceiptReply, error)
 }
 
+// Reads is what the read methods need (package chain).
+type Reads interface {
+	Snapshot(ctx context.Context) (*execute.Epoch, error)
+	ValidatorSet(ctx context.Context, height uint64) (*execute.Epoch, error)
+	State() state.Reader
+	LastAccepted() *chain.Block
+}
+
+// Config is what the API needs from its node.
+type Config struct {
+	NodeID    ids.NodeID
+	NetworkID uint32
+	ChainID   ids.ID
+	Genesis   *config.Genesis
+	// ChainConfig is this node's API access control and limits. Nil is only
+	// for a VM run in-process (tests, embedding): no token is then
+	// required.
+	ChainConfig *config.ChainConfig
+	Log         logging.Logger
+	Registerer  prometheus.Registerer
+}
+
+// Server is the JSON-RPC service with its access gate.
+type Server struct {
+	cfg     Config
+	gate    *gate
+	reads   Reads
+	writes  Writes
+	handler http.Handler
+}
+
+// New serves the JSON-RPC API (package api) behind the access control and
+// limits of the node's chain config (access.go).
+func New(cfg Config, reads Reads, writes Writes) (*Server, error) {
+	if cfg.Log == nil {
+		cfg.Log = logging.NoLog{}
+	}
+	m, err := newMetrics(cfg.Registerer)
+	if err != nil {
+		return nil, err
+	}
+	g, err := newGate(cfg.ChainConfig, cfg.Log, m)
+	if err != nil {
+		return nil, err
+	}
+	srv := &Server{cfg: cfg, gate: g, reads: reads, writes: writes}
+	server := rpc.NewServer()
+	codec := apiCodec{Codec: avajson.NewCodec(), gate: g}
+	server.RegisterCodec(codec, "application/json")
+	server.RegisterCodec(codec, "application/json;charset=UTF-8")
+	if err := server.RegisterService(&Service{s: srv}, api.Service); err != nil {
+		return nil, err
+	}
+	srv.handler = apiHandler{gate: g, next: server}
+	return srv, nil
+}
+
+// Handler serves the API at /ext/bc/<chainID>.
+func (s *Server) Handler() http.Handler { return s.handler }
+
 // Service implements the api methods. Reads see accepted state only.
-type Service struct{ vm *VM }
+type Service struct{ s *Server }
 
 // Allocate group-commits one allocation of a range this node owns.
 func (s *Service) Allocate(r *http.Request, args *api.AllocateArgs, reply *api.AllocateReply) error {
-	l := s.vm.genesis.TxLimits
+	l := s.s.cfg.Genesis.TxLimits
 	if err := txs.VerifyRange(args.Range, l); err != nil {
 		return s.invalidParams(r, err)
 	}
@@ -60,17 +117,17 @@ func (s *Service) Allocate(r *http.Request, args *api.AllocateArgs, reply *api.A
 		if args.Floor != 0 {
 			return s.invalidParams(r, errors.New("a pooled allocation takes no floor (allocate with a floor without pooling)"))
 		}
-		p, err := s.vm.AllocatePooled(r.Context(), args.Range, args.Count)
-		if errors.Is(err, errInvalidPooled) {
+		p, err := s.s.writes.AllocatePooled(r.Context(), args.Range, args.Count)
+		if errors.Is(err, writer.ErrInvalidPooled) {
 			return s.invalidParams(r, err)
 		}
 		if err != nil {
 			return rpcError(err)
 		}
-		*reply = api.AllocateReply{TxID: p.TxID, Index: p.Index, Owner: s.vm.cfg.NodeID, Pooled: true, Base: p.Base, Count: p.Count}
+		*reply = api.AllocateReply{TxID: p.TxID, Index: p.Index, Owner: s.s.cfg.NodeID, Pooled: true, Base: p.Base, Count: p.Count}
 		return nil
 	}
-	sub, err := s.vm.AllocateOne(r.Context(), txs.AllocateEntry{Range: args.Range, Count: args.Count, Floor: args.Floor})
+	sub, err := s.s.writes.AllocateOne(r.Context(), txs.AllocateEntry{Range: args.Range, Count: args.Count, Floor: args.Floor})
 	if err != nil {
 		return rpcError(err)
 	}
@@ -88,10 +145,10 @@ func (s *Service) Allocate(r *http.Request, args *api.AllocateArgs, reply *api.A
 // PutManifest commits one manifest of a bucket this node owns.
 func (s *Service) PutManifest(r *http.Request, args *api.PutManifestArgs, reply *api.PutManifestReply) error {
 	m := txs.Manifest{Bucket: args.Bucket, Key: args.Key, Size: args.Size, ContentHash: args.ContentHash, Chunks: args.Chunks, Deleted: args.Deleted}
-	if err := m.Verify(s.vm.genesis.TxLimits); err != nil {
+	if err := m.Verify(s.s.cfg.Genesis.TxLimits); err != nil {
 		return s.invalidParams(r, err)
 	}
-	tx, err := s.vm.PutManifest(r.Context(), m)
+	tx, err := s.s.writes.PutManifest(r.Context(), m)
 	if err != nil {
 		return rpcError(err)
 	}
@@ -112,7 +169,7 @@ func (s *Service) PutManifest(r *http.Request, args *api.PutManifestArgs, reply 
 // caller's own. A timeout names the transaction, so the caller polls it
 // instead of signing a second one.
 func (s *Service) wait(ctx context.Context, txID ids.ID, waitMs uint64) (*api.ReceiptReply, error) {
-	bound := min(s.vm.gate.cfg.MaxWait(), s.vm.genesis.MaxWait())
+	bound := min(s.s.gate.cfg.MaxWait(), s.s.cfg.Genesis.MaxWait())
 	// Compared in milliseconds: a waitMs beyond what a Duration holds
 	// must mean the node's bound, not overflow into a negative wait.
 	if waitMs > 0 && waitMs < uint64(bound/time.Millisecond) {
@@ -120,8 +177,8 @@ func (s *Service) wait(ctx context.Context, txID ids.ID, waitMs uint64) (*api.Re
 	}
 	ctx, cancel := context.WithTimeout(ctx, bound)
 	defer cancel()
-	rc, err := s.vm.WaitReceipt(ctx, txID)
-	if errors.Is(err, ErrWaitTimeout) || errors.Is(err, context.DeadlineExceeded) {
+	rc, err := s.s.writes.WaitReceipt(ctx, txID)
+	if errors.Is(err, writer.ErrWaitTimeout) || errors.Is(err, context.DeadlineExceeded) {
 		return nil, &json2.Error{
 			Code:    api.CodeTimeout,
 			Message: fmt.Sprintf("%v (wait bound %v = min(waitMs, maxWaitMs); poll getReceipt, do not resend)", err, bound),
@@ -137,13 +194,13 @@ func (s *Service) wait(ctx context.Context, txID ids.ID, waitMs uint64) (*api.Re
 // invalidParams refuses a write's arguments, counted under its token.
 func (s *Service) invalidParams(r *http.Request, err error) error {
 	c, _ := callOf(r)
-	s.vm.gate.reject(r, "", reasonInvalidParams, c.tokenName())
+	s.s.gate.reject(r, "", reasonInvalidParams, c.tokenName())
 	return invalidParams(err)
 }
 
 // GetReceipt reports a transaction's status.
 func (s *Service) GetReceipt(_ *http.Request, args *api.TxIDArgs, reply *api.ReceiptReply) error {
-	rc, err := s.vm.Receipt(args.TxID)
+	rc, err := s.s.writes.Receipt(args.TxID)
 	if err != nil {
 		return rpcError(err)
 	}
@@ -153,10 +210,10 @@ func (s *Service) GetReceipt(_ *http.Request, args *api.TxIDArgs, reply *api.Rec
 
 // GetAllocation reads a range's next unissued id.
 func (s *Service) GetAllocation(_ *http.Request, args *api.RangeArgs, reply *api.AllocationReply) error {
-	if err := txs.VerifyRange(args.Range, s.vm.genesis.TxLimits); err != nil {
+	if err := txs.VerifyRange(args.Range, s.s.cfg.Genesis.TxLimits); err != nil {
 		return invalidParams(err)
 	}
-	next, err := s.vm.State().Counter(args.Range)
+	next, err := s.s.reads.State().Counter(args.Range)
 	if err != nil {
 		return rpcError(err)
 	}
@@ -166,7 +223,7 @@ func (s *Service) GetAllocation(_ *http.Request, args *api.RangeArgs, reply *api
 
 // GetManifest reads an accepted manifest.
 func (s *Service) GetManifest(_ *http.Request, args *api.ManifestArgs, reply *api.ManifestReply) error {
-	m, err := s.vm.State().Manifest(args.Bucket, args.Key)
+	m, err := s.s.reads.State().Manifest(args.Bucket, args.Key)
 	if errors.Is(err, state.ErrNotFound) {
 		return &json2.Error{Code: api.CodeNotFound, Message: err.Error()}
 	}
@@ -179,10 +236,10 @@ func (s *Service) GetManifest(_ *http.Request, args *api.ManifestArgs, reply *ap
 
 // GetOwner names a range's owner in this node's current epoch.
 func (s *Service) GetOwner(r *http.Request, args *api.RangeArgs, reply *api.OwnerReply) error {
-	if err := txs.VerifyRange(args.Range, s.vm.genesis.TxLimits); err != nil {
+	if err := txs.VerifyRange(args.Range, s.s.cfg.Genesis.TxLimits); err != nil {
 		return invalidParams(err)
 	}
-	e, err := s.vm.Snapshot(r.Context())
+	e, err := s.s.reads.Snapshot(r.Context())
 	if err != nil {
 		return rpcError(err)
 	}
@@ -193,25 +250,25 @@ func (s *Service) GetOwner(r *http.Request, args *api.RangeArgs, reply *api.Owne
 // GetEpoch describes this node's current epoch: the members (live
 // validators), the whole P-chain set and each validator's liveness record.
 func (s *Service) GetEpoch(r *http.Request, _ *api.Empty, reply *api.EpochReply) error {
-	e, err := s.vm.Snapshot(r.Context())
+	e, err := s.s.reads.Snapshot(r.Context())
 	if err != nil {
 		return rpcError(err)
 	}
-	v, err := s.vm.epochs.Get(r.Context(), e.Height())
+	v, err := s.s.reads.ValidatorSet(r.Context(), e.Height())
 	if err != nil {
-		return rpcError(fmt.Errorf("%w: %w", ErrNotReady, err))
+		return rpcError(fmt.Errorf("%w: %w", chain.ErrNotReady, err))
 	}
 	m := e.Membership()
 	*reply = api.EpochReply{
 		PChainHeight: e.Height(), Round: m.Round, Fingerprint: e.Fingerprint(),
 		Generation: m.Generation, Fallback: m.Fallback,
-		EpochDurationMs: s.vm.genesis.EpochDurationMs, LivenessEpochs: s.vm.genesis.LivenessEpochs,
-		NodeID: s.vm.cfg.NodeID,
+		EpochDurationMs: s.s.cfg.Genesis.EpochDurationMs, LivenessEpochs: s.s.cfg.Genesis.LivenessEpochs,
+		NodeID: s.s.cfg.NodeID,
 	}
 	for _, mb := range e.Members() {
 		reply.Members = append(reply.Members, api.Member{NodeID: mb.NodeID, Weight: mb.Weight})
 	}
-	accepted := s.vm.state.Accepted()
+	accepted := s.s.reads.State()
 	for _, val := range v.Members() {
 		_, member := e.Weight(val.NodeID)
 		vl := api.ValidatorLiveness{NodeID: val.NodeID, Weight: val.Weight, Member: member}
@@ -232,75 +289,9 @@ func (s *Service) GetEpoch(r *http.Request, _ *api.Empty, reply *api.EpochReply)
 
 // GetNode identifies this node and its last accepted block.
 func (s *Service) GetNode(_ *http.Request, _ *api.Empty, reply *api.NodeReply) error {
-	s.vm.mu.Lock()
-	last := s.vm.lastAccepted
-	s.vm.mu.Unlock()
-	*reply = api.NodeReply{NodeID: s.vm.cfg.NodeID, NetworkID: s.vm.cfg.NetworkID, ChainID: s.vm.cfg.ChainID, Height: last.Block.Height, StateRoot: last.StateRoot}
+	last := s.s.reads.LastAccepted()
+	*reply = api.NodeReply{NodeID: s.s.cfg.NodeID, NetworkID: s.s.cfg.NetworkID, ChainID: s.s.cfg.ChainID, Height: last.Block.Height, StateRoot: last.StateRoot}
 	return nil
-}
-
-// Receipt reports a transaction's status from accepted state, the pending
-// pool and processing blocks, and what this node remembers of rejections and
-// re-pins.
-func (vm *VM) Receipt(txID ids.ID) (*api.ReceiptReply, error) {
-	rc, err := vm.State().Receipt(txID)
-	switch {
-	case err == nil:
-		return &api.ReceiptReply{TxID: txID, Status: api.StatusAccepted, Height: rc.Height, Entries: rc.Entries}, nil
-	case !errors.Is(err, state.ErrNotFound):
-		return nil, err
-	}
-	if reason, rejected, repl, replaced := vm.tracker.lookup(txID); replaced {
-		return &api.ReceiptReply{TxID: txID, Status: api.StatusPending, ReplacedBy: &repl}, nil
-	} else if rejected {
-		return &api.ReceiptReply{TxID: txID, Status: api.StatusRejected, Error: reason}, nil
-	}
-	if vm.mempool.Has(txID) || vm.inProcessing(txID) {
-		return &api.ReceiptReply{TxID: txID, Status: api.StatusPending}, nil
-	}
-	return &api.ReceiptReply{TxID: txID, Status: api.StatusUnknown}, nil
-}
-
-func (vm *VM) inProcessing(txID ids.ID) bool {
-	vm.mu.Lock()
-	defer vm.mu.Unlock()
-	for _, b := range vm.processing {
-		for _, tx := range b.Txs {
-			if tx.ID() == txID {
-				return true
-			}
-		}
-	}
-	return false
-}
-
-// ErrWaitTimeout is returned when a wait outlasts the genesis bound.
-var ErrWaitTimeout = errors.New("vm: transaction not decided within the wait bound")
-
-// WaitReceipt blocks until txID (or the transaction that replaced it) is
-// accepted or rejected, ctx ends, or the genesis wait bound passes.
-func (vm *VM) WaitReceipt(ctx context.Context, txID ids.ID) (*api.ReceiptReply, error) {
-	ctx, cancel := context.WithTimeout(ctx, vm.genesis.MaxWait())
-	defer cancel()
-	for {
-		changed := vm.tracker.wait()
-		rc, err := vm.Receipt(txID)
-		if err != nil {
-			return nil, err
-		}
-		switch {
-		case rc.ReplacedBy != nil:
-			txID = *rc.ReplacedBy
-			continue
-		case rc.Status == api.StatusAccepted || rc.Status == api.StatusRejected:
-			return rc, nil
-		}
-		select {
-		case <-changed:
-		case <-ctx.Done():
-			return nil, fmt.Errorf("%w: %s is %s (%w)", ErrWaitTimeout, txID, rc.Status, ctx.Err())
-		}
-	}
 }
 
 func invalidParams(err error) error {
@@ -313,15 +304,15 @@ func rpcError(err error) error {
 	switch {
 	case errors.As(err, &noe):
 		return &json2.Error{Code: api.CodeNotOwner, Message: err.Error(), Data: api.NotOwnerData{Range: noe.Range, Owner: noe.Owner, Epoch: noe.Epoch}}
-	case errors.Is(err, ErrNotReady), errors.Is(err, epochs.ErrNotReady), errors.Is(err, pinning.ErrEmptySet):
+	case errors.Is(err, chain.ErrNotReady), errors.Is(err, epochs.ErrNotReady), errors.Is(err, pinning.ErrEmptySet):
 		return &json2.Error{Code: api.CodeNotReady, Message: err.Error(), Data: api.RetryData{RetryAfterMs: 1000}}
 	case errors.Is(err, mempool.ErrFull):
 		return &json2.Error{Code: api.CodeMempoolFull, Message: err.Error(), Data: api.RetryData{RetryAfterMs: 200}}
-	case errors.Is(err, ErrWaitTimeout), errors.Is(err, context.DeadlineExceeded):
+	case errors.Is(err, writer.ErrWaitTimeout), errors.Is(err, context.DeadlineExceeded):
 		return &json2.Error{Code: api.CodeTimeout, Message: err.Error()}
 	case isRuleViolation(err):
 		return &json2.Error{Code: api.CodeRejected, Message: err.Error(), Data: api.RejectedData{Reason: ruleName(err)}}
-	case errors.Is(err, ErrPoolRefill):
+	case errors.Is(err, writer.ErrPoolRefill):
 		return &json2.Error{Code: api.CodeNotReady, Message: err.Error(), Data: api.RetryData{RetryAfterMs: 200}}
 	default:
 		return &json2.Error{Code: api.CodeUnknown, Message: err.Error()}
@@ -342,23 +333,6 @@ var rules = []struct {
 }
 
 func isRuleViolation(err error) bool { return ruleName(err) != "" }
-
-// reasonOf labels a rejection for metrics.
-func reasonOf(err error) string {
-	var noe *execute.NotOwnerError
-	switch {
-	case errors.As(err, &noe):
-		return "not_owner"
-	case errors.Is(err, txs.ErrBadSignature):
-		return "bad_signature"
-	case errors.Is(err, execute.ErrWrongFingerprint):
-		return "wrong_fingerprint"
-	}
-	if r := ruleName(err); r != "" {
-		return r
-	}
-	return "other"
-}
 
 func ruleName(err error) string {
 	for _, r := range rules {

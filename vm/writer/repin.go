@@ -1,4 +1,4 @@
-package vm
+package writer
 
 import (
 	"context"
@@ -17,35 +17,35 @@ import (
 // write, because the old one can never be applied (it was signed against a
 // membership in force, now superseded for good, or it expired). Otherwise
 // their receipt says the owner changed and names the new owner. Heartbeats
-// are not re-signed: the heartbeat loop sends the current one. Called with
-// vm.mu held; signing happens in the background.
-func (vm *VM) repinStale(e *execute.Epoch) {
-	last := vm.lastAccepted.Block
-	w := window{inForce: e, acceptedRound: vm.round(last.Timestamp)}
+// are not re-signed: the heartbeat loop sends the current one. Signing
+// happens in the background.
+func (w *Writer) repinStale(e *execute.Epoch) {
+	last := w.chain.LastAccepted().Block
+	win := window{inForce: e, acceptedRound: w.chain.Round(last.Timestamp)}
 	var own []*txs.Tx
-	for _, tx := range vm.mempool.All() {
-		if !vm.dead(tx, w) {
+	for _, tx := range w.mempool.All() {
+		if !w.dead(tx, win) {
 			continue
 		}
-		vm.mempool.Remove(tx.ID())
-		if tx.Unsigned.Head().Owner == vm.cfg.NodeID && !tx.IsHeartbeat() {
+		w.mempool.Remove(tx.ID())
+		if tx.Unsigned.Head().Owner == w.cfg.NodeID && !tx.IsHeartbeat() {
 			own = append(own, tx)
 		}
 	}
 	if len(own) == 0 {
 		return
 	}
-	vm.background.Add(1)
+	w.background.Add(1)
 	go func() {
-		defer vm.background.Done()
+		defer w.background.Done()
 		for _, old := range own {
-			vm.repin(context.Background(), old)
+			w.repin(context.Background(), old)
 		}
 	}()
 }
 
-func (vm *VM) repin(ctx context.Context, old *txs.Tx) {
-	tx, err := vm.signCurrent(ctx, func(h txs.Header) txs.Unsigned {
+func (w *Writer) repin(ctx context.Context, old *txs.Tx) {
+	tx, err := w.signCurrent(ctx, func(h txs.Header) txs.Unsigned {
 		switch u := old.Unsigned.(type) {
 		case *txs.AllocateTx:
 			return &txs.AllocateTx{Header: h, Entries: u.Entries}
@@ -56,15 +56,15 @@ func (vm *VM) repin(ctx context.Context, old *txs.Tx) {
 		}
 	}, old.Unsigned.Ranges())
 	if err == nil {
-		err = vm.SubmitTx(tx)
+		err = w.SubmitTx(tx)
 	}
 	var noe *execute.NotOwnerError
 	switch {
 	case err == nil:
-		vm.tracker.replace(old.ID(), tx.ID())
+		w.tracker.replace(old.ID(), tx.ID())
 	case errors.As(err, &noe):
-		vm.tracker.reject(old.ID(), fmt.Sprintf("rejected: owner changed: range %q is owned by %s in epoch %d", noe.Range, noe.Owner, noe.Epoch))
+		w.tracker.reject(old.ID(), fmt.Sprintf("rejected: owner changed: range %q is owned by %s in epoch %d", noe.Range, noe.Owner, noe.Epoch))
 	default:
-		vm.tracker.reject(old.ID(), fmt.Sprintf("rejected: re-pinning failed: %v", err))
+		w.tracker.reject(old.ID(), fmt.Sprintf("rejected: re-pinning failed: %v", err))
 	}
 }

@@ -1,4 +1,4 @@
-package vm
+package writer
 
 import (
 	"context"
@@ -9,6 +9,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/s-chain/schain/txs"
+	"github.com/s-chain/schain/vm/chain"
 )
 
 // Heartbeat sends this validator's heartbeat for the current liveness epoch
@@ -20,50 +21,50 @@ import (
 // to (see execute.OpenMembership): a validator that stops sending them loses
 // its ranges after K+1 epochs and regains them one epoch after its next
 // heartbeat lands.
-func (vm *VM) Heartbeat(ctx context.Context) (*txs.Tx, error) {
-	vm.mu.Lock()
-	h, ok := vm.epoch, vm.haveEpoch
-	pending := vm.lastHeartbeat
-	vm.mu.Unlock()
+func (w *Writer) Heartbeat(ctx context.Context) (*txs.Tx, error) {
+	h, ok := w.chain.NewestHeight()
+	w.mu.Lock()
+	pending := w.lastHeartbeat
+	w.mu.Unlock()
 	if !ok {
-		return nil, vm.errNoEpoch()
+		return nil, w.chain.NeedEpoch()
 	}
-	round := vm.currentRound()
-	rec, known, err := vm.state.Accepted().Liveness(vm.cfg.NodeID)
+	round := w.chain.CurrentRound()
+	rec, known, err := w.chain.State().Liveness(w.cfg.NodeID)
 	if err != nil {
 		return nil, err
 	}
 	if known && rec.HasHeartbeat && rec.Heartbeat >= round {
 		return nil, nil
 	}
-	if pending != nil && vm.mempool.Has(pending.ID()) && pending.Unsigned.Head().Epoch == h && pending.Unsigned.Head().Round == round {
+	if pending != nil && w.mempool.Has(pending.ID()) && pending.Unsigned.Head().Epoch == h && pending.Unsigned.Head().Round == round {
 		return nil, nil
 	}
-	v, err := vm.epochs.Get(ctx, h)
+	v, err := w.chain.ValidatorSet(ctx, h)
 	if err != nil {
-		return nil, fmt.Errorf("%w: %w", ErrNotReady, err)
+		return nil, fmt.Errorf("%w: %w", chain.ErrNotReady, err)
 	}
-	if _, member := v.PublicKey(vm.cfg.NodeID); !member {
+	if _, member := v.PublicKey(w.cfg.NodeID); !member {
 		return nil, nil
 	}
-	tx, err := vm.sign(&txs.HeartbeatTx{Header: vm.header(h, ids.Empty, round)})
+	tx, err := w.sign(&txs.HeartbeatTx{Header: w.header(h, ids.Empty, round)})
 	if err != nil {
 		return nil, err
 	}
-	if err := vm.SubmitTx(tx); err != nil {
+	if err := w.SubmitTx(tx); err != nil {
 		return nil, err
 	}
-	vm.mu.Lock()
-	vm.lastHeartbeat = tx
-	vm.mu.Unlock()
+	w.mu.Lock()
+	w.lastHeartbeat = tx
+	w.mu.Unlock()
 	return tx, nil
 }
 
 // runHeartbeats calls Heartbeat every interval until ctx ends. Errors are
 // logged, not fatal: a missed heartbeat costs availability of this node's
 // ranges, never safety, and the next tick tries again.
-func (vm *VM) runHeartbeats(ctx context.Context, every time.Duration) {
-	defer vm.background.Done()
+func (w *Writer) runHeartbeats(ctx context.Context, every time.Duration) {
+	defer w.background.Done()
 	tick := time.NewTicker(every)
 	defer tick.Stop()
 	for {
@@ -72,10 +73,10 @@ func (vm *VM) runHeartbeats(ctx context.Context, every time.Duration) {
 			return
 		case <-tick.C:
 		}
-		if _, err := vm.Heartbeat(ctx); err != nil && ctx.Err() == nil {
+		if _, err := w.Heartbeat(ctx); err != nil && ctx.Err() == nil {
 			// A heartbeat that does not go out costs this node its ranges
 			// after K+1 epochs: an operator wants to see it.
-			vm.cfg.Log.Warn("heartbeat not sent", zap.Error(err))
+			w.cfg.Log.Warn("heartbeat not sent", zap.Error(err))
 		}
 	}
 }

@@ -1,4 +1,4 @@
-package vm
+package writer
 
 import (
 	"context"
@@ -12,9 +12,6 @@ import (
 	"github.com/s-chain/schain/vm/execute"
 	"github.com/s-chain/schain/vm/mempool"
 )
-
-// ErrShuttingDown is returned to requests that arrive while the VM stops.
-var ErrShuttingDown = errors.New("vm: shutting down")
 
 // Submitted says where a request's entry went: transaction, entry index and
 // the epoch and owner it was pinned to.
@@ -38,13 +35,13 @@ type intentResult struct {
 // AllocateOne queues one allocate request for group commit: concurrent
 // requests arriving within the group-commit window are signed together as
 // one transaction (one BLS signature, verified once by every validator).
-func (vm *VM) AllocateOne(ctx context.Context, entry txs.AllocateEntry) (Submitted, error) {
-	if err := vm.checkOwned(ctx, []string{entry.Range}); err != nil {
+func (w *Writer) AllocateOne(ctx context.Context, entry txs.AllocateEntry) (Submitted, error) {
+	if err := w.checkOwned(ctx, []string{entry.Range}); err != nil {
 		return Submitted{}, err
 	}
 	it := intent{entry: entry, reply: make(chan intentResult, 1)}
 	select {
-	case vm.intents <- it:
+	case w.intents <- it:
 	case <-ctx.Done():
 		return Submitted{}, ctx.Err()
 	default:
@@ -58,35 +55,32 @@ func (vm *VM) AllocateOne(ctx context.Context, entry txs.AllocateEntry) (Submitt
 	}
 }
 
-// checkOwned fails fast with NotOwnerError before a request waits for a
-// group.
-func (vm *VM) checkOwned(ctx context.Context, ranges []string) error {
-	e, err := vm.Snapshot(ctx)
-	if err != nil {
-		return err
-	}
-	return e.CheckOwner(ranges, vm.cfg.NodeID)
+// checkOwned fails fast (NotOwner, or NotReady while the range moves here)
+// before a request waits for a group.
+func (w *Writer) checkOwned(ctx context.Context, ranges []string) error {
+	_, err := w.signingEpoch(ctx, ranges)
+	return err
 }
 
 // runCommitter collects intents into groups bounded by entries and by the
 // window, and signs each group as one transaction.
-func (vm *VM) runCommitter(ctx context.Context) {
-	defer close(vm.committerDone)
-	window := vm.genesis.GroupCommitWindow()
+func (w *Writer) runCommitter(ctx context.Context) {
+	defer close(w.committerDone)
+	window := w.genesis.GroupCommitWindow()
 	for {
 		var first intent
 		select {
-		case first = <-vm.intents:
+		case first = <-w.intents:
 		case <-ctx.Done():
-			vm.drainIntents()
+			w.drainIntents()
 			return
 		}
 		group := []intent{first}
 		timer := time.NewTimer(window)
 	collect:
-		for len(group) < vm.genesis.GroupCommitMaxEntries {
+		for len(group) < w.genesis.GroupCommitMaxEntries {
 			select {
-			case it := <-vm.intents:
+			case it := <-w.intents:
 				group = append(group, it)
 			case <-timer.C:
 				break collect
@@ -95,14 +89,14 @@ func (vm *VM) runCommitter(ctx context.Context) {
 			}
 		}
 		timer.Stop()
-		vm.commitGroup(ctx, group)
+		w.commitGroup(ctx, group)
 	}
 }
 
-func (vm *VM) drainIntents() {
+func (w *Writer) drainIntents() {
 	for {
 		select {
-		case it := <-vm.intents:
+		case it := <-w.intents:
 			it.reply <- intentResult{err: ErrShuttingDown}
 		default:
 			return
@@ -110,19 +104,19 @@ func (vm *VM) drainIntents() {
 	}
 }
 
-func (vm *VM) commitGroup(ctx context.Context, group []intent) {
+func (w *Writer) commitGroup(ctx context.Context, group []intent) {
 	entries := make([]txs.AllocateEntry, len(group))
 	for i, it := range group {
 		entries[i] = it.entry
 	}
-	tx, err := vm.Allocate(ctx, entries)
+	tx, err := w.Allocate(ctx, entries)
 	if err != nil && len(group) > 1 {
 		var noe *execute.NotOwnerError
 		if errors.As(err, &noe) {
 			// The epoch moved while the group formed: answer each request
 			// on its own so owned ranges still go through.
 			for _, it := range group {
-				vm.commitGroup(ctx, []intent{it})
+				w.commitGroup(ctx, []intent{it})
 			}
 			return
 		}

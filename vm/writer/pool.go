@@ -1,4 +1,4 @@
-package vm
+package writer
 
 import (
 	"container/list"
@@ -15,11 +15,11 @@ import (
 
 // ErrPoolRefill means the reservation that would refill a range's pool was
 // not accepted; the request may be retried (or sent without pooling).
-var ErrPoolRefill = errors.New("vm: refilling the id pool failed")
+var ErrPoolRefill = errors.New("writer: refilling the id pool failed")
 
-// errInvalidPooled marks a pooled request the API answers as an invalid
+// ErrInvalidPooled marks a pooled request the API answers as an invalid
 // parameter (a count the pool does not serve).
-var errInvalidPooled = errors.New("vm: invalid pooled allocation")
+var ErrInvalidPooled = errors.New("writer: invalid pooled allocation")
 
 // Pooled is the answer to a pooled allocation: count ids from base, cut
 // from the accepted reservation TxID (entry Index).
@@ -82,14 +82,14 @@ func newPools(chunk uint64, limit int) *pools {
 // requests never waits for consensus. Requests for more than a quarter of a
 // chunk are refused with an invalid-parameter hint: they gain nothing from
 // a pool.
-func (vm *VM) AllocatePooled(ctx context.Context, rangeKey string, count uint64) (Pooled, error) {
-	if count == 0 || count > vm.pools.chunk/4 {
-		return Pooled{}, fmt.Errorf("%w: a pooled allocation takes 1..%d ids (a quarter of the pool chunk); allocate larger counts without pooling", errInvalidPooled, vm.pools.chunk/4)
+func (w *Writer) AllocatePooled(ctx context.Context, rangeKey string, count uint64) (Pooled, error) {
+	if count == 0 || count > w.pools.chunk/4 {
+		return Pooled{}, fmt.Errorf("%w: a pooled allocation takes 1..%d ids (a quarter of the pool chunk); allocate larger counts without pooling", ErrInvalidPooled, w.pools.chunk/4)
 	}
-	if err := vm.checkOwned(ctx, []string{rangeKey}); err != nil {
+	if err := w.checkOwned(ctx, []string{rangeKey}); err != nil {
 		return Pooled{}, err
 	}
-	p := vm.pools
+	p := w.pools
 	waited := false
 	for {
 		p.mu.Lock()
@@ -99,15 +99,15 @@ func (vm *VM) AllocatePooled(ctx context.Context, rangeKey string, count uint64)
 			if waited {
 				outcome = "wait"
 			}
-			vm.metrics.pooled.WithLabelValues(outcome).Inc()
+			w.metrics.pooled.WithLabelValues(outcome).Inc()
 			if rp.available() < p.chunk/2 && rp.refill == nil {
-				vm.startRefill(rp)
+				w.startRefill(rp)
 			}
 			p.mu.Unlock()
 			return out, nil
 		}
 		if rp.refill == nil {
-			vm.startRefill(rp)
+			w.startRefill(rp)
 		}
 		wait := rp.refill
 		p.mu.Unlock()
@@ -168,33 +168,33 @@ func (rp *rangePool) take(count uint64) (Pooled, bool) {
 
 // startRefill commits one reservation for rp in the background. Called with
 // the pools' lock held.
-func (vm *VM) startRefill(rp *rangePool) {
+func (w *Writer) startRefill(rp *rangePool) {
 	done := make(chan struct{})
 	rp.refill, rp.err = done, nil
-	vm.background.Add(1)
+	w.background.Add(1)
 	go func() {
-		defer vm.background.Done()
-		seg, err := vm.reserve(rp.key)
-		vm.pools.mu.Lock()
+		defer w.background.Done()
+		seg, err := w.reserve(rp.key)
+		w.pools.mu.Lock()
 		if err == nil {
 			rp.segs = append(rp.segs, seg)
 		}
 		rp.refill, rp.err = nil, err
-		vm.pools.mu.Unlock()
+		w.pools.mu.Unlock()
 		close(done)
 	}()
 }
 
 // reserve allocates one pool chunk of rangeKey through the ordinary path
 // (group commit, consensus) and waits until it is accepted.
-func (vm *VM) reserve(rangeKey string) (segment, error) {
-	ctx, cancel := context.WithTimeout(vm.lifetime, vm.genesis.MaxWait())
+func (w *Writer) reserve(rangeKey string) (segment, error) {
+	ctx, cancel := context.WithTimeout(w.lifetime, w.genesis.MaxWait())
 	defer cancel()
-	sub, err := vm.AllocateOne(ctx, txs.AllocateEntry{Range: rangeKey, Count: vm.pools.chunk})
+	sub, err := w.AllocateOne(ctx, txs.AllocateEntry{Range: rangeKey, Count: w.pools.chunk})
 	if err != nil {
 		return segment{}, fmt.Errorf("%w: %w", ErrPoolRefill, err)
 	}
-	rc, err := vm.WaitReceipt(ctx, sub.TxID)
+	rc, err := w.WaitReceipt(ctx, sub.TxID)
 	if err != nil {
 		return segment{}, fmt.Errorf("%w: reservation %s: %w", ErrPoolRefill, sub.TxID, err)
 	}

@@ -1,4 +1,4 @@
-package vm
+package rpc
 
 import (
 	"bytes"
@@ -22,6 +22,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/s-chain/schain/vm/api"
+	"github.com/s-chain/schain/vm/config"
 )
 
 // openMethods may be called by anyone who reaches the API: they only read
@@ -66,7 +67,7 @@ type writeToken struct {
 // bodies, admits writes by bearer token, and bounds each token's writes in
 // flight. It is safe for concurrent use.
 type gate struct {
-	cfg ChainConfig
+	cfg config.ChainConfig
 	// enforce is false only for a VM started in-process without a chain
 	// config (Config.ChainConfig nil): tests and embedding. Initialize always
 	// enforces.
@@ -84,8 +85,8 @@ type rejectLogState struct {
 	suppressed uint64
 }
 
-func newGate(cc *ChainConfig, log logging.Logger, m *metrics) (*gate, error) {
-	g := &gate{cfg: DefaultChainConfig(), log: log, metrics: m, logLast: map[string]rejectLogState{}}
+func newGate(cc *config.ChainConfig, log logging.Logger, m *metrics) (*gate, error) {
+	g := &gate{cfg: config.DefaultChainConfig(), log: log, metrics: m, logLast: map[string]rejectLogState{}}
 	if cc == nil {
 		log.Warn("api access control disabled: the VM was started without a chain config (in-process use only)")
 		return g, nil
@@ -98,7 +99,7 @@ func newGate(cc *ChainConfig, log logging.Logger, m *metrics) (*gate, error) {
 	for _, t := range cc.WriteTokens {
 		h, err := hex.DecodeString(t.SHA256)
 		if err != nil || len(h) != sha256.Size {
-			return nil, fmt.Errorf("%w: token %s: bad sha256", ErrBadChainConfig, t.Name)
+			return nil, fmt.Errorf("%w: token %s: bad sha256", config.ErrBadChainConfig, t.Name)
 		}
 		wt := &writeToken{name: t.Name}
 		copy(wt.hash[:], h)

@@ -1,4 +1,4 @@
-package vm
+package config
 
 import (
 	"bytes"
@@ -14,7 +14,7 @@ import (
 )
 
 // ErrBadGenesis wraps every problem found in the genesis JSON.
-var ErrBadGenesis = errors.New("vm: invalid genesis")
+var ErrBadGenesis = errors.New("config: invalid genesis")
 
 // Genesis holds the chain's parameters. Every field is consensus-relevant or
 // a resource bound; all nodes of a chain start from the same bytes.
@@ -70,8 +70,8 @@ type Genesis struct {
 	PoolRanges int    `json:"poolRanges"`
 }
 
-// poolChunk is PoolChunk with its default applied.
-func (g *Genesis) poolChunk() uint64 {
+// PoolChunkOrDefault is PoolChunk with its default applied.
+func (g *Genesis) PoolChunkOrDefault() uint64 {
 	if g.PoolChunk != 0 {
 		return g.PoolChunk
 	}
@@ -111,7 +111,7 @@ func ParseGenesis(b []byte) (*Genesis, error) {
 	dec := json.NewDecoder(bytes.NewReader(b))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&g); err != nil {
-		return nil, fmt.Errorf("%w: %w (hint: see vm.Genesis for the fields)", ErrBadGenesis, err)
+		return nil, fmt.Errorf("%w: %w (hint: see config.Genesis for the fields)", ErrBadGenesis, err)
 	}
 	if err := g.Verify(); err != nil {
 		return nil, err
@@ -175,7 +175,7 @@ func (g *Genesis) MaxTimeSkew() time.Duration {
 	return time.Duration(g.MaxTimeSkewMs) * time.Millisecond
 }
 
-// replayPruneLimit is how many expired replay entries one block deletes at
+// ReplayPruneLimit is how many expired replay entries one block deletes at
 // most: twice what a block can add, so a burst's backlog shrinks block by
 // block without any block paying for all of it.
-func (g *Genesis) replayPruneLimit() int { return 2 * g.BlockLimits.MaxTxs }
+func (g *Genesis) ReplayPruneLimit() int { return 2 * g.BlockLimits.MaxTxs }

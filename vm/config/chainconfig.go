@@ -1,4 +1,4 @@
-package vm
+package config
 
 import (
 	"bytes"
@@ -15,7 +15,7 @@ import (
 )
 
 // ErrBadChainConfig wraps every problem found in a node's chain config.
-var ErrBadChainConfig = errors.New("vm: invalid chain config")
+var ErrBadChainConfig = errors.New("config: invalid chain config")
 
 // Bounds of the chain config's limits.
 const (
