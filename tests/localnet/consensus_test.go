@@ -41,9 +41,9 @@ func TestPrimaryConsensus(t *testing.T) {
 	require.Less(run(p, 1.0/3), 1e-20, "one isolated validator never gets beta polls in a row")
 	require.Less(run(snowball.DefaultParameters, 2.0/3), 1e-9, "the defaults stall with one of three down")
 	// Two validators left after a removal: both up, every poll passes; one
-	// down, the other alone does not finalize (the chain waits, safely).
+	// down, the other alone practically never finalizes (the chain waits).
 	require.InDelta(1.0, pass(p, 1), 1e-12)
-	require.Less(run(p, 1.0/2), 1e-9)
+	require.Less(run(p, 1.0/2), 1e-7)
 }
 
 // pass is the probability that a poll of p.K stake units, liveShare of
