@@ -53,6 +53,8 @@ func describe(err error, g *globals) failure {
 		f.Name, f.ExitCode = "usage", exitUsage
 		f.Line = fmt.Sprintf("usage: %v (see schain --help)", err)
 		return f
+	case isValidatorsError(err):
+		f.Name, f.Line, f.ExitCode, _ = validatorsFailure(err)
 	case errors.Is(err, client.ErrTxRejected):
 		f.Name, f.ExitCode = "rejected", exitRejected
 		f.Line = fmt.Sprintf("rejected: %v", err)

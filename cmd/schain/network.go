@@ -193,18 +193,20 @@ func printNetwork(g *globals, n *localnet.Network) error {
 		RPC       []string        `json:"rpc"`
 		Nodes     []localnet.Node `json:"nodes"`
 		TokenFile string          `json:"tokenFile"`
+		OwnerKey  string          `json:"ownerKeyFile"`
 	}
 	var uris []string
 	for _, nd := range n.Nodes {
 		uris = append(uris, nd.URI)
 	}
-	o := out{Dir: n.Dir, ChainID: n.ChainID.String(), SubnetID: n.SubnetID.String(), RPC: uris, Nodes: n.Nodes, TokenFile: n.TokenPath()}
+	o := out{Dir: n.Dir, ChainID: n.ChainID.String(), SubnetID: n.SubnetID.String(), RPC: uris, Nodes: n.Nodes, TokenFile: n.TokenPath(), OwnerKey: n.OwnerKeyPath()}
 	fs := []field{{"network", n.Dir}, {"chainID", n.ChainID}, {"subnetID", n.SubnetID}}
 	for i, nd := range n.Nodes {
 		fs = append(fs, field{fmt.Sprintf("node%d", i+1), fmt.Sprintf("%s %s", nd.NodeID, n.ChainURI(nd))})
 	}
 	fs = append(fs,
 		field{"write token", n.TokenPath() + " (schain uses it for this chain; others: export " + tokenEnv + "=$(cat " + n.TokenPath() + "))"},
+		field{"subnet owner", ownerKeyLine(n)},
 		field{"use it", fmt.Sprintf("export %s=%s; schain --rpc %s owner <range>", chainEnv, n.ChainID, strings.Join(uris, ","))},
 		field{"stop it", "make stop (or schain network stop)"})
 	return g.emit(o, fs)
@@ -221,4 +223,13 @@ func errName(err error) string {
 // nodeClient talks to one node of the local network (reads only: no token).
 func nodeClient(n *localnet.Network, nd localnet.Node) (*client.Client, error) {
 	return client.New(nd.URI, n.ChainID.String(), client.DefaultConfig())
+}
+
+// ownerKeyLine says where the subnet owner's key is (written on first
+// use), for `schain validators`.
+func ownerKeyLine(n *localnet.Network) string {
+	if _, err := n.OwnerKey(); err != nil {
+		return "unknown (" + err.Error() + ")"
+	}
+	return n.OwnerKeyPath() + " (schain validators remove|add|watch use it for this chain)"
 }

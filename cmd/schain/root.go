@@ -71,7 +71,8 @@ in a URL.
 Exit codes: 0 ok, 1 error, 2 usage or invalid parameters, 3 rejected by the
 chain, 4 not owner / owner unreachable, 5 unavailable (not ready, mempool
 full, too many requests, unreachable, timed out), 7 unauthorized (no, wrong
-or revoked write token).`,
+or revoked write token), 8 refused by a validators command's precondition
+(nothing issued).`,
 		SilenceErrors: true,
 		SilenceUsage:  true,
 	}
@@ -87,6 +88,7 @@ or revoked write token).`,
 		newAllocateCmd(g), newPutManifestCmd(g),
 		newReceiptCmd(g), newOwnerCmd(g), newEpochCmd(g), newAllocCmd(g), newManifestCmd(g), newNodeCmd(g),
 		newLegacyCmd(g), newNetworkCmd(g), newDemoCmd(g), newTokenCmd(g), newShadowCmd(g), newBenchCmd(g),
+		newValidatorsCmd(g),
 	)
 	return root
 }

@@ -226,6 +226,7 @@ func Start(ctx context.Context, cfg Config) (*Network, error) {
 	flags[config.ProposerVMUseCurrentHeightKey] = "true"
 	flags[config.ProposerVMMinBlockDelayKey] = "0s"
 	flags[config.LogLevelKey] = "info"
+	setPrimaryConsensus(flags)
 	tn := &tmpnet.Network{
 		Owner:        "schain",
 		DefaultFlags: flags,
