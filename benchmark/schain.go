@@ -41,7 +41,7 @@ func (c *SChainCluster) Pooled() *SChainCluster {
 
 // StartSChain starts a network (cfg.RootDir should be the bench's own, not
 // the one `make run` uses) and returns it; on failure it stops what it
-// started. The chain opens its first epoch on the first requests (the
+// started. The chain opens its first membership on the first requests (the
 // runner's warm-up retries until every range allocated once).
 func StartSChain(ctx context.Context, cfg localnet.Config) (*SChainCluster, error) {
 	// A network a killed bench left behind holds ports and processes.
@@ -123,7 +123,7 @@ func (c *SChainCluster) Allocate(ctx context.Context, rangeKey string, count uin
 	return e.Base, e.Count, nil
 }
 
-// Owners implements Cluster: each range's owner in the current epoch.
+// Owners implements Cluster: each range's owner in the membership the next block will have.
 func (c *SChainCluster) Owners(ctx context.Context, ranges []string) ([]string, error) {
 	out := make([]string, len(ranges))
 	for i, rk := range ranges {

@@ -41,7 +41,7 @@ func TestClientMethods(t *testing.T) {
 	require.Equal(f.nodes[0].id, node.NodeID)
 	require.Equal(f.chainID, node.ChainID)
 
-	epoch, err := c.GetEpoch(ctx)
+	epoch, err := c.GetMembership(ctx)
 	require.NoError(err)
 	require.Equal(uint64(7), epoch.PChainHeight)
 	require.Len(epoch.Members, 1)
@@ -193,7 +193,7 @@ func TestClientTransportAndContext(t *testing.T) {
 	uri := srv.URL
 	srv.Close()
 	c := newClient(t, uri, "chain")
-	_, err := c.GetEpoch(testCtx(t))
+	_, err := c.GetMembership(testCtx(t))
 	r.ErrorIs(err, client.ErrTransport)
 
 	block := make(chan struct{})
@@ -204,12 +204,12 @@ func TestClientTransportAndContext(t *testing.T) {
 	cfg.Timeout = 50 * time.Millisecond
 	c, err = client.New(slow.URL, "chain", cfg)
 	r.NoError(err)
-	_, err = c.GetEpoch(testCtx(t))
+	_, err = c.GetMembership(testCtx(t))
 	r.ErrorIs(err, client.ErrTransport, "a per-request timeout is a transport failure: another try may work")
 
 	ctx, cancel := context.WithCancel(testCtx(t))
 	cancel()
-	_, err = c.GetEpoch(ctx)
+	_, err = c.GetMembership(ctx)
 	r.ErrorIs(err, context.Canceled)
 	r.NotErrorIs(err, client.ErrTransport, "the caller's own cancellation is not retryable")
 }

@@ -289,14 +289,14 @@ func (s *fakeService) GetOwner(_ *http.Request, args *api.RangeArgs, reply *api.
 	return nil
 }
 
-func (s *fakeService) GetEpoch(_ *http.Request, _ *api.Empty, reply *api.EpochReply) error {
-	if err := s.n.take("getEpoch"); err != nil {
+func (s *fakeService) GetMembership(_ *http.Request, _ *api.Empty, reply *api.MembershipReply) error {
+	if err := s.n.take("getMembership"); err != nil {
 		return err
 	}
 	f := s.n.net
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	*reply = api.EpochReply{PChainHeight: f.epoch, NodeID: s.n.id}
+	*reply = api.MembershipReply{PChainHeight: f.epoch, NodeID: s.n.id}
 	for _, n := range f.nodes {
 		reply.Members = append(reply.Members, api.Member{NodeID: n.id, Weight: 1})
 	}

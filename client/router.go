@@ -22,10 +22,10 @@ type RouterConfig struct {
 	// Retry bounds retries of NotReady, MempoolFull and transport failures.
 	Retry Retry
 	// MaxHops caps the NotOwner hints followed by one call; ownership moves
-	// only at epoch boundaries, so more than a few hops means the nodes
+	// only when a membership changes, so more than a few hops means the nodes
 	// disagree and retrying blindly would not help.
 	MaxHops int
-	// OwnerCacheSize caps the cached (range, epoch) owners.
+	// OwnerCacheSize caps the cached (range, P-chain height) owners.
 	OwnerCacheSize int
 }
 
@@ -75,7 +75,7 @@ func (e *endpoint) nodeID() (ids.NodeID, bool) {
 // each read to any healthy endpoint, retrying what the contract marks as
 // transient. It never sends a write to a node it believes is not the owner
 // except to learn the owner: the chain has exactly one writer per range and
-// epoch, so there is nothing to fail over to.
+// membership, so there is nothing to fail over to.
 //
 // A retried Allocate may reserve a second block of ids if the first request
 // reached the owner before the failure; ids are then wasted, never issued
@@ -166,10 +166,10 @@ func (r *Router) GetOwner(ctx context.Context, rangeKey string) (*api.OwnerReply
 	return reply, err
 }
 
-// GetEpoch asks any healthy endpoint.
-func (r *Router) GetEpoch(ctx context.Context) (*api.EpochReply, error) {
-	return readAny(ctx, r, func(ctx context.Context, e *endpoint) (*api.EpochReply, error) {
-		return e.c.GetEpoch(ctx)
+// GetMembership asks any healthy endpoint.
+func (r *Router) GetMembership(ctx context.Context) (*api.MembershipReply, error) {
+	return readAny(ctx, r, func(ctx context.Context, e *endpoint) (*api.MembershipReply, error) {
+		return e.c.GetMembership(ctx)
 	})
 }
 
@@ -182,7 +182,7 @@ func (r *Router) GetNode(ctx context.Context) (*api.NodeReply, error) {
 
 // WaitForReceipt polls any healthy endpoint until txID is accepted or
 // rejected, following re-pins: when the owner re-signs a stale transaction
-// for a new epoch, the old receipt names the replacement, and the returned
+// for a new membership, the old receipt names the replacement, and the returned
 // receipt is the replacement's (its TxID tells which). A rejected
 // transaction returns its receipt and an error wrapping ErrTxRejected. An
 // "unknown" transaction is polled too (it may not have been gossiped yet),
@@ -377,7 +377,7 @@ func readAny[T any](ctx context.Context, r *Router, op func(context.Context, *en
 
 // write sends op to rangeKey's owner, following NotOwner hints and retrying
 // transient failures. A transport failure or NotReady re-resolves the owner
-// before the next attempt, since both may mean the epoch moved on.
+// before the next attempt, since both may mean the membership moved on.
 func write[T any](ctx context.Context, r *Router, rangeKey string, op func(context.Context, *Client) (T, error)) (T, error) {
 	var (
 		zero   T
@@ -412,7 +412,7 @@ func write[T any](ctx context.Context, r *Router, rangeKey string, op func(conte
 				continue
 			}
 			// The owner we were sent to names itself (or is unreachable to
-			// identify): our view and its view of the epoch disagree for now.
+			// identify): our view and its view of the membership disagree for now.
 		}
 		if !retryable(err) && !errors.Is(err, ErrNotOwner) {
 			return zero, withLast(ctx, err, last)

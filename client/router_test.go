@@ -186,11 +186,11 @@ func TestRouterMaxAttempts(t *testing.T) {
 	for i := range errs {
 		errs[i] = rpcErr(api.CodeNotReady, "no epoch", nil)
 	}
-	f.nodes[0].failNext("getEpoch", errs...)
-	_, err := r.GetEpoch(testCtx(t))
+	f.nodes[0].failNext("getMembership", errs...)
+	_, err := r.GetMembership(testCtx(t))
 	require.ErrorIs(t, err, client.ErrNotReady)
 	require.ErrorContains(t, err, "gave up after 10 attempts")
-	require.Equal(t, 10, f.nodes[0].count("getEpoch"))
+	require.Equal(t, 10, f.nodes[0].count("getMembership"))
 }
 
 // TestRouterReadsSkipDeadNodes: reads go to any node that answers.
@@ -201,7 +201,7 @@ func TestRouterReadsSkipDeadNodes(t *testing.T) {
 	f.nodes[1].srv.Close()
 	r := newRouter(t, f)
 	for range 5 {
-		e, err := r.GetEpoch(testCtx(t))
+		e, err := r.GetMembership(testCtx(t))
 		require.NoError(err)
 		require.Equal(f.nodes[2].id, e.NodeID)
 	}

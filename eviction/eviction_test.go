@@ -13,26 +13,26 @@ import (
 	"github.com/s-chain/schain/vm/api"
 )
 
-const epochMs = 30_000
+const roundMs = 30_000
 
 func u(v uint64) *uint64 { return &v }
 
-// roundTime is a time inside liveness epoch r.
-func roundTime(r uint64) time.Time { return time.UnixMilli(int64(r*epochMs + 1)) }
+// roundTime is a time inside liveness round r.
+func roundTime(r uint64) time.Time { return time.UnixMilli(int64(r*roundMs + 1)) }
 
 var (
-	live    = ids.GenerateTestNodeID() // member, heartbeat this epoch
+	live    = ids.GenerateTestNodeID() // member, heartbeat this round
 	gone2   = ids.GenerateTestNodeID() // last heartbeat in 97: out for 98..100 minus K → 2
 	gone9   = ids.GenerateTestNodeID() // never heartbeat, first seen in 90: out 9
-	readded = ids.GenerateTestNodeID() // old records, re-added on the P-chain in epoch 99: grace
-	removed = ids.GenerateTestNodeID() // in the epoch, no longer on the P-chain
-	newcomr = ids.GenerateTestNodeID() // on the P-chain, not yet in the epoch
+	readded = ids.GenerateTestNodeID() // old records, re-added on the P-chain in round 99: grace
+	removed = ids.GenerateTestNodeID() // in the membership view, no longer on the P-chain
+	newcomr = ids.GenerateTestNodeID() // on the P-chain, not yet in the membership view
 )
 
-// epoch is round 100 with K=1.
-func epoch() *api.EpochReply {
-	return &api.EpochReply{
-		Round: 100, EpochDurationMs: epochMs, LivenessEpochs: 1,
+// membership is round 100 with K=1.
+func membership() *api.MembershipReply {
+	return &api.MembershipReply{
+		Round: 100, RoundDurationMs: roundMs, LivenessRounds: 1,
 		Validators: []api.ValidatorLiveness{
 			{NodeID: live, Weight: 10, Member: true, FirstSeen: u(1), LastHeartbeat: u(100)},
 			{NodeID: gone2, Weight: 10, FirstSeen: u(1), LastHeartbeat: u(97)},
@@ -68,21 +68,21 @@ func standing(t *testing.T, ss []Standing, id ids.NodeID) Standing {
 
 func TestAssess(t *testing.T) {
 	require := require.New(t)
-	ss := Assess(epoch(), pchain(live, gone2, gone9, readded, newcomr))
+	ss := Assess(membership(), pchain(live, gone2, gone9, readded, newcomr))
 	require.Len(ss, 6)
 	for i := 1; i < len(ss); i++ {
 		require.Negative(ss[i-1].NodeID.Compare(ss[i].NodeID))
 	}
 
 	s := standing(t, ss, live)
-	require.True(s.Member && s.OnPChain && s.InEpoch)
+	require.True(s.Member && s.OnPChain && s.InMembershipView)
 	require.Zero(s.OutRounds)
 	require.Nil(s.OutSince)
 
 	s = standing(t, ss, gone2)
 	require.Equal(uint64(2), s.OutRounds, "member through 97+K=98, out in 99 and 100")
-	require.Equal(time.UnixMilli(99*epochMs), *s.OutSince)
-	require.Equal(time.UnixMilli(97*epochMs), *s.LastHeartbeatAt)
+	require.Equal(time.UnixMilli(99*roundMs), *s.OutSince)
+	require.Equal(time.UnixMilli(97*roundMs), *s.LastHeartbeatAt)
 	require.Equal(time.Minute, s.Out(30*time.Second))
 
 	s = standing(t, ss, gone9)
@@ -91,21 +91,21 @@ func TestAssess(t *testing.T) {
 
 	s = standing(t, ss, readded)
 	require.False(s.Member)
-	require.Zero(s.OutRounds, "re-added in 99: within K+1 epochs of grace")
+	require.Zero(s.OutRounds, "re-added in 99: within K+1 rounds of grace")
 
 	s = standing(t, ss, removed)
-	require.True(s.InEpoch)
+	require.True(s.InMembershipView)
 	require.False(s.OnPChain)
 	require.Equal(uint64(89), s.OutRounds)
 
 	s = standing(t, ss, newcomr)
 	require.True(s.OnPChain)
-	require.False(s.InEpoch)
+	require.False(s.InMembershipView)
 	require.Equal(uint64(10), s.Weight, "weight from the P-chain")
 	require.Zero(s.OutRounds)
 
 	// Without P-chain facts, S-Chain's records alone count.
-	ss = Assess(epoch(), nil)
+	ss = Assess(membership(), nil)
 	require.Len(ss, 5)
 	require.Equal(uint64(49), standing(t, ss, readded).OutRounds)
 }
@@ -122,7 +122,7 @@ func TestDecide(t *testing.T) {
 	}{
 		{name: "the one out longest", policy: Policy{After: 1, MinValidators: 2}, pchain: all, want: gone9},
 		{name: "only those out long enough", policy: Policy{After: 3, MinValidators: 2}, pchain: all, want: gone9},
-		{name: "nobody out long enough", policy: Policy{After: 10, MinValidators: 2}, pchain: all, reason: "for 10 liveness epoch(s)"},
+		{name: "nobody out long enough", policy: Policy{After: 10, MinValidators: 2}, pchain: all, reason: "for 10 liveness round(s)"},
 		{name: "not on the P-chain any more", policy: Policy{After: 1, MinValidators: 2}, pchain: []ids.NodeID{live, gone2, readded}, want: gone2},
 		{name: "the minimum stays", policy: Policy{After: 1, MinValidators: 2}, pchain: []ids.NodeID{live, gone2}, reason: "fewer than the minimum 2"},
 		{name: "minimum 1", policy: Policy{After: 1, MinValidators: 1}, pchain: []ids.NodeID{live, gone2}, want: gone2},
@@ -130,7 +130,7 @@ func TestDecide(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			e := epoch()
+			e := membership()
 			e.Fallback = tt.fallback
 			d := tt.policy.Decide(e, Assess(e, pchain(tt.pchain...)))
 			require.Equal(t, tt.want, d.NodeID, d.Reason)
@@ -143,17 +143,17 @@ func TestDecide(t *testing.T) {
 	require.NoError(t, Policy{After: 1, MinValidators: 1}.Verify())
 }
 
-// fakeChain is S-Chain's epoch and the P-chain, with removals that take
-// effect on the P-chain at once and in S-Chain's epoch when lagging ends.
+// fakeChain is S-Chain's membership view and the P-chain, with removals that take
+// effect on the P-chain at once and in S-Chain's membership view when lagging ends.
 type fakeChain struct {
-	epoch   *api.EpochReply
+	epoch   *api.MembershipReply
 	facts   *subnet.Facts
-	lagging bool // S-Chain's epoch still lists removed validators
+	lagging bool // S-Chain's membership view still lists removed validators
 	issued  []ids.NodeID
 	planErr error
 }
 
-func (c *fakeChain) GetEpoch(context.Context) (*api.EpochReply, error) {
+func (c *fakeChain) GetMembership(context.Context) (*api.MembershipReply, error) {
 	e := *c.epoch
 	e.Validators = nil
 	for _, v := range c.epoch.Validators {
@@ -193,8 +193,8 @@ func (c *fakeChain) Issue(_ context.Context, p *subnet.Plan) (*subnet.Receipt, e
 func TestWatcherRemovesOneAtATime(t *testing.T) {
 	require := require.New(t)
 	ctx := context.Background()
-	c := &fakeChain{epoch: epoch(), facts: pchain(live, gone2, gone9, readded), lagging: true}
-	w := &Watcher{Policy: Policy{After: 1, MinValidators: 2}, Epochs: c, Subnet: c}
+	c := &fakeChain{epoch: membership(), facts: pchain(live, gone2, gone9, readded), lagging: true}
+	w := &Watcher{Policy: Policy{After: 1, MinValidators: 2}, Memberships: c, Subnet: c}
 
 	out, err := w.Pass(ctx)
 	require.NoError(err)
@@ -202,14 +202,14 @@ func TestWatcherRemovesOneAtATime(t *testing.T) {
 	require.NotNil(out.Receipt)
 	require.Equal([]ids.NodeID{gone9}, c.issued)
 
-	// S-Chain's epoch still lists gone9: gone2 waits.
+	// S-Chain's membership view still lists gone9: gone2 waits.
 	out, err = w.Pass(ctx)
 	require.NoError(err)
 	require.False(out.Decision.Remove())
-	require.Contains(out.Decision.Reason, "waiting for S-Chain's epoch to drop "+gone9.String())
+	require.Contains(out.Decision.Reason, "waiting for S-Chain's membership view to drop "+gone9.String())
 	require.Len(c.issued, 1)
 
-	// Once the epoch follows the P-chain, the next one goes.
+	// Once the membership view follows the P-chain, the next one goes.
 	c.lagging = false
 	out, err = w.Pass(ctx)
 	require.NoError(err)
@@ -226,8 +226,8 @@ func TestWatcherRemovesOneAtATime(t *testing.T) {
 
 func TestWatcherDryRun(t *testing.T) {
 	require := require.New(t)
-	c := &fakeChain{epoch: epoch(), facts: pchain(live, gone2, gone9, readded)}
-	w := &Watcher{Policy: Policy{After: 1, MinValidators: 2}, Epochs: c, Subnet: c, DryRun: true}
+	c := &fakeChain{epoch: membership(), facts: pchain(live, gone2, gone9, readded)}
+	w := &Watcher{Policy: Policy{After: 1, MinValidators: 2}, Memberships: c, Subnet: c, DryRun: true}
 	for range 2 {
 		out, err := w.Pass(context.Background())
 		require.NoError(err)
@@ -244,8 +244,8 @@ func TestWatcherRun(t *testing.T) {
 	defer cancel()
 
 	// A fatal error ends Run at once.
-	c := &fakeChain{epoch: epoch(), facts: pchain(live, gone2, gone9, readded), planErr: subnet.ErrNotOwner}
-	w := &Watcher{Policy: Policy{After: 1, MinValidators: 2}, Epochs: c, Subnet: c}
+	c := &fakeChain{epoch: membership(), facts: pchain(live, gone2, gone9, readded), planErr: subnet.ErrNotOwner}
+	w := &Watcher{Policy: Policy{After: 1, MinValidators: 2}, Memberships: c, Subnet: c}
 	var reports int
 	err := w.Run(ctx, time.Millisecond, func(_ *Outcome, err error) {
 		reports++

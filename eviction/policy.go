@@ -18,14 +18,14 @@ var ErrPolicy = errors.New("eviction: invalid policy")
 const DefaultMinValidators = 2
 
 // Policy removes a validator once it has been out of S-Chain's membership
-// for After liveness epochs (M), as long as MinValidators remain.
+// for After liveness rounds (M), as long as MinValidators remain.
 //
 // After trades the time the chain keeps paying for the dead validator's
 // proposer slots (5, 10, 15 s gaps at the heights it was drawn for) against
 // removing a validator that is only slow or briefly partitioned: a removed
 // validator must be added back by the operator (`schain validators add`).
-// A validator is out once K+1 epochs passed without its heartbeat, so
-// After=1 removes it about K+1 epochs after it died; each further epoch
+// A validator is out once K+1 rounds passed without its heartbeat, so
+// After=1 removes it about K+1 rounds after it died; each further round
 // waits one more.
 type Policy struct {
 	After         uint64
@@ -36,7 +36,7 @@ type Policy struct {
 func (p Policy) Verify() error {
 	switch {
 	case p.After == 0:
-		return fmt.Errorf("%w: remove-after must be at least 1 liveness epoch", ErrPolicy)
+		return fmt.Errorf("%w: remove-after must be at least 1 liveness round", ErrPolicy)
 	case p.MinValidators < 1:
 		return fmt.Errorf("%w: min-validators must be at least 1, got %d", ErrPolicy, p.MinValidators)
 	}
@@ -55,12 +55,12 @@ type Decision struct {
 func (d Decision) Remove() bool { return d.NodeID != ids.EmptyNodeID }
 
 // Decide picks at most one validator to remove: among those that are on
-// the P-chain, in S-Chain's epoch and out of its membership for at least
-// After epochs, the one out longest (ties: the smallest node ID). It
+// the P-chain, in S-Chain's membership view and out of its membership for at least
+// After rounds, the one out longest (ties: the smallest node ID). It
 // removes nobody while S-Chain's membership is a fallback (nobody's
 // heartbeat is recent: the chain itself, not a validator, is stuck) or
 // when fewer than MinValidators would remain on the P-chain.
-func (p Policy) Decide(e *api.EpochReply, ss []Standing) Decision {
+func (p Policy) Decide(e *api.MembershipReply, ss []Standing) Decision {
 	if e.Fallback {
 		return Decision{Reason: "S-Chain's membership is a fallback (no validator's heartbeat is recent): removing nobody"}
 	}
@@ -71,7 +71,7 @@ func (p Policy) Decide(e *api.EpochReply, ss []Standing) Decision {
 		if s.OnPChain {
 			onPChain++
 		}
-		if !s.OnPChain || !s.InEpoch || s.Member || s.OutRounds < p.After {
+		if !s.OnPChain || !s.InMembershipView || s.Member || s.OutRounds < p.After {
 			continue
 		}
 		if best == nil || s.OutRounds > best.OutRounds {
@@ -80,13 +80,13 @@ func (p Policy) Decide(e *api.EpochReply, ss []Standing) Decision {
 	}
 	switch {
 	case best == nil:
-		return Decision{Reason: fmt.Sprintf("no validator has been out of the membership for %d liveness epoch(s)", p.After)}
+		return Decision{Reason: fmt.Sprintf("no validator has been out of the membership for %d liveness round(s)", p.After)}
 	case onPChain-1 < p.MinValidators:
-		return Decision{Reason: fmt.Sprintf("%s has been out for %d liveness epoch(s), but removing it would leave %d validator(s), fewer than the minimum %d",
+		return Decision{Reason: fmt.Sprintf("%s has been out for %d liveness round(s), but removing it would leave %d validator(s), fewer than the minimum %d",
 			best.NodeID, best.OutRounds, onPChain-1, p.MinValidators)}
 	}
 	return Decision{
 		NodeID: best.NodeID, OutRounds: best.OutRounds,
-		Reason: fmt.Sprintf("%s has been out of the membership for %d liveness epoch(s) (policy: %d)", best.NodeID, best.OutRounds, p.After),
+		Reason: fmt.Sprintf("%s has been out of the membership for %d liveness round(s) (policy: %d)", best.NodeID, best.OutRounds, p.After),
 	}
 }

@@ -12,10 +12,10 @@ import (
 	"github.com/s-chain/schain/vm/api"
 )
 
-// Epochs gives S-Chain's current epoch (client.Client and client.Router
+// Memberships gives S-Chain's current membership (client.Client and client.Router
 // do).
-type Epochs interface {
-	GetEpoch(ctx context.Context) (*api.EpochReply, error)
+type Memberships interface {
+	GetMembership(ctx context.Context) (*api.MembershipReply, error)
 }
 
 // Subnet reads and changes the subnet's validator set (subnet.Admin does).
@@ -25,18 +25,18 @@ type Subnet interface {
 	Issue(ctx context.Context, p *subnet.Plan) (*subnet.Receipt, error)
 }
 
-// Watcher applies a Policy: each Pass reads S-Chain's epoch and the
+// Watcher applies a Policy: each Pass reads S-Chain's membership view and the
 // P-chain's facts, and removes at most one validator. It then holds every
-// further removal until S-Chain's epoch no longer lists the removed
+// further removal until S-Chain's membership view no longer lists the removed
 // validator, so that the next decision is made on records that already
 // reflect the last one.
 //
 // A Watcher is not safe for concurrent use; Run calls Pass from one
 // goroutine.
 type Watcher struct {
-	Policy Policy
-	Epochs Epochs
-	Subnet Subnet
+	Policy      Policy
+	Memberships Memberships
+	Subnet      Subnet
 	// DryRun: plan removals (every check, the fee) but issue nothing.
 	DryRun bool
 	// PassTimeout bounds each pass of Run (0: none), so that a node that
@@ -44,7 +44,7 @@ type Watcher struct {
 	PassTimeout time.Duration
 
 	// pending are the validators this watcher removed that S-Chain's
-	// epoch still lists.
+	// membership view still lists.
 	pending map[ids.NodeID]struct{}
 }
 
@@ -64,9 +64,9 @@ func (w *Watcher) Pass(ctx context.Context) (*Outcome, error) {
 	if err := w.Policy.Verify(); err != nil {
 		return nil, err
 	}
-	e, err := w.Epochs.GetEpoch(ctx)
+	e, err := w.Memberships.GetMembership(ctx)
 	if err != nil {
-		return nil, fmt.Errorf("reading S-Chain's epoch: %w", err)
+		return nil, fmt.Errorf("reading S-Chain's membership view: %w", err)
 	}
 	f, err := w.Subnet.Facts(ctx)
 	if err != nil {
@@ -74,7 +74,7 @@ func (w *Watcher) Pass(ctx context.Context) (*Outcome, error) {
 	}
 	out := &Outcome{Round: e.Round, Standings: Assess(e, f)}
 	if held, ok := w.holding(out.Standings); ok {
-		out.Decision = Decision{Reason: fmt.Sprintf("waiting for S-Chain's epoch to drop %s, removed earlier: removing nobody else meanwhile", held)}
+		out.Decision = Decision{Reason: fmt.Sprintf("waiting for S-Chain's membership view to drop %s, removed earlier: removing nobody else meanwhile", held)}
 		return out, nil
 	}
 	out.Decision = w.Policy.Decide(e, out.Standings)
@@ -96,12 +96,12 @@ func (w *Watcher) Pass(ctx context.Context) (*Outcome, error) {
 	return out, nil
 }
 
-// holding forgets pending removals the epoch no longer lists and returns
+// holding forgets pending removals the membership view no longer lists and returns
 // one it still does.
 func (w *Watcher) holding(ss []Standing) (ids.NodeID, bool) {
 	listed := map[ids.NodeID]bool{}
 	for _, s := range ss {
-		listed[s.NodeID] = s.InEpoch
+		listed[s.NodeID] = s.InMembershipView
 	}
 	var held ids.NodeID
 	found := false

@@ -188,7 +188,7 @@ func TestJSONRPC(t *testing.T) {
 		var node api.NodeReply
 		require.Nil(rpcCall(t, url, "getNode", api.Empty{}, &node))
 		require.Equal(nw.keys[i].NodeID, node.NodeID)
-		var ep api.EpochReply
+		var ep api.MembershipReply
 		require.Nil(rpcCall(t, url, "getEpoch", api.Empty{}, &ep))
 		require.Equal(uint64(10), ep.PChainHeight)
 		require.Len(ep.Members, 3)

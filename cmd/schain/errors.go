@@ -110,7 +110,7 @@ func apiErrorLine(err error, f failure) (string, int) {
 	name := strings.ReplaceAll(f.Name, "_", " ")
 	switch e.Code {
 	case api.CodeNotReady:
-		return fmt.Sprintf("%s: %s (the node knows no epoch yet or its validator set is empty; retry later)", name, e.Message), exitUnavailable
+		return fmt.Sprintf("%s: %s (the chain has not opened its first membership, has no usable validator, or the range moves to this node at the next block; retry later)", name, e.Message), exitUnavailable
 	case api.CodeMempoolFull:
 		d, _ := client.IsMempoolFull(err)
 		return fmt.Sprintf("%s: %s (the owner is pushing back; retry after %d ms)", name, e.Message, d.RetryAfterMs), exitUnavailable

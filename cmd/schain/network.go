@@ -63,7 +63,7 @@ stops it and starts a new one.`,
 			if err != nil {
 				return err
 			}
-			fmt.Fprintf(g.out, "network up in %s; waiting for the chain to open its first epoch...\n", time.Since(began).Round(time.Second))
+			fmt.Fprintf(g.out, "network up in %s; waiting for the chain to open its first membership...\n", time.Since(began).Round(time.Second))
 			if err := waitChainReady(ctx, g, n, 3*time.Minute); err != nil {
 				return err
 			}
@@ -141,8 +141,8 @@ func chainAnswers(ctx context.Context, n *localnet.Network) bool {
 	return true
 }
 
-// waitChainReady polls every node until it answers getEpoch (the chain has
-// opened its first epoch), printing what it waits for.
+// waitChainReady polls every node until it answers getMembership (the chain has
+// opened its first membership), printing what it waits for.
 func waitChainReady(ctx context.Context, g *globals, n *localnet.Network, limit time.Duration) error {
 	ctx, cancel := context.WithTimeout(ctx, limit)
 	defer cancel()
@@ -156,7 +156,7 @@ func waitChainReady(ctx context.Context, g *globals, n *localnet.Network, limit 
 				return err
 			}
 			cctx, ccancel := context.WithTimeout(ctx, 3*time.Second)
-			_, err = c.GetEpoch(cctx)
+			_, err = c.GetMembership(cctx)
 			ccancel()
 			if err != nil {
 				waiting = append(waiting, fmt.Sprintf("%s (%s)", short(nd.NodeID.String()), errName(err)))

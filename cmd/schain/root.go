@@ -86,7 +86,7 @@ or revoked write token), 8 refused by a validators command's precondition
 	pf.StringVar(&g.token, "token", "", "write token (visible in the process list: prefer --token-file or $"+tokenEnv+")")
 	root.AddCommand(
 		newAllocateCmd(g), newPutManifestCmd(g),
-		newReceiptCmd(g), newOwnerCmd(g), newEpochCmd(g), newAllocCmd(g), newManifestCmd(g), newNodeCmd(g),
+		newReceiptCmd(g), newOwnerCmd(g), newMembershipCmd(g), newAllocCmd(g), newManifestCmd(g), newNodeCmd(g),
 		newLegacyCmd(g), newNetworkCmd(g), newDemoCmd(g), newTokenCmd(g), newShadowCmd(g), newBenchCmd(g),
 		newValidatorsCmd(g),
 	)

@@ -28,7 +28,7 @@ const keyFileEnv = "SCHAIN_SUBNET_KEY_FILE"
 const exitRefused = 8
 
 // errLiveMember: the validator to remove still heartbeats.
-var errLiveMember = errors.New("the validator is a member of S-Chain's current epoch (it heartbeats)")
+var errLiveMember = errors.New("the validator is a member of S-Chain's current membership (it heartbeats)")
 
 // validatorsFlags are the flags the validators commands share.
 type validatorsFlags struct {
@@ -44,7 +44,7 @@ func newValidatorsCmd(g *globals) *cobra.Command {
 		Long: `Show the subnet's validators and their liveness; remove or add one on the
 P-chain with the subnet owner's key.
 
-A dead validator loses its ranges by itself after K+1 liveness epochs, but
+A dead validator loses its ranges by itself after K+1 liveness rounds, but
 every range keeps seeing 5, 10 or 15 s block gaps at the heights whose
 proposer it was drawn to be, until it is removed from the subnet on the
 P-chain ("schain validators remove"). "schain validators watch" does it by
@@ -155,19 +155,19 @@ func localOwnerKey(chain string) string {
 
 // statusReport is `schain validators status --json`.
 type statusReport struct {
-	SubnetID  ids.ID              `json:"subnetID"`
-	PChain    *subnet.Facts       `json:"pChain"`
-	Epoch     *api.EpochReply     `json:"epoch"`
-	Standings []eviction.Standing `json:"validators"`
+	SubnetID   ids.ID               `json:"subnetID"`
+	PChain     *subnet.Facts        `json:"pChain"`
+	Membership *api.MembershipReply `json:"membership"`
+	Standings  []eviction.Standing  `json:"validators"`
 }
 
 func newValidatorsStatusCmd(g *globals, vf *validatorsFlags) *cobra.Command {
 	return &cobra.Command{
 		Use:   "status",
-		Short: "The subnet's validators on the P-chain and in S-Chain's epoch: membership, last heartbeat, how long each is out",
-		Long: `The subnet's validators on the P-chain now and in S-Chain's current epoch:
+		Short: "The subnet's validators on the P-chain and in S-Chain's membership view: membership, last heartbeat, how long each is out",
+		Long: `The subnet's validators on the P-chain now and in S-Chain's current membership:
 whether ranges are pinned to each (member), its last heartbeat, and how long
-it has been out of the membership, in liveness epochs and time. S-Chain's
+it has been out of the membership, in liveness rounds and time. S-Chain's
 epoch follows the P-chain at ACP-181 epoch boundaries (30 s locally, 5
 minutes on mainnet), so a validator just added or removed shows on one side
 only for that long.`,
@@ -179,7 +179,7 @@ only for that long.`,
 			if err != nil {
 				return err
 			}
-			e, err := s.router.GetEpoch(ctx)
+			e, err := s.router.GetMembership(ctx)
 			if err != nil {
 				return err
 			}
@@ -187,14 +187,14 @@ only for that long.`,
 			if err != nil {
 				return err
 			}
-			rep := statusReport{SubnetID: s.subnetID, PChain: f, Epoch: e, Standings: eviction.Assess(e, f)}
+			rep := statusReport{SubnetID: s.subnetID, PChain: f, Membership: e, Standings: eviction.Assess(e, f)}
 			return g.emit(rep, statusFields(rep, time.Now()))
 		},
 	}
 }
 
 func statusFields(rep statusReport, now time.Time) []field {
-	f, e := rep.PChain, rep.Epoch
+	f, e := rep.PChain, rep.Membership
 	owners := make([]string, len(f.Owner.Addresses))
 	for i, a := range f.Owner.Addresses {
 		owners[i] = f.FormatAddress(a)
@@ -206,7 +206,7 @@ func statusFields(rep statusReport, now time.Time) []field {
 	case f.TransformationTxID != ids.Empty:
 		kind = "permissionless"
 	}
-	epochLen := time.Duration(e.EpochDurationMs) * time.Millisecond
+	roundLen := time.Duration(e.RoundDurationMs) * time.Millisecond
 	members := fmt.Sprintf("%d of %d members", len(e.Members), len(e.Validators))
 	if e.Fallback {
 		members += " (fallback: no recent heartbeat, all validators are members)"
@@ -214,36 +214,36 @@ func statusFields(rep statusReport, now time.Time) []field {
 	fs := []field{
 		{"subnet", fmt.Sprintf("%s (%s; owner %s, threshold %d)", f.SubnetID, kind, strings.Join(owners, ", "), f.Owner.Threshold)},
 		{"pChain", fmt.Sprintf("height %d, time %s, %d validators", f.Height, f.Time.UTC().Format(time.RFC3339), len(f.Validators))},
-		{"epoch", fmt.Sprintf("P-chain height %d, liveness epoch %d (%s each, K=%d): %s", e.PChainHeight, e.Round, epochLen, e.LivenessEpochs, members)},
+		{"membership", fmt.Sprintf("P-chain height %d, liveness round %d (%s each, K=%d): %s", e.PChainHeight, e.Round, roundLen, e.LivenessRounds, members)},
 	}
 	for _, st := range rep.Standings {
-		fs = append(fs, field{"validator", describeStanding(st, epochLen, now)})
+		fs = append(fs, field{"validator", describeStanding(st, roundLen, now)})
 	}
 	return fs
 }
 
 // describeStanding is one validator's line in `schain validators status`.
-func describeStanding(s eviction.Standing, epochLen time.Duration, now time.Time) string {
+func describeStanding(s eviction.Standing, roundLen time.Duration, now time.Time) string {
 	var parts []string
 	switch {
-	case !s.InEpoch:
-		parts = append(parts, "on the P-chain, not yet in S-Chain's epoch")
+	case !s.InMembershipView:
+		parts = append(parts, "on the P-chain, not yet in S-Chain's membership view")
 	case s.Member:
 		parts = append(parts, "member")
 	case s.OutRounds == 0:
 		parts = append(parts, "NOT a member, within its grace after joining")
 	default:
-		parts = append(parts, fmt.Sprintf("OUT for %d liveness epoch(s) (%s, since %s)",
-			s.OutRounds, s.Out(epochLen), s.OutSince.UTC().Format(time.TimeOnly)))
+		parts = append(parts, fmt.Sprintf("OUT for %d liveness round(s) (%s, since %s)",
+			s.OutRounds, s.Out(roundLen), s.OutSince.UTC().Format(time.TimeOnly)))
 	}
-	if s.InEpoch && !s.OnPChain {
-		parts = append(parts, "removed from the P-chain (S-Chain's epoch drops it at its next ACP-181 epoch)")
+	if s.InMembershipView && !s.OnPChain {
+		parts = append(parts, "removed from the P-chain (S-Chain's membership view drops it at its next ACP-181 epoch)")
 	}
 	switch {
 	case s.LastHeartbeat != nil:
 		ago := now.Sub(*s.LastHeartbeatAt).Round(time.Second)
-		parts = append(parts, fmt.Sprintf("last heartbeat in epoch %d (at most %s ago)", *s.LastHeartbeat, ago))
-	case s.InEpoch:
+		parts = append(parts, fmt.Sprintf("last heartbeat in round %d (at most %s ago)", *s.LastHeartbeat, ago))
+	case s.InMembershipView:
 		parts = append(parts, "no heartbeat yet")
 	}
 	return fmt.Sprintf("%s weight %d: %s", s.NodeID, s.Weight, strings.Join(parts, ", "))

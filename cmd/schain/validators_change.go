@@ -19,9 +19,9 @@ type changeReport struct {
 	Plan    *subnet.Plan    `json:"plan"`
 	DryRun  bool            `json:"dryRun"`
 	Receipt *subnet.Receipt `json:"receipt,omitempty"`
-	// EpochFollowedMs: with --wait, how long after the commit S-Chain's
-	// epoch reflected the change.
-	EpochFollowedMs *int64 `json:"epochFollowedMs,omitempty"`
+	// MembershipFollowedMs: with --wait, how long after the commit S-Chain's
+	// membership view reflected the change.
+	MembershipFollowedMs *int64 `json:"membershipFollowedMs,omitempty"`
 }
 
 func newValidatorsRemoveCmd(g *globals, vf *validatorsFlags) *cobra.Command {
@@ -32,14 +32,14 @@ func newValidatorsRemoveCmd(g *globals, vf *validatorsFlags) *cobra.Command {
 		Long: `Remove a validator from the subnet with a RemoveSubnetValidatorTx signed
 with the subnet owner's key, and wait until the P-chain commits it. This
 ends the block gaps a dead validator causes (its proposer slots); its
-ranges have already moved if it stopped heartbeating K+1 epochs ago.
+ranges have already moved if it stopped heartbeating K+1 rounds ago.
 
 Checked first: the key controls the subnet (permissioned, threshold 1),
 NODEID validates it and is not its last validator, the key's P-chain
-balance pays the fee, and NODEID is not a member of S-Chain's epoch (it
+balance pays the fee, and NODEID is not a member of S-Chain's membership view (it
 still heartbeats: removing it moves its ranges; --force does it anyway).
 --dry-run runs every check, prints the transaction and its fee, and issues
-nothing. --wait also waits until S-Chain's epoch drops the validator (up to
+nothing. --wait also waits until S-Chain's membership view drops the validator (up to
 an ACP-181 epoch: 30 s locally, 5 minutes on mainnet; --timeout is raised
 to 2 minutes unless given).
 
@@ -74,20 +74,20 @@ A removed validator comes back with "schain validators add".`,
 	}
 	cmd.Flags().StringVar(&vf.keyFile, "key-file", "", "file with the subnet owner's key (default $"+keyFileEnv+", or the local network's)")
 	cmd.Flags().BoolVar(&dryRun, "dry-run", false, "check everything and print the transaction, but issue nothing")
-	cmd.Flags().BoolVar(&force, "force", false, "remove the validator even if it is a member of S-Chain's epoch (it heartbeats)")
-	cmd.Flags().BoolVar(&wait, "wait", false, "also wait until S-Chain's epoch no longer lists the validator")
+	cmd.Flags().BoolVar(&force, "force", false, "remove the validator even if it is a member of S-Chain's membership view (it heartbeats)")
+	cmd.Flags().BoolVar(&wait, "wait", false, "also wait until S-Chain's membership view no longer lists the validator")
 	return cmd
 }
 
 // checkNotMember refuses to remove a validator S-Chain counts as live,
 // unless forced, and says what it found.
 func checkNotMember(ctx context.Context, s *session, nodeID ids.NodeID, force bool) (string, error) {
-	e, err := s.router.GetEpoch(ctx)
+	e, err := s.router.GetMembership(ctx)
 	if err != nil {
 		if force {
-			return fmt.Sprintf("S-Chain's epoch could not be read (--force): %v", err), nil
+			return fmt.Sprintf("S-Chain's membership view could not be read (--force): %v", err), nil
 		}
-		return "", fmt.Errorf("reading S-Chain's epoch to check that %s is not a live member (--force skips the check): %w", nodeID, err)
+		return "", fmt.Errorf("reading S-Chain's membership view to check that %s is not a live member (--force skips the check): %w", nodeID, err)
 	}
 	for _, st := range eviction.Assess(e, nil) {
 		if st.NodeID != nodeID {
@@ -95,14 +95,14 @@ func checkNotMember(ctx context.Context, s *session, nodeID ids.NodeID, force bo
 		}
 		switch {
 		case st.Member && !force:
-			return "", fmt.Errorf("%w: %s in liveness epoch %d; removing it moves its ranges (pass --force to remove it anyway)", errLiveMember, nodeID, e.Round)
+			return "", fmt.Errorf("%w: %s in liveness round %d; removing it moves its ranges (pass --force to remove it anyway)", errLiveMember, nodeID, e.Round)
 		case st.Member:
-			return fmt.Sprintf("%s is a member of S-Chain's epoch %d (--force)", nodeID, e.Round), nil
+			return fmt.Sprintf("%s is a member of S-Chain's membership of round %d (--force)", nodeID, e.Round), nil
 		default:
-			return fmt.Sprintf("%s is not a member of S-Chain's epoch %d (out for %d liveness epoch(s))", nodeID, e.Round, st.OutRounds), nil
+			return fmt.Sprintf("%s is not a member of S-Chain's membership of round %d (out for %d liveness round(s))", nodeID, e.Round, st.OutRounds), nil
 		}
 	}
-	return fmt.Sprintf("%s is not in S-Chain's epoch %d", nodeID, e.Round), nil
+	return fmt.Sprintf("%s is not in S-Chain's membership of round %d", nodeID, e.Round), nil
 }
 
 func newValidatorsAddCmd(g *globals, vf *validatorsFlags) *cobra.Command {
@@ -126,10 +126,10 @@ starts the validator when it commits the transaction. A node that is not
 connected is refused (--force adds it anyway): as a validator that never
 proposes, it would bring back the block gaps of a dead one.
 
-The node heartbeats once S-Chain's epoch lists it (up to an ACP-181 epoch
-after the commit) and owns ranges from the liveness epoch after its
+The node heartbeats once S-Chain's membership view lists it (up to an ACP-181 epoch
+after the commit) and owns ranges from the liveness round after its
 heartbeat lands. --dry-run checks and prints without issuing; --wait also
-waits until S-Chain's epoch lists it (--timeout is raised to 2 minutes
+waits until S-Chain's membership view lists it (--timeout is raised to 2 minutes
 unless given).`,
 		Args: exactArgs(1, "NODEID"),
 		RunE: func(cmd *cobra.Command, argv []string) error {
@@ -160,7 +160,7 @@ unless given).`,
 	}
 	cmd.Flags().StringVar(&vf.keyFile, "key-file", "", "file with the subnet owner's key (default $"+keyFileEnv+", or the local network's)")
 	cmd.Flags().BoolVar(&dryRun, "dry-run", false, "check everything and print the transaction, but issue nothing")
-	cmd.Flags().BoolVar(&wait, "wait", false, "also wait until S-Chain's epoch lists the validator")
+	cmd.Flags().BoolVar(&wait, "wait", false, "also wait until S-Chain's membership view lists the validator")
 	cmd.Flags().BoolVar(&force, "force", false, "add the node even if it is not connected")
 	cmd.Flags().Uint64Var(&weight, "weight", 0, "sampling weight (default: the weight all current validators have)")
 	cmd.Flags().StringVar(&end, "end", "", "end of the validation: RFC 3339 time or duration from now (default: its primary-network validation's end)")
@@ -215,16 +215,16 @@ func (g *globals) issue(ctx context.Context, s *session, a *subnet.Admin, p *sub
 	rep.Receipt = rc
 	fs = append(fs, field{"txID", rc.TxID}, field{"committed", fmt.Sprintf("at P-chain height %d", rc.PChainHeight)})
 	if !wait {
-		fs = append(fs, field{"next", "S-Chain's epoch follows at its next ACP-181 epoch (30 s locally, 5 minutes on mainnet): see schain validators status"})
+		fs = append(fs, field{"next", "S-Chain's membership view follows at its next ACP-181 epoch (30 s locally, 5 minutes on mainnet): see schain validators status"})
 		return g.emit(rep, fs)
 	}
 	began := time.Now()
-	if err := waitEpochFollows(ctx, s.router, p); err != nil {
+	if err := waitMembershipFollows(ctx, s.router, p); err != nil {
 		return errors.Join(err, g.emit(rep, fs))
 	}
 	ms := time.Since(began).Milliseconds()
-	rep.EpochFollowedMs = &ms
-	fs = append(fs, field{"epoch", fmt.Sprintf("S-Chain's epoch reflects it %s after the commit", time.Since(began).Round(100*time.Millisecond))})
+	rep.MembershipFollowedMs = &ms
+	fs = append(fs, field{"membership", fmt.Sprintf("S-Chain's membership view reflects it %s after the commit", time.Since(began).Round(100*time.Millisecond))})
 	return g.emit(rep, fs)
 }
 
@@ -246,13 +246,13 @@ func planFields(p *subnet.Plan) []field {
 	return fs
 }
 
-// waitEpochFollows polls S-Chain's epoch until it lists the added
+// waitMembershipFollows polls S-Chain's membership view until it lists the added
 // validator, or no longer lists the removed one.
-func waitEpochFollows(ctx context.Context, r *client.Router, p *subnet.Plan) error {
+func waitMembershipFollows(ctx context.Context, r *client.Router, p *subnet.Plan) error {
 	tick := time.NewTicker(500 * time.Millisecond)
 	defer tick.Stop()
 	for {
-		e, err := r.GetEpoch(ctx)
+		e, err := r.GetMembership(ctx)
 		if err == nil {
 			listed := false
 			for _, v := range e.Validators {
@@ -264,7 +264,7 @@ func waitEpochFollows(ctx context.Context, r *client.Router, p *subnet.Plan) err
 		}
 		select {
 		case <-ctx.Done():
-			return fmt.Errorf("waiting for S-Chain's epoch to reflect the %s of %s: %w", p.Action, p.NodeID, ctx.Err())
+			return fmt.Errorf("waiting for S-Chain's membership view to reflect the %s of %s: %w", p.Action, p.NodeID, ctx.Err())
 		case <-tick.C:
 		}
 	}

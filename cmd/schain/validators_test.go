@@ -27,7 +27,7 @@ import (
 	"github.com/s-chain/schain/vm/api"
 )
 
-// fakeNetwork is one node serving S-Chain's getEpoch and getNode, the
+// fakeNetwork is one node serving S-Chain's getMembership and getNode, the
 // P-chain calls subnet.Read makes and info.getNetworkID: enough for every
 // validators command up to the point where it would build a transaction.
 type fakeNetwork struct {
@@ -35,19 +35,19 @@ type fakeNetwork struct {
 	chainID  ids.ID
 	subnetID ids.ID
 	owner    *secp256k1.PrivateKey
-	epoch    api.EpochReply
+	epoch    api.MembershipReply
 	subnet   []papi.PermissionlessValidator
 	primary  []papi.PermissionlessValidator
 	now      time.Time
 }
 
-const epochMs = 30_000
+const roundMs = 30_000
 
 func u64(v uint64) *uint64 { return &v }
 
 // newFakeNetwork has three subnet validators: live (a member), dead (out
-// for 3 epochs) and gone (removed from the P-chain, still in the epoch),
-// plus fresh, on the P-chain but not yet in the epoch.
+// for 3 rounds) and gone (removed from the P-chain, still in the membership view),
+// plus fresh, on the P-chain but not yet in the membership view.
 func newFakeNetwork(t *testing.T) (*fakeNetwork, map[string]ids.NodeID) {
 	t.Helper()
 	key, err := secp256k1.NewPrivateKey()
@@ -59,9 +59,9 @@ func newFakeNetwork(t *testing.T) (*fakeNetwork, map[string]ids.NodeID) {
 	const round = 1000
 	f := &fakeNetwork{
 		chainID: ids.GenerateTestID(), subnetID: ids.GenerateTestID(), owner: key,
-		now: time.UnixMilli(round*epochMs + 5_000),
-		epoch: api.EpochReply{
-			PChainHeight: 40, Round: round, EpochDurationMs: epochMs, LivenessEpochs: 1,
+		now: time.UnixMilli(round*roundMs + 5_000),
+		epoch: api.MembershipReply{
+			PChainHeight: 40, Round: round, RoundDurationMs: roundMs, LivenessRounds: 1,
 			Members: []api.Member{{NodeID: n["live"], Weight: 100}},
 			Validators: []api.ValidatorLiveness{
 				{NodeID: n["live"], Weight: 100, Member: true, FirstSeen: u64(1), LastHeartbeat: u64(round)},
@@ -70,7 +70,7 @@ func newFakeNetwork(t *testing.T) (*fakeNetwork, map[string]ids.NodeID) {
 			},
 		},
 	}
-	start := avajson.Uint64(epochMs / 1000)
+	start := avajson.Uint64(roundMs / 1000)
 	end := avajson.Uint64(f.now.Add(24 * time.Hour).Unix())
 	for _, name := range []string{"live", "dead", "fresh"} {
 		f.subnet = append(f.subnet, papi.PermissionlessValidator{Staker: papi.Staker{
@@ -101,7 +101,7 @@ func newFakeNetwork(t *testing.T) (*fakeNetwork, map[string]ids.NodeID) {
 
 type fakeSChain struct{ f *fakeNetwork }
 
-func (s *fakeSChain) GetEpoch(_ *http.Request, _ *api.Empty, reply *api.EpochReply) error {
+func (s *fakeSChain) GetMembership(_ *http.Request, _ *api.Empty, reply *api.MembershipReply) error {
 	*reply = s.f.epoch
 	return nil
 }
@@ -184,8 +184,8 @@ func TestValidatorsStatus(t *testing.T) {
 	f, n := newFakeNetwork(t)
 	code, out, errOut := f.validators(t, "status")
 	require.Equal(exitOK, code, errOut)
-	require.Contains(out, "subnet:    "+f.subnetID.String()+" (permissioned; owner P-local1")
-	require.Contains(out, "P-chain height 40, liveness epoch 1000 (30s each, K=1): 1 of 3 members")
+	require.Contains(out, "subnet:     "+f.subnetID.String()+" (permissioned; owner P-local1")
+	require.Contains(out, "P-chain height 40, liveness round 1000 (30s each, K=1): 1 of 3 members")
 	line := func(id ids.NodeID) string {
 		for _, l := range strings.Split(out, "\n") {
 			if strings.Contains(l, id.String()) {
@@ -195,11 +195,11 @@ func TestValidatorsStatus(t *testing.T) {
 		t.Fatalf("no line for %s in\n%s", id, out)
 		return ""
 	}
-	require.Contains(line(n["live"]), "weight 100: member, last heartbeat in epoch 1000")
+	require.Contains(line(n["live"]), "weight 100: member, last heartbeat in round 1000")
 	// Last heartbeat in 996, a member through 997: out in 998, 999, 1000.
-	require.Contains(line(n["dead"]), "OUT for 3 liveness epoch(s) (1m30s, since")
+	require.Contains(line(n["dead"]), "OUT for 3 liveness round(s) (1m30s, since")
 	require.Contains(line(n["gone"]), "removed from the P-chain")
-	require.Contains(line(n["fresh"]), "on the P-chain, not yet in S-Chain's epoch")
+	require.Contains(line(n["fresh"]), "on the P-chain, not yet in S-Chain's membership view")
 	require.NotContains(out, n["outsider"].String())
 
 	code, out, errOut = f.validators(t, "status", "--json")
@@ -235,7 +235,7 @@ func TestValidatorsRemoveRefusals(t *testing.T) {
 		code int
 		line string
 	}{
-		{"a live member", []string{"remove", n["live"].String(), "--key-file", owner}, exitRefused, "the validator is a member of S-Chain's current epoch (it heartbeats)"},
+		{"a live member", []string{"remove", n["live"].String(), "--key-file", owner}, exitRefused, "the validator is a member of S-Chain's current membership (it heartbeats)"},
 		{"not a validator", []string{"remove", n["gone"].String(), "--key-file", owner}, exitRefused, "not a current validator of the subnet"},
 		{"another key", []string{"remove", n["dead"].String(), "--key-file", keyFile(t, other)}, exitRefused, "the key does not control the subnet"},
 		{"no key", []string{"remove", n["dead"].String()}, exitUsage, "--key-file"},
@@ -297,11 +297,11 @@ func TestValidatorsWatch(t *testing.T) {
 	require.Equal(exitUsage, code)
 	require.Contains(errOut, "remove-after")
 
-	// Nobody has been out for 10 epochs: one pass says so and exits.
+	// Nobody has been out for 10 rounds: one pass says so and exits.
 	code, out, errOut := f.validators(t, "watch", "--key-file", owner, "--remove-after", "10", "--once")
 	require.Equal(exitOK, code, errOut)
-	require.Contains(out, "removing a validator out of the membership for 10 liveness epoch(s) (5m0s), keeping at least 2; a pass every 10s")
-	require.Contains(out, "liveness epoch 1000: no validator has been out of the membership for 10 liveness epoch(s)")
+	require.Contains(out, "removing a validator out of the membership for 10 liveness round(s) (5m0s), keeping at least 2; a pass every 10s")
+	require.Contains(out, "liveness round 1000: no validator has been out of the membership for 10 liveness round(s)")
 
 	code, out, errOut = f.validators(t, "watch", "--key-file", owner, "--remove-after", "10", "--once", "--json")
 	require.Equal(exitOK, code, errOut)

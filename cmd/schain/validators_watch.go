@@ -21,17 +21,17 @@ func newValidatorsWatchCmd(g *globals, vf *validatorsFlags) *cobra.Command {
 	)
 	cmd := &cobra.Command{
 		Use:   "watch --remove-after M [--min-validators N] [--interval D] [--dry-run] [--once]",
-		Short: "Remove, by policy, a validator out of S-Chain's membership for M liveness epochs",
+		Short: "Remove, by policy, a validator out of S-Chain's membership for M liveness rounds",
 		Long: `Watch S-Chain's liveness records and remove from the subnet a validator that
-has been out of the membership for M liveness epochs (--remove-after, no
+has been out of the membership for M liveness rounds (--remove-after, no
 default: the policy is off unless asked for), one at a time, as "schain
 validators remove" would. Runs until interrupted; --once makes one pass.
 
 Guards: nobody is removed while S-Chain's membership is a fallback (no
 recent heartbeat at all: the chain, not a validator, is stuck), nor when
 fewer than --min-validators would remain; after a removal, the next waits
-until S-Chain's epoch has dropped the removed validator; a validator re-added
-to the subnet gets K+1 epochs to heartbeat before it counts as out. A removed
+until S-Chain's membership view has dropped the removed validator; a validator re-added
+to the subnet gets K+1 rounds to heartbeat before it counts as out. A removed
 validator that comes back must be added again ("schain validators add").
 
 Every pass is bounded by --timeout; errors (a node down, a dropped
@@ -56,24 +56,24 @@ nothing. With --json, one JSON object per pass.`,
 				return err
 			}
 			_, err = a.Authorize(octx)
-			e, eerr := s.router.GetEpoch(octx)
+			e, eerr := s.router.GetMembership(octx)
 			cancel()
 			if err = errors.Join(err, eerr); err != nil {
 				return err
 			}
-			epochLen := time.Duration(e.EpochDurationMs) * time.Millisecond
+			roundLen := time.Duration(e.RoundDurationMs) * time.Millisecond
 			if interval <= 0 {
-				interval = max(epochLen/3, time.Second)
+				interval = max(roundLen/3, time.Second)
 			}
-			w := &eviction.Watcher{Policy: policy, Epochs: s.router, Subnet: a, DryRun: dryRun, PassTimeout: g.timeout}
-			rep := &watchReporter{g: g, epochLen: epochLen}
+			w := &eviction.Watcher{Policy: policy, Memberships: s.router, Subnet: a, DryRun: dryRun, PassTimeout: g.timeout}
+			rep := &watchReporter{g: g, roundLen: roundLen}
 			if !g.json {
 				mode := ""
 				if dryRun {
 					mode = " (dry run: nothing is issued)"
 				}
-				fmt.Fprintf(g.out, "watching subnet %s through %s: removing a validator out of the membership for %d liveness epoch(s) (%s), keeping at least %d; a pass every %s%s\n",
-					s.subnetID, s.uri, policy.After, time.Duration(policy.After)*epochLen, policy.MinValidators, interval, mode)
+				fmt.Fprintf(g.out, "watching subnet %s through %s: removing a validator out of the membership for %d liveness round(s) (%s), keeping at least %d; a pass every %s%s\n",
+					s.subnetID, s.uri, policy.After, time.Duration(policy.After)*roundLen, policy.MinValidators, interval, mode)
 			}
 			if once {
 				pctx, pcancel := context.WithTimeout(ctx, g.timeout)
@@ -89,9 +89,9 @@ nothing. With --json, one JSON object per pass.`,
 		},
 	}
 	cmd.Flags().StringVar(&vf.keyFile, "key-file", "", "file with the subnet owner's key (default $"+keyFileEnv+", or the local network's)")
-	cmd.Flags().Uint64Var(&policy.After, "remove-after", 0, "remove a validator out of the membership for this many liveness epochs (required, at least 1)")
+	cmd.Flags().Uint64Var(&policy.After, "remove-after", 0, "remove a validator out of the membership for this many liveness rounds (required, at least 1)")
 	cmd.Flags().IntVar(&policy.MinValidators, "min-validators", eviction.DefaultMinValidators, "never leave fewer validators on the subnet")
-	cmd.Flags().DurationVar(&interval, "interval", 0, "time between passes (default: a third of a liveness epoch)")
+	cmd.Flags().DurationVar(&interval, "interval", 0, "time between passes (default: a third of a liveness round)")
 	cmd.Flags().BoolVar(&dryRun, "dry-run", false, "plan removals but issue nothing")
 	cmd.Flags().BoolVar(&once, "once", false, "make one pass and exit")
 	return cmd
@@ -101,7 +101,7 @@ nothing. With --json, one JSON object per pass.`,
 // verdict changes or something is done; with --json, every pass.
 type watchReporter struct {
 	g        *globals
-	epochLen time.Duration
+	roundLen time.Duration
 	last     string
 }
 
@@ -131,13 +131,13 @@ func (r *watchReporter) report(out *eviction.Outcome, err error) {
 	}
 	switch {
 	case out.Receipt != nil:
-		fmt.Fprintf(r.g.out, "%s removed %s, out of the membership for %d liveness epoch(s): tx %s committed at P-chain height %d\n",
+		fmt.Fprintf(r.g.out, "%s removed %s, out of the membership for %d liveness round(s): tx %s committed at P-chain height %d\n",
 			stamp, out.Decision.NodeID, out.Decision.OutRounds, out.Receipt.TxID, out.Receipt.PChainHeight)
 	case out.Plan != nil:
-		fmt.Fprintf(r.g.out, "%s would remove %s, out of the membership for %d liveness epoch(s): fee %d nAVAX (dry run: nothing issued)\n",
+		fmt.Fprintf(r.g.out, "%s would remove %s, out of the membership for %d liveness round(s): fee %d nAVAX (dry run: nothing issued)\n",
 			stamp, out.Decision.NodeID, out.Decision.OutRounds, out.Plan.FeeNAVAX)
 	case out.Decision.Reason != r.last:
-		fmt.Fprintf(r.g.out, "%s liveness epoch %d: %s\n", stamp, out.Round, out.Decision.Reason)
+		fmt.Fprintf(r.g.out, "%s liveness round %d: %s\n", stamp, out.Round, out.Decision.Reason)
 	}
 	r.last = out.Decision.Reason
 }

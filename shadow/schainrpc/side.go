@@ -35,5 +35,5 @@ func (s *Side) Allocate(ctx context.Context, rangeKey string, count, floor uint6
 		return shadow.SChainResult{}, fmt.Errorf("schainrpc: receipt of %s has %d entries, want index %d", rc.TxID, len(rc.Entries), rep.Index)
 	}
 	e := rc.Entries[rep.Index]
-	return shadow.SChainResult{Base: e.Base, Count: e.Count, TxID: rc.TxID.String(), PChainHeight: rep.Epoch, Owner: rep.Owner.String()}, nil
+	return shadow.SChainResult{Base: e.Base, Count: e.Count, TxID: rc.TxID.String(), PChainHeight: rep.PChainHeight, Owner: rep.Owner.String()}, nil
 }

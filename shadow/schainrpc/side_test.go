@@ -96,9 +96,9 @@ func TestShadowAgainstInProcessSChain(t *testing.T) {
 	require.NoError(err)
 	// The first request makes the chain open its epoch; the router retries
 	// NotReady until it has.
-	_, err = r.GetEpoch(ctx)
+	_, err = r.GetMembership(ctx)
 	for err != nil && client.IsNotReady(err) && ctx.Err() == nil {
-		_, err = r.GetEpoch(ctx)
+		_, err = r.GetMembership(ctx)
 	}
 	require.NoError(err)
 

@@ -328,7 +328,7 @@ func TestE_EpochBoundary(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
 	r := router(t)
-	before, err := r.GetEpoch(ctx)
+	before, err := r.GetMembership(ctx)
 	require.NoError(err)
 	require.NoError(network.AdvancePChain(ctx))
 
@@ -359,9 +359,9 @@ func TestE_EpochBoundary(t *testing.T) {
 			}
 		}(w)
 	}
-	var after *api.EpochReply
+	var after *api.MembershipReply
 	err = poll(ctx, func() error {
-		after, err = r.GetEpoch(ctx)
+		after, err = r.GetMembership(ctx)
 		if err != nil {
 			return err
 		}

@@ -79,7 +79,7 @@ func waitReady(ctx context.Context, n *localnet.Network) error {
 		if err != nil {
 			return err
 		}
-		if err := poll(ctx, func() error { _, err := c.GetEpoch(ctx); return err }); err != nil {
+		if err := poll(ctx, func() error { _, err := c.GetMembership(ctx); return err }); err != nil {
 			return fmt.Errorf("chain not ready on %s: %w", nd.NodeID, err)
 		}
 	}

@@ -348,7 +348,7 @@ func TestX_Partition(t *testing.T) {
 	back, cancelBack := context.WithDeadline(ctx, healed.Add(bound))
 	defer cancelBack()
 	require.NoError(poll(back, func() error {
-		ep, err := nodeClient(t, majority[0]).GetEpoch(ctx)
+		ep, err := nodeClient(t, majority[0]).GetMembership(ctx)
 		if err != nil {
 			return err
 		}

@@ -177,7 +177,7 @@ func TestZ_KillOwner(t *testing.T) {
 	wg.Wait()
 	require.Empty(failures)
 	liveClient := nodeClient(t, live)
-	ep, err := liveClient.GetEpoch(ctx)
+	ep, err := liveClient.GetMembership(ctx)
 	require.NoError(err)
 	require.Len(ep.Members, len(network.Nodes)-1)
 	for _, v := range ep.Validators {
@@ -243,7 +243,7 @@ func TestZ_KillOwner(t *testing.T) {
 	waitHeights(follow, t, live, 3)
 	probe.window(liveRanges)
 	require.NoError(poll(follow, func() error {
-		e, err := liveClient.GetEpoch(follow)
+		e, err := liveClient.GetMembership(follow)
 		if err != nil {
 			return err
 		}

@@ -52,7 +52,7 @@ type Config struct {
 	PluginDir   string
 	// Genesis is the S-Chain genesis JSON. Empty: the chain starts now,
 	// with 30 s liveness rounds and K=LivenessRounds=1 (a dead owner's
-	// ranges move within 2 epochs, one minute).
+	// ranges move within 2 rounds, one minute).
 	Genesis []byte
 	// PoolChunk, if not zero, sets the default genesis's poolChunk (ids per
 	// reservation of an owner's id pool); ignored with Genesis.
@@ -90,7 +90,7 @@ func DefaultSnow() map[string]any {
 }
 
 // RoundDuration and LivenessRounds are the local network's liveness rule:
-// every validator heartbeats once per epoch, and one that stops is dropped
+// every validator heartbeats once per round, and one that stops is dropped
 // from the members after LivenessRounds+1 rounds at most.
 const (
 	RoundDuration  = 30 * time.Second

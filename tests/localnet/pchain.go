@@ -13,7 +13,7 @@ import (
 
 // AdvancePChain issues one P-chain transaction (a throwaway subnet) with the
 // network's pre-funded key, so the P-chain height grows and the next ACP-181
-// epoch pins S-Chain to a new height: how tests make epochs change on a
+// epoch pins S-Chain to a new height: how tests make the P-chain height change on a
 // network whose validator set is otherwise idle.
 func (n *Network) AdvancePChain(ctx context.Context) error {
 	if len(n.tmp.PreFundedKeys) == 0 {

@@ -82,7 +82,7 @@ func sameMembers(a, b *state.Membership) bool {
 
 // Snapshot is the membership the next block on the last accepted one will
 // execute under, at the newest P-chain height this node has seen and the
-// liveness round of its clock: what getOwner and getEpoch answer and
+// liveness round of its clock: what getOwner and getMembership answer and
 // clients route by. It is computed by the same pure rule blocks use, from
 // accepted state. Owners sign against InForce, never against this
 // prediction (see package writer).

@@ -130,6 +130,7 @@ func (s *Service) Allocate(r *http.Request, args *api.AllocateArgs, reply *api.A
 	if err != nil {
 		return rpcError(err)
 	}
+	//lint:ignore SA1019 the former field is sent for one release
 	*reply = api.AllocateReply{TxID: sub.TxID, Index: sub.Index, PChainHeight: sub.PChainHeight, Epoch: sub.PChainHeight, Owner: sub.Owner}
 	if args.Wait {
 		rc, err := s.wait(r.Context(), sub.TxID, args.WaitMs)
@@ -152,6 +153,7 @@ func (s *Service) PutManifest(r *http.Request, args *api.PutManifestArgs, reply 
 		return rpcError(err)
 	}
 	h := tx.Unsigned.Head()
+	//lint:ignore SA1019 the former field is sent for one release
 	*reply = api.PutManifestReply{TxID: tx.ID(), PChainHeight: h.PChainHeight, Epoch: h.PChainHeight, Owner: h.Owner}
 	if args.Wait {
 		rc, err := s.wait(r.Context(), tx.ID(), args.WaitMs)
@@ -243,6 +245,7 @@ func (s *Service) GetOwner(r *http.Request, args *api.RangeArgs, reply *api.Owne
 	if err != nil {
 		return rpcError(err)
 	}
+	//lint:ignore SA1019 the former field is sent for one release
 	*reply = api.OwnerReply{Range: args.Range, Owner: e.Owner(args.Range), PChainHeight: e.Height(), Epoch: e.Height(), Fingerprint: e.Fingerprint()}
 	return nil
 }
@@ -275,6 +278,7 @@ func (s *Service) membership(r *http.Request, reply *api.MembershipReply) error 
 		PChainHeight: e.Height(), Round: m.Round, Fingerprint: e.Fingerprint(),
 		Generation: m.Generation, Fallback: m.Fallback,
 		RoundDurationMs: s.s.cfg.Genesis.RoundDurationMs, LivenessRounds: s.s.cfg.Genesis.LivenessRounds,
+		//lint:ignore SA1019 the former field is sent for one release
 		EpochDurationMs: s.s.cfg.Genesis.RoundDurationMs, LivenessEpochs: s.s.cfg.Genesis.LivenessRounds,
 		NodeID: s.s.cfg.NodeID,
 	}
@@ -316,6 +320,7 @@ func rpcError(err error) error {
 	var noe *execute.NotOwnerError
 	switch {
 	case errors.As(err, &noe):
+		//lint:ignore SA1019 the former field is sent for one release
 		return &json2.Error{Code: api.CodeNotOwner, Message: err.Error(), Data: api.NotOwnerData{Range: noe.Range, Owner: noe.Owner, PChainHeight: noe.PChainHeight, Epoch: noe.PChainHeight}}
 	case errors.Is(err, chain.ErrNotReady), errors.Is(err, pinning.ErrEmptySet):
 		return &json2.Error{Code: api.CodeNotReady, Message: err.Error(), Data: api.RetryData{RetryAfterMs: 1000}}
