@@ -69,10 +69,10 @@ func (s *fakeService) Allocate(_ *http.Request, args *api.AllocateArgs, reply *a
 	s.f.mu.Lock()
 	defer s.f.mu.Unlock()
 	if args.Range == "bad range" {
-		return &json2.Error{Code: api.CodeInvalidParams, Message: "range has a space"}
+		return &json2.Error{Code: json2.ErrorCode(api.CodeInvalidParams), Message: "range has a space"}
 	}
 	if owner := s.f.owners[args.Range]; owner != s.i {
-		return &json2.Error{Code: api.CodeNotOwner, Message: fmt.Sprintf("not the owner of %q", args.Range),
+		return &json2.Error{Code: json2.ErrorCode(api.CodeNotOwner), Message: fmt.Sprintf("not the owner of %q", args.Range),
 			Data: api.NotOwnerData{Range: args.Range, Owner: s.f.ids[owner], PChainHeight: 12}}
 	}
 	base := max(s.f.counters[args.Range], args.Floor)

@@ -15,6 +15,8 @@ package api
 import (
 	"github.com/ava-labs/avalanchego/ids"
 
+	"github.com/s-chain/schain/errcode"
+
 	"github.com/s-chain/schain/state"
 	"github.com/s-chain/schain/txs"
 )
@@ -22,44 +24,21 @@ import (
 // Service is the JSON-RPC service name (method prefix).
 const Service = "schain"
 
-// Error codes. They are part of the API: clients branch on them.
+// Error codes. They are part of the API: clients branch on them. Package
+// errcode defines them, with each code's name and class, and gives every
+// error the node can answer its code and reason.
 const (
-	// CodeNotOwner: this node does not own the range in the membership the
-	// next block will have. Data is NotOwnerData: retry at Data.Owner.
-	CodeNotOwner = -32010
-	// CodeNotReady: the chain has not opened its first membership, the
-	// P-chain set has no usable validator, or the range moves to this node
-	// at the next block. Retry later; never falls back to another writer.
-	CodeNotReady = -32011
-	// CodeMempoolFull: backpressure. Data is RetryData.
-	CodeMempoolFull = -32012
-	// CodeRejected: the transaction was refused by the chain's rules
-	// (for example a manifest chunk that was never allocated). Data is
-	// RejectedData with the rule's name.
-	CodeRejected = -32013
-	// CodeInvalidParams: malformed or out-of-limit arguments (JSON-RPC's
-	// standard code).
-	CodeInvalidParams = -32602
-	// CodeUnknown: anything else (an internal failure).
-	CodeUnknown = -32000
-	// CodeTimeout: a wait ran out before the transaction was decided.
-	CodeTimeout = -32014
-	// CodeNotFound: the object (manifest) does not exist in accepted state.
-	CodeNotFound = -32015
-	// CodeUnauthorized: a method that makes the node sign (allocate,
-	// putManifest) was called without a valid write token. Data is
-	// UnauthorizedData; retrying with the same credentials will not help.
-	// Read methods never answer it.
-	CodeUnauthorized = -32016
-	// CodeTooManyRequests: the caller's token already has the node's
-	// maxPendingPerToken write requests in flight. Data is RetryData. It is
-	// distinct from CodeMempoolFull (node-wide backpressure): this limit is
-	// per token, so one busy client cannot starve another. Retry after
-	// Data.RetryAfterMs, or once some of the caller's own requests returned.
-	CodeTooManyRequests = -32017
-	// CodeRequestTooLarge: the HTTP body exceeds the node's maxRequestBytes;
-	// it is answered with HTTP 413 and never decoded. Data is LimitData.
-	CodeRequestTooLarge = -32018
+	CodeNotOwner        = int(errcode.NotOwner)
+	CodeNotReady        = int(errcode.NotReady)
+	CodeMempoolFull     = int(errcode.MempoolFull)
+	CodeRejected        = int(errcode.Rejected)
+	CodeInvalidParams   = int(errcode.InvalidParams)
+	CodeUnknown         = int(errcode.Unknown)
+	CodeTimeout         = int(errcode.Timeout)
+	CodeNotFound        = int(errcode.NotFound)
+	CodeUnauthorized    = int(errcode.Unauthorized)
+	CodeTooManyRequests = int(errcode.TooManyRequests)
+	CodeRequestTooLarge = int(errcode.RequestTooLarge)
 )
 
 // Reasons of CodeUnauthorized (UnauthorizedData.Reason).
@@ -110,7 +89,8 @@ type RetryData struct {
 }
 
 // RejectedData names the violated rule (a stable, lowercase identifier such
-// as "unallocated_chunk") and carries the full message.
+// as "unallocated_chunk": the error's errcode reason) of a Rejected or
+// InvalidParams answer.
 type RejectedData struct {
 	Reason string `json:"reason"`
 }

@@ -11,6 +11,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/s-chain/schain/errcode"
+
 	"github.com/ava-labs/avalanchego/ids"
 	"github.com/ava-labs/avalanchego/snow/consensus/snowman"
 	"github.com/ava-labs/avalanchego/snow/engine/common"
@@ -312,20 +314,8 @@ func ahead(tx *txs.Tx, d *chain.Draft) bool {
 
 // reason labels an eviction for the metric.
 func reason(err error) string {
-	var noe *execute.NotOwnerError
-	switch {
-	case errors.As(err, &noe):
-		return "not_owner"
-	case errors.Is(err, txs.ErrBadSignature):
-		return "bad_signature"
-	case errors.Is(err, execute.ErrWrongRound):
-		return "wrong_round"
-	case errors.Is(err, execute.ErrDuplicateHeartbeat):
-		return "duplicate_heartbeat"
-	case errors.Is(err, execute.ErrCounterOverflow):
-		return "counter_overflow"
-	case errors.Is(err, execute.ErrUnallocatedChunk):
-		return "unallocated_chunk"
+	if _, r := errcode.Of(err); r != "" {
+		return r
 	}
 	return "other"
 }

@@ -16,6 +16,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/s-chain/schain/errcode"
+
 	"github.com/ava-labs/avalanchego/database"
 	"github.com/ava-labs/avalanchego/ids"
 	"github.com/ava-labs/avalanchego/snow/consensus/snowman"
@@ -31,11 +33,13 @@ import (
 var (
 	// ErrNotReady means no membership is open yet or the P-chain set has no
 	// usable validator.
-	ErrNotReady = errors.New("chain: not ready")
+	// It is the NotReady class itself: every error with the NotReady code
+	// matches it under errors.Is.
+	ErrNotReady = errcode.NotReady.Class()
 	// ErrNoMembership is the NotReady of a chain that has not opened its first
 	// membership: it is doing so (Config.OnNoMembership), and the caller
 	// retries.
-	ErrNoMembership = fmt.Errorf("%w: the chain has not opened its first membership yet (it is doing so now; retry shortly)", ErrNotReady)
+	ErrNoMembership = errcode.New(errcode.NotReady, "no_membership", "chain: the chain has not opened its first membership yet (it is doing so now; retry shortly)")
 )
 
 // Listener learns of the engine's decisions, in order, after the chain

@@ -7,6 +7,8 @@ import (
 	"slices"
 	"sync"
 
+	"github.com/s-chain/schain/errcode"
+
 	"github.com/ava-labs/avalanchego/ids"
 	"github.com/ava-labs/avalanchego/snow/validators"
 
@@ -18,7 +20,7 @@ import (
 // (empty set, or every member without weight or BLS key). Nobody owns any
 // range then: callers report "not ready" and never fall back to an
 // arbitrary node.
-var ErrNoValidators = fmt.Errorf("%w: no validator with weight and BLS key at this P-chain height", ErrNotReady)
+var ErrNoValidators = errcode.New(errcode.NotReady, "no_validators", "chain: no validator with weight and BLS key at this P-chain height")
 
 // Source is the one method of validators.State this package needs. For a
 // plugin it is a local call to its own node, answered from P-chain state.

@@ -7,9 +7,10 @@
 package execute
 
 import (
-	"errors"
 	"fmt"
 	"math/bits"
+
+	"github.com/s-chain/schain/errcode"
 
 	"github.com/ava-labs/avalanchego/ids"
 
@@ -18,22 +19,22 @@ import (
 )
 
 var (
-	ErrWrongNetwork      = errors.New("execute: transaction is for another network")
-	ErrWrongChain        = errors.New("execute: transaction is for another chain")
-	ErrWrongPChainHeight = errors.New("execute: transaction pinned to another P-chain height than the block's")
-	ErrWrongFingerprint  = errors.New("execute: fingerprint differs from the block's membership")
-	ErrNotOwner          = errors.New("execute: signer does not own the range")
-	ErrUnknownSigner     = errors.New("execute: signer has no registered BLS key at this P-chain height")
-	ErrReplay            = errors.New("execute: transaction already applied")
-	ErrCounterOverflow   = errors.New("execute: range counter would overflow")
-	ErrUnallocatedChunk  = errors.New("execute: manifest chunk id was never allocated")
-	ErrNoMembership      = errors.New("execute: a block without a P-chain height carries no transactions")
+	ErrWrongNetwork      = errcode.New(errcode.Rejected, "wrong_network", "execute: transaction is for another network")
+	ErrWrongChain        = errcode.New(errcode.Rejected, "wrong_chain", "execute: transaction is for another chain")
+	ErrWrongPChainHeight = errcode.New(errcode.Rejected, "wrong_pchain_height", "execute: transaction pinned to another P-chain height than the block's")
+	ErrWrongFingerprint  = errcode.New(errcode.Rejected, "wrong_fingerprint", "execute: fingerprint differs from the block's membership")
+	ErrNotOwner          = errcode.New(errcode.NotOwner, "not_owner", "execute: signer does not own the range")
+	ErrUnknownSigner     = errcode.New(errcode.Rejected, "unknown_signer", "execute: signer has no registered BLS key at this P-chain height")
+	ErrReplay            = errcode.New(errcode.Rejected, "replay", "execute: transaction already applied")
+	ErrCounterOverflow   = errcode.New(errcode.Rejected, "counter_overflow", "execute: range counter would overflow")
+	ErrUnallocatedChunk  = errcode.New(errcode.Rejected, "unallocated_chunk", "execute: manifest chunk id was never allocated")
+	ErrNoMembership      = errcode.New(errcode.NotReady, "block_without_membership", "execute: a block without a P-chain height carries no transactions")
 	// ErrExpired: a transaction is valid for Liveness.TxLifetime liveness
 	// rounds after the one it was signed in, which bounds the replay index.
-	ErrExpired = errors.New("execute: transaction expired (signed too many liveness rounds before the block)")
+	ErrExpired = errcode.New(errcode.Rejected, "expired", "execute: transaction expired (signed too many liveness rounds before the block)")
 	// ErrNotYetValid: signed in a liveness round more than one after the
 	// block's (one covers clocks that differ within the skew bound).
-	ErrNotYetValid = errors.New("execute: transaction signed in a later liveness round than the block's")
+	ErrNotYetValid = errcode.New(errcode.Rejected, "not_yet_valid", "execute: transaction signed in a later liveness round than the block's")
 )
 
 // DefaultReplayPruneLimit is how many replay entries one block deletes at
@@ -54,7 +55,13 @@ func (e *NotOwnerError) Error() string {
 	return fmt.Sprintf("%s: range %q is owned by %s at P-chain height %d, not %s", ErrNotOwner, e.Range, e.Owner, e.PChainHeight, e.Signer)
 }
 
-func (*NotOwnerError) Is(target error) bool { return target == ErrNotOwner }
+func (*NotOwnerError) Is(target error) bool {
+	return target == ErrNotOwner || target == errcode.NotOwner.Class()
+}
+
+// Code and Reason are the API identity of ErrNotOwner.
+func (*NotOwnerError) Code() errcode.Code { return errcode.NotOwner }
+func (*NotOwnerError) Reason() string     { return ErrNotOwner.Reason() }
 
 // Context is what a block fixes for all of its transactions.
 type Context struct {

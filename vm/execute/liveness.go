@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"slices"
 
+	"github.com/s-chain/schain/errcode"
+
 	"github.com/s-chain/schain/pinning"
 	"github.com/s-chain/schain/state"
 )
@@ -12,12 +14,12 @@ import (
 var (
 	// ErrRoundBackward means a block's liveness round is below the one the
 	// state already froze a membership for (timestamps went backwards).
-	ErrRoundBackward = errors.New("execute: liveness round below the recorded membership's")
+	ErrRoundBackward = errcode.New(errcode.Rejected, "round_backward", "execute: liveness round below the recorded membership's")
 	// ErrWrongRound: a heartbeat counts only in a block of its own liveness
 	// round.
-	ErrWrongRound = errors.New("execute: heartbeat round differs from the block's liveness round")
+	ErrWrongRound = errcode.New(errcode.Rejected, "wrong_round", "execute: heartbeat round differs from the block's liveness round")
 	// ErrDuplicateHeartbeat: one heartbeat per validator per liveness round.
-	ErrDuplicateHeartbeat = errors.New("execute: validator already sent a heartbeat in this liveness round")
+	ErrDuplicateHeartbeat = errcode.New(errcode.Rejected, "duplicate_heartbeat", "execute: validator already sent a heartbeat in this liveness round")
 )
 
 // Liveness is the genesis rule that filters the P-chain set down to the

@@ -7,9 +7,10 @@ package mempool
 
 import (
 	"container/list"
-	"errors"
 	"fmt"
 	"sync"
+
+	"github.com/s-chain/schain/errcode"
 
 	"github.com/ava-labs/avalanchego/ids"
 
@@ -19,9 +20,9 @@ import (
 var (
 	// ErrFull is backpressure: the caller should retry later. Nothing
 	// already pending is dropped to make room.
-	ErrFull = errors.New("mempool: full")
+	ErrFull = errcode.New(errcode.MempoolFull, "mempool_full", "mempool: full")
 	// ErrDuplicate means the transaction is already pending.
-	ErrDuplicate = errors.New("mempool: transaction already pending")
+	ErrDuplicate = errcode.New(errcode.Rejected, "duplicate", "mempool: transaction already pending")
 )
 
 // Config bounds the pool.

@@ -21,6 +21,7 @@ import (
 	"github.com/gorilla/rpc/v2/json2"
 	"go.uber.org/zap"
 
+	"github.com/s-chain/schain/errcode"
 	"github.com/s-chain/schain/vm/api"
 	"github.com/s-chain/schain/vm/config"
 )
@@ -211,7 +212,7 @@ func (g *gate) admit(r *http.Request, method string) error {
 	c, ok := callOf(r)
 	if !ok {
 		// The codec runs only behind the handler; fail closed if not.
-		return &json2.Error{Code: api.CodeUnknown, Message: "vm: request bypassed the API gate"}
+		return &json2.Error{Code: json2.ErrorCode(errcode.Unknown), Message: "vm: request bypassed the API gate"}
 	}
 	t, reason := g.authenticate(r)
 	if t == nil {
@@ -222,7 +223,7 @@ func (g *gate) admit(r *http.Request, method string) error {
 		t.pending.Add(-1)
 		g.reject(r, method, reasonTooManyRequests, t.name)
 		return &json2.Error{
-			Code: api.CodeTooManyRequests,
+			Code: json2.ErrorCode(errcode.TooManyRequests),
 			Message: fmt.Sprintf("token %q already has %d write requests in flight on this node (maxPendingPerToken); retry after some return",
 				t.name, g.cfg.MaxPendingPerToken),
 			Data: api.RetryData{RetryAfterMs: retryAfterTooMany},
@@ -252,7 +253,7 @@ func unauthorized(reason, method string) error {
 	default:
 		msg = "the write token is not accepted by this node (unknown, revoked, or a malformed Authorization header)"
 	}
-	return &json2.Error{Code: api.CodeUnauthorized, Message: msg, Data: api.UnauthorizedData{Reason: reason}}
+	return &json2.Error{Code: json2.ErrorCode(errcode.Unauthorized), Message: msg, Data: api.UnauthorizedData{Reason: reason}}
 }
 
 // reject counts a refused request by reason and token name and logs it, at
@@ -317,7 +318,7 @@ func (h apiHandler) tooLarge(w http.ResponseWriter, r *http.Request) {
 	h.gate.reject(r, "", reasonBodyTooLarge, h.gate.tokenLabel(r))
 	w.Header().Set("Connection", "close")
 	writeRPCError(w, http.StatusRequestEntityTooLarge, &json2.Error{
-		Code:    api.CodeRequestTooLarge,
+		Code:    json2.ErrorCode(errcode.RequestTooLarge),
 		Message: fmt.Sprintf("request body larger than this node's maxRequestBytes (%d bytes)", limit),
 		Data:    api.LimitData{Limit: "maxRequestBytes", Max: limit},
 	})

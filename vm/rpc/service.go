@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"math"
 	"net/http"
-	"strings"
 	"time"
 
 	"github.com/ava-labs/avalanchego/ids"
@@ -17,14 +16,13 @@ import (
 
 	avajson "github.com/ava-labs/avalanchego/utils/json"
 
-	"github.com/s-chain/schain/pinning"
+	"github.com/s-chain/schain/errcode"
 	"github.com/s-chain/schain/state"
 	"github.com/s-chain/schain/txs"
 	"github.com/s-chain/schain/vm/api"
 	"github.com/s-chain/schain/vm/chain"
 	"github.com/s-chain/schain/vm/config"
 	"github.com/s-chain/schain/vm/execute"
-	"github.com/s-chain/schain/vm/mempool"
 	"github.com/s-chain/schain/vm/writer"
 )
 
@@ -181,7 +179,7 @@ func (s *Service) wait(ctx context.Context, txID ids.ID, waitMs uint64) (*api.Re
 	rc, err := s.s.writes.WaitReceipt(ctx, txID)
 	if errors.Is(err, writer.ErrWaitTimeout) || errors.Is(err, context.DeadlineExceeded) {
 		return nil, &json2.Error{
-			Code:    api.CodeTimeout,
+			Code:    json2.ErrorCode(errcode.Timeout),
 			Message: fmt.Sprintf("%v (wait bound %v = min(waitMs, maxWaitMs); poll getReceipt, do not resend)", err, bound),
 			Data:    api.TimeoutData{TxID: txID, WaitMs: uint64(bound / time.Millisecond)},
 		}
@@ -226,7 +224,7 @@ func (s *Service) GetAllocation(_ *http.Request, args *api.RangeArgs, reply *api
 func (s *Service) GetManifest(_ *http.Request, args *api.ManifestArgs, reply *api.ManifestReply) error {
 	m, err := s.s.reads.State().Manifest(args.Bucket, args.Key)
 	if errors.Is(err, state.ErrNotFound) {
-		return &json2.Error{Code: api.CodeNotFound, Message: err.Error()}
+		return &json2.Error{Code: json2.ErrorCode(errcode.NotFound), Message: err.Error()}
 	}
 	if err != nil {
 		return rpcError(err)
@@ -312,55 +310,36 @@ func (s *Service) GetNode(_ *http.Request, _ *api.Empty, reply *api.NodeReply) e
 }
 
 func invalidParams(err error) error {
-	return &json2.Error{Code: api.CodeInvalidParams, Message: err.Error()}
+	_, reason := errcode.Of(err)
+	return &json2.Error{Code: json2.ErrorCode(errcode.InvalidParams), Message: err.Error(), Data: api.RejectedData{Reason: reason}}
 }
 
-// rpcError maps named errors to the API's stable codes.
+// retryAfter is the back-off a NotReady or MempoolFull answer suggests.
+var retryAfter = map[string]uint64{"pool_refill": 200, "mempool_full": 200}
+
+// rpcError answers err with the code and reason it carries (package
+// errcode): the identity belongs to the error, never to its message.
 func rpcError(err error) error {
-	var noe *execute.NotOwnerError
-	switch {
-	case errors.As(err, &noe):
-		//lint:ignore SA1019 the former field is sent for one release
-		return &json2.Error{Code: api.CodeNotOwner, Message: err.Error(), Data: api.NotOwnerData{Range: noe.Range, Owner: noe.Owner, PChainHeight: noe.PChainHeight, Epoch: noe.PChainHeight}}
-	case errors.Is(err, chain.ErrNotReady), errors.Is(err, pinning.ErrEmptySet):
-		return &json2.Error{Code: api.CodeNotReady, Message: err.Error(), Data: api.RetryData{RetryAfterMs: 1000}}
-	case errors.Is(err, mempool.ErrFull):
-		return &json2.Error{Code: api.CodeMempoolFull, Message: err.Error(), Data: api.RetryData{RetryAfterMs: 200}}
-	case errors.Is(err, writer.ErrWaitTimeout), errors.Is(err, context.DeadlineExceeded):
-		return &json2.Error{Code: api.CodeTimeout, Message: err.Error()}
-	case isRuleViolation(err):
-		return &json2.Error{Code: api.CodeRejected, Message: err.Error(), Data: api.RejectedData{Reason: ruleName(err)}}
-	case errors.Is(err, writer.ErrPoolRefill):
-		return &json2.Error{Code: api.CodeNotReady, Message: err.Error(), Data: api.RetryData{RetryAfterMs: 200}}
-	default:
-		return &json2.Error{Code: api.CodeUnknown, Message: err.Error()}
+	code, reason := errcode.Of(err)
+	if code == errcode.Unknown && errors.Is(err, context.DeadlineExceeded) {
+		code, reason = errcode.Timeout, "deadline"
 	}
-}
-
-// rules name the chain rules an API caller can break, in a fixed order.
-var rules = []struct {
-	err  error
-	name string
-}{
-	{execute.ErrUnallocatedChunk, "unallocated_chunk"},
-	{execute.ErrCounterOverflow, "counter_overflow"},
-	{execute.ErrReplay, "replay"},
-	{execute.ErrWrongPChainHeight, "wrong_pchain_height"},
-	{mempool.ErrDuplicate, "duplicate"},
-	{txs.ErrTooLarge, "too_large"},
-}
-
-func isRuleViolation(err error) bool { return ruleName(err) != "" }
-
-func ruleName(err error) string {
-	for _, r := range rules {
-		if errors.Is(err, r.err) {
-			return r.name
+	e := &json2.Error{Code: json2.ErrorCode(code), Message: err.Error()}
+	switch code {
+	case errcode.NotOwner:
+		var noe *execute.NotOwnerError
+		if errors.As(err, &noe) {
+			//lint:ignore SA1019 the former field is sent for one release
+			e.Data = api.NotOwnerData{Range: noe.Range, Owner: noe.Owner, PChainHeight: noe.PChainHeight, Epoch: noe.PChainHeight}
 		}
+	case errcode.NotReady, errcode.MempoolFull:
+		wait, ok := retryAfter[reason]
+		if !ok {
+			wait = 1000
+		}
+		e.Data = api.RetryData{RetryAfterMs: wait}
+	case errcode.Rejected, errcode.InvalidParams:
+		e.Data = api.RejectedData{Reason: reason}
 	}
-	msg := err.Error()
-	if strings.HasPrefix(msg, "txs: ") {
-		return "invalid_tx"
-	}
-	return ""
+	return e
 }

@@ -3,9 +3,10 @@ package writer
 import (
 	"container/list"
 	"context"
-	"errors"
 	"fmt"
 	"sync"
+
+	"github.com/s-chain/schain/errcode"
 
 	"github.com/ava-labs/avalanchego/ids"
 
@@ -15,11 +16,11 @@ import (
 
 // ErrPoolRefill means the reservation that would refill a range's pool was
 // not accepted; the request may be retried (or sent without pooling).
-var ErrPoolRefill = errors.New("writer: refilling the id pool failed")
+var ErrPoolRefill = errcode.New(errcode.NotReady, "pool_refill", "writer: refilling the id pool failed")
 
 // ErrInvalidPooled marks a pooled request the API answers as an invalid
 // parameter (a count the pool does not serve).
-var ErrInvalidPooled = errors.New("writer: invalid pooled allocation")
+var ErrInvalidPooled = errcode.New(errcode.InvalidParams, "invalid_pooled", "writer: invalid pooled allocation")
 
 // Pooled is the answer to a pooled allocation: count ids from base, cut
 // from the accepted reservation TxID (entry Index).

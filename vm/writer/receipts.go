@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"sync"
 
+	"github.com/s-chain/schain/errcode"
+
 	"github.com/ava-labs/avalanchego/ids"
 
 	"github.com/s-chain/schain/state"
@@ -111,7 +113,7 @@ func (w *Writer) Receipt(txID ids.ID) (*api.ReceiptReply, error) {
 }
 
 // ErrWaitTimeout is returned when a wait outlasts the genesis bound.
-var ErrWaitTimeout = errors.New("writer: transaction not decided within the wait bound")
+var ErrWaitTimeout = errcode.New(errcode.Timeout, "wait_timeout", "writer: transaction not decided within the wait bound")
 
 // WaitReceipt blocks until txID (or the transaction that replaced it) is
 // accepted or rejected, ctx ends, or the genesis wait bound passes.

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/s-chain/schain/errcode"
+
 	"github.com/ava-labs/avalanchego/ids"
 
 	"github.com/s-chain/schain/state"
@@ -104,13 +106,13 @@ var (
 	// ErrOutsideWindow: pinned to a P-chain height below the last accepted
 	// block's or above the newest this node has seen, or signed in a
 	// liveness round too far from this node's.
-	ErrOutsideWindow = errors.New("writer: transaction pinned outside this node's window")
+	ErrOutsideWindow = errcode.New(errcode.NotReady, "outside_window", "writer: transaction pinned outside this node's window")
 	// ErrStale: the transaction can never be included any more (its
 	// membership was superseded, or it expired).
-	ErrStale = errors.New("writer: transaction can never be included any more")
+	ErrStale = errcode.New(errcode.Rejected, "stale", "writer: transaction can never be included any more")
 	// ErrUnknownMembership: pinned to a membership this node has not
 	// computed (it may lag behind the signer); gossip offers it again.
-	ErrUnknownMembership = errors.New("writer: transaction pinned to a membership this node does not know")
+	ErrUnknownMembership = errcode.New(errcode.NotReady, "unknown_membership", "writer: transaction pinned to a membership this node does not know")
 )
 
 // window is what admission checks a transaction's pins against: the P-chain

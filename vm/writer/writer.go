@@ -10,11 +10,12 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/binary"
-	"errors"
 	"fmt"
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/s-chain/schain/errcode"
 
 	"github.com/ava-labs/avalanchego/ids"
 	"github.com/ava-labs/avalanchego/utils/logging"
@@ -29,13 +30,13 @@ import (
 )
 
 // ErrShuttingDown is returned to requests that arrive while the VM stops.
-var ErrShuttingDown = errors.New("writer: shutting down")
+var ErrShuttingDown = errcode.New(errcode.NotReady, "shutting_down", "writer: shutting down")
 
 // ErrMembershipOpening is the NotReady of a range that moves to this node
 // when the next block opens the new round's membership: the range
 // is this node's in the membership that block will have, not yet in the one
 // in force.
-var ErrMembershipOpening = errors.New("writer: ownership moves to this node when the next block opens the new membership")
+var ErrMembershipOpening = errcode.New(errcode.NotReady, "membership_opening", "writer: ownership moves to this node when the next block opens the new membership")
 
 // Config is what the write path needs from its node.
 type Config struct {
@@ -248,22 +249,8 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 
 // reason labels a refusal for the metric.
 func reason(err error) string {
-	var noe *execute.NotOwnerError
-	switch {
-	case errors.As(err, &noe):
-		return "not_owner"
-	case errors.Is(err, txs.ErrBadSignature):
-		return "bad_signature"
-	case errors.Is(err, ErrOutsideWindow):
-		return "outside_window"
-	case errors.Is(err, ErrStale):
-		return "stale"
-	case errors.Is(err, ErrUnknownMembership):
-		return "unknown_membership"
-	case errors.Is(err, execute.ErrReplay):
-		return "replay"
-	case errors.Is(err, mempool.ErrFull):
-		return "mempool_full"
+	if _, r := errcode.Of(err); r != "" {
+		return r
 	}
 	return "other"
 }
