@@ -71,8 +71,8 @@ func run(m *testing.M) int {
 	return code
 }
 
-// waitReady asks every node for its epoch until each answers: the first
-// request makes the chain open its first epoch.
+// waitReady asks every node for its membership until each answers: the
+// first request makes the chain open its first membership.
 func waitReady(ctx context.Context, n *localnet.Network) error {
 	for _, nd := range n.Nodes {
 		c, err := client.New(nd.URI, n.ChainID.String(), client.DefaultConfig())

@@ -198,7 +198,7 @@ func cgroup2Root() (string, error) {
 // clients keep writing on both sides, then heals. The isolated node takes
 // writes it cannot commit and accepts no block; the majority's ranges keep
 // allocating and the isolated owner's ranges move to the majority within
-// K+1 liveness epochs; after healing every node agrees on the chain, the
+// K+1 liveness rounds; after healing every node agrees on the chain, the
 // isolated node's pending writes are never applied, it rejoins the
 // membership, and no id of the whole run was issued twice.
 func TestX_Partition(t *testing.T) {
@@ -301,7 +301,7 @@ func TestX_Partition(t *testing.T) {
 	}()
 
 	// The majority side: live owners' ranges keep allocating, and the
-	// isolated owner's move to the majority within K+1 epochs.
+	// isolated owner's move to the majority within K+1 rounds.
 	for _, rk := range liveRanges {
 		_, err := allocate(ctx, side, rk)
 		require.NoError(err, "a live owner's range during the partition")

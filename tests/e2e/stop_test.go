@@ -64,7 +64,7 @@ func TestY_StopRestart(t *testing.T) {
 
 // TestZ_KillOwner kills -9 the owner of some ranges. Other owners' ranges
 // keep allocating throughout, with block gaps while the dead validator is
-// an expected proposer; within K+1 liveness epochs the dead owner's ranges
+// an expected proposer; within K+1 liveness rounds the dead owner's ranges
 // allocate again through their next HRW candidate, from the committed
 // counters. The eviction policy then removes the dead validator from the
 // subnet (after `schain validators status` and a dry run of `remove` show
@@ -136,8 +136,8 @@ func TestZ_KillOwner(t *testing.T) {
 		require.NoError(err)
 		require.Equal(owner, got)
 	}
-	// Within K+1 epochs of the kill every range of the dead owner allocates
-	// again, once the first block of that epoch is in: up to 15 s later if
+	// Within K+1 rounds of the kill every range of the dead owner allocates
+	// again, once the first block of that round is in: up to 15 s later if
 	// the dead validator is that height's expected proposer two or three
 	// slots in a row (the proposer VM's 5 s slots), plus the client's
 	// retries. Each range is tried on its own, so one slow attempt delays
@@ -196,8 +196,8 @@ func TestZ_KillOwner(t *testing.T) {
 	require.NoError(json.Unmarshal([]byte(out), &status))
 	require.Len(status.Validators, len(network.Nodes))
 	for _, s := range status.Validators {
-		require.True(s.OnPChain && s.InEpoch, "validator %s", s.NodeID)
-		require.Equal(s.NodeID == victim.NodeID, s.OutRounds > 0, "validator %s out for %d epochs", s.NodeID, s.OutRounds)
+		require.True(s.OnPChain && s.InMembershipView, "validator %s", s.NodeID)
+		require.Equal(s.NodeID == victim.NodeID, s.OutRounds > 0, "validator %s out for %d rounds", s.NodeID, s.OutRounds)
 	}
 	code, out, errOut = schainCLI(ctx, t, liveURIs, "validators", "remove", victim.NodeID.String(), "--dry-run", "--json", "--key-file", network.OwnerKeyPath())
 	require.Equal(0, code, errOut)
@@ -216,12 +216,12 @@ func TestZ_KillOwner(t *testing.T) {
 	// A live member is refused (exit 8) unless forced.
 	code, _, errOut = schainCLI(ctx, t, liveURIs, "validators", "remove", live.NodeID.String(), "--dry-run", "--key-file", network.OwnerKeyPath())
 	require.Equal(8, code, errOut)
-	require.Contains(errOut, "is a member of S-Chain's current epoch")
+	require.Contains(errOut, "is a member of S-Chain's current membership")
 
-	// The policy (out for one liveness epoch) removes the dead validator.
+	// The policy (out for one liveness round) removes the dead validator.
 	_, beforeStats := probe.read()
 	admin := subnet.NewAdmin(live.URI, network.SubnetID, key)
-	w := &eviction.Watcher{Policy: eviction.Policy{After: 1, MinValidators: 2}, Epochs: liveClient, Subnet: admin}
+	w := &eviction.Watcher{Policy: eviction.Policy{After: 1, MinValidators: 2}, Memberships: liveClient, Subnet: admin}
 	outcome, err := w.Pass(ctx)
 	require.NoError(err)
 	require.Equal(victim.NodeID, outcome.Decision.NodeID, outcome.Decision.Reason)
@@ -236,7 +236,7 @@ func TestZ_KillOwner(t *testing.T) {
 	// The proposer VM builds every block on its node's current P-chain
 	// height and draws a block's proposers from its parent's: from the
 	// child of the first block built after the commit on, nobody waits for
-	// the dead validator's slots, before S-Chain's epoch (which follows the
+	// the dead validator's slots, before S-Chain's membership view (which follows the
 	// P-chain at its next ACP-181 epoch) shows anything.
 	follow, cancelFollow := context.WithTimeout(ctx, 2*time.Minute)
 	defer cancelFollow()
@@ -249,14 +249,14 @@ func TestZ_KillOwner(t *testing.T) {
 		}
 		for _, v := range e.Validators {
 			if v.NodeID == victim.NodeID {
-				return fmt.Errorf("epoch at P-chain height %d still lists %s", e.PChainHeight, victim.NodeID)
+				return fmt.Errorf("membership at P-chain height %d still lists %s", e.PChainHeight, victim.NodeID)
 			}
 		}
 		return nil
 	}))
-	t.Logf("S-Chain's epoch dropped %s %s after the removal", victim.NodeID, time.Since(removed).Round(time.Second))
+	t.Logf("S-Chain's membership view dropped %s %s after the removal", victim.NodeID, time.Since(removed).Round(time.Second))
 	took, betweenStats := probe.read()
-	t.Logf("from 3 heights after the commit until S-Chain's epoch followed (%s): %s", took.Round(time.Millisecond), describeGaps(betweenStats))
+	t.Logf("from 3 heights after the commit until S-Chain's membership view followed (%s): %s", took.Round(time.Millisecond), describeGaps(betweenStats))
 	for rk, s := range betweenStats {
 		require.Less(s.Longest, slotFree, "range %s: a wait for a proposer slot after the removal was committed", rk)
 	}
@@ -306,7 +306,7 @@ func TestZ_KillOwner(t *testing.T) {
 	require.NotNil(added.Receipt)
 	require.NotNil(added.EpochFollowedMs)
 	require.Equal(dry.Plan.Weight, added.Plan.Weight, "the default weight is the one the others have")
-	t.Logf("added %s back: S-Chain's epoch listed it %s after the commit, %s after its restart",
+	t.Logf("added %s back: S-Chain's membership view listed it %s after the commit, %s after its restart",
 		victim.NodeID, time.Duration(*added.EpochFollowedMs)*time.Millisecond, time.Since(restarted).Round(time.Second))
 	agree(ctx, t)
 	// Its heartbeat lands in the epoch its addition reached S-Chain in;
