@@ -8,6 +8,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/s-chain/schain/state"
+
 	"github.com/ava-labs/avalanchego/ids"
 
 	"github.com/s-chain/schain/vm/api"
@@ -130,6 +132,43 @@ func (r *Router) Allocate(ctx context.Context, args api.AllocateArgs) (*api.Allo
 	return write(ctx, r, args.Range, func(ctx context.Context, c *Client) (*api.AllocateReply, error) {
 		return c.Allocate(ctx, args)
 	})
+}
+
+// Committed is an allocation whose ids are committed: the owner's answer,
+// the accepted receipt, and this request's entry in it.
+type Committed struct {
+	Reply   *api.AllocateReply
+	Receipt *api.ReceiptReply
+	Entry   state.ReceiptEntry
+}
+
+// AllocateCommitted allocates through the range's owner and returns once
+// the ids are committed: it waits for the owner's transaction (following a
+// re-pin to its replacement) and returns this request's entry of the
+// accepted receipt. A transaction the chain rejected is ErrTxRejected with
+// its receipt. args.Wait and args.Pooled are set by the call.
+func (r *Router) AllocateCommitted(ctx context.Context, args api.AllocateArgs) (*Committed, error) {
+	args.Wait, args.Pooled = true, false
+	rep, err := r.Allocate(ctx, args)
+	var late api.TimeoutData
+	if decodeData(err, api.CodeTimeout, &late) && late.TxID != ids.Empty {
+		// The owner's wait ran out: the transaction exists, so keep
+		// following it rather than signing another.
+		rep, err = &api.AllocateReply{TxID: late.TxID, Index: late.Index}, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	rc := rep.Receipt
+	if rc == nil || rc.Status != api.StatusAccepted {
+		if rc, err = r.WaitForReceipt(ctx, rep.TxID); err != nil {
+			return nil, err
+		}
+	}
+	if rep.Index >= len(rc.Entries) || rc.Entries[rep.Index].Range != args.Range {
+		return nil, fmt.Errorf("%w: receipt of %s has no entry %d for range %q (%d entries)", ErrMalformedResponse, rc.TxID, rep.Index, args.Range, len(rc.Entries))
+	}
+	return &Committed{Reply: rep, Receipt: rc, Entry: rc.Entries[rep.Index]}, nil
 }
 
 // PutManifest commits a manifest at args.Bucket's owner.

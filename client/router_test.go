@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/s-chain/schain/client"
+	"github.com/s-chain/schain/state"
 	"github.com/s-chain/schain/vm/api"
 )
 
@@ -295,4 +296,21 @@ func TestRouterConcurrent(t *testing.T) {
 		total += n.count("allocate")
 	}
 	require.Equal(64, total, "no NotOwner detours: the owner was known before each write")
+}
+
+// TestAllocateCommitted: the committed ids are the entry of the accepted
+// receipt, through the range's owner.
+func TestAllocateCommitted(t *testing.T) {
+	require := require.New(t)
+	f := newFakeNet(t, 2)
+	f.setOwner("photos", 1)
+	r := newRouter(t, f)
+	first, err := r.AllocateCommitted(testCtx(t), api.AllocateArgs{Range: "photos", Count: 4, Floor: 10})
+	require.NoError(err)
+	require.Equal(state.ReceiptEntry{Range: "photos", Base: 10, Count: 4}, first.Entry)
+	require.Equal(api.StatusAccepted, first.Receipt.Status)
+	require.Equal(f.nodes[1].id, first.Reply.Owner)
+	next, err := r.AllocateCommitted(testCtx(t), api.AllocateArgs{Range: "photos", Count: 2})
+	require.NoError(err)
+	require.Equal(uint64(14), next.Entry.Base, "continues from the committed counter")
 }

@@ -8,7 +8,6 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
-	"sync"
 	"testing"
 	"time"
 
@@ -19,6 +18,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/stretchr/testify/require"
 
+	"github.com/s-chain/schain/internal/buffer"
 	"github.com/s-chain/schain/vm"
 	"github.com/s-chain/schain/vm/config"
 )
@@ -29,28 +29,8 @@ type authNet struct {
 	*net
 	cc   config.ChainConfig
 	regs []*prometheus.Registry
-	logs *syncBuffer
+	logs *buffer.Buffer
 	urls map[*vm.VM]string
-}
-
-// syncBuffer is a log sink safe for concurrent writers.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (*syncBuffer) Close() error { return nil }
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
 }
 
 // newAuthNet starts n VMs sharing the chain config cc.
@@ -64,7 +44,7 @@ func newAuthNet(t *testing.T, n int, cc config.ChainConfig) *authNet {
 	an := &authNet{
 		net:  &net{t: t, keys: keys, sets: validatorSets{10: all, 20: all}},
 		cc:   cc,
-		logs: &syncBuffer{},
+		logs: &buffer.Buffer{},
 		urls: map[*vm.VM]string{},
 	}
 	for i := range keys {

@@ -12,7 +12,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/s-chain/schain/client"
-	"github.com/s-chain/schain/tests/localnet"
+	"github.com/s-chain/schain/localnet"
 )
 
 // buildDirEnv overrides where binaries and network data live.

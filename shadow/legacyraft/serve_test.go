@@ -12,22 +12,14 @@ import (
 	"github.com/s-chain/schain/shadow/legacyraft/legacyrafttest"
 )
 
-// freeAddr returns a loopback address that was free a moment ago.
-func freeAddr(t *testing.T) string {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	addr := ln.Addr().String()
-	require.NoError(t, ln.Close())
-	return addr
-}
-
 // TestServeProcessMode runs a node as `schain legacy serve` would: TCP raft
 // transport, boltdb in a temp dir, HTTP on loopback.
 func TestServeProcessMode(t *testing.T) {
 	require := require.New(t)
 	cfg := legacyrafttest.FastConfig()
 	cfg.Mode, cfg.Dir = legacyraft.ModeReplicated, t.TempDir()
-	cfg.Bind, cfg.HTTPBind = freeAddr(t), freeAddr(t)
+	p := legacyrafttest.Peer(t)
+	cfg.Bind, cfg.HTTPBind = p.RaftAddr, p.HTTPAddr
 	cfg.Peers = []legacyraft.Peer{{ID: cfg.ID, RaftAddr: cfg.Bind, HTTPAddr: cfg.HTTPBind}}
 
 	ctx, cancel := context.WithCancel(testCtx(t))
@@ -53,7 +45,8 @@ func TestServeStopsDespiteAnIdleNewConnection(t *testing.T) {
 	require := require.New(t)
 	cfg := legacyrafttest.FastConfig()
 	cfg.Mode, cfg.Dir = legacyraft.ModeReplicated, t.TempDir()
-	cfg.Bind, cfg.HTTPBind = freeAddr(t), freeAddr(t)
+	p := legacyrafttest.Peer(t)
+	cfg.Bind, cfg.HTTPBind = p.RaftAddr, p.HTTPAddr
 	cfg.Peers = []legacyraft.Peer{{ID: cfg.ID, RaftAddr: cfg.Bind, HTTPAddr: cfg.HTTPBind}}
 
 	ctx, cancel := context.WithCancel(testCtx(t))

@@ -18,7 +18,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/s-chain/schain/client"
-	"github.com/s-chain/schain/tests/localnet"
+	"github.com/s-chain/schain/localnet"
 	"github.com/s-chain/schain/txs"
 	"github.com/s-chain/schain/vm/api"
 )

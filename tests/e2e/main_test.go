@@ -1,7 +1,7 @@
 //go:build e2e
 
 // Package e2e runs S-Chain on a real local network: avalanchego nodes built
-// by `make build`, started by tests/localnet, driven over JSON-RPC. Run with
+// by `make build`, started by package localnet, driven over JSON-RPC. Run with
 // `make e2e` (part of `make test`).
 package e2e
 
@@ -15,7 +15,7 @@ import (
 	"time"
 
 	"github.com/s-chain/schain/client"
-	"github.com/s-chain/schain/tests/localnet"
+	"github.com/s-chain/schain/localnet"
 )
 
 // network is shared by the tests of this package; the tests that stop or

@@ -21,7 +21,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/s-chain/schain/client"
-	"github.com/s-chain/schain/tests/localnet"
+	"github.com/s-chain/schain/localnet"
 	"github.com/s-chain/schain/vm/api"
 )
 
@@ -240,19 +240,12 @@ func TestX_Partition(t *testing.T) {
 		}
 	}
 	allocate := func(ctx context.Context, r *client.Router, rk string) (ids.NodeID, error) {
-		rep, err := r.Allocate(ctx, api.AllocateArgs{Range: rk, Count: 3})
+		c, err := r.AllocateCommitted(ctx, api.AllocateArgs{Range: rk, Count: 3})
 		if err != nil {
 			return ids.EmptyNodeID, err
 		}
-		rc, err := r.WaitForReceipt(ctx, rep.TxID)
-		if err != nil {
-			return ids.EmptyNodeID, err
-		}
-		if rc.Status != api.StatusAccepted {
-			return ids.EmptyNodeID, fmt.Errorf("receipt %s: %s", rc.Status, rc.Error)
-		}
-		record(rc)
-		return rep.Owner, nil
+		record(c.Receipt)
+		return c.Reply.Owner, nil
 	}
 	for _, rk := range append(isolatedRanges, liveRanges...) {
 		_, err := allocate(ctx, all, rk)

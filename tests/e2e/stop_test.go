@@ -17,7 +17,7 @@ import (
 
 	"github.com/s-chain/schain/eviction"
 	"github.com/s-chain/schain/subnet"
-	"github.com/s-chain/schain/tests/localnet"
+	"github.com/s-chain/schain/localnet"
 	"github.com/s-chain/schain/vm/api"
 )
 
@@ -86,23 +86,11 @@ func TestZ_KillOwner(t *testing.T) {
 	// answers at acceptance, following re-pins), so that the time it
 	// returns is the block's, not the next tick of a client's polling.
 	alloc := func(ctx context.Context, rk string, count uint64) (ids.NodeID, error) {
-		rep, err := r.Allocate(ctx, api.AllocateArgs{Range: rk, Count: count, Wait: true})
+		c, err := r.AllocateCommitted(ctx, api.AllocateArgs{Range: rk, Count: count})
 		if err != nil {
 			return ids.EmptyNodeID, err
 		}
-		rc := rep.Receipt
-		if rc == nil || rc.Status != api.StatusAccepted {
-			if rc, err = r.WaitForReceipt(ctx, rep.TxID); err != nil {
-				return ids.EmptyNodeID, err
-			}
-		}
-		if rc.Status != api.StatusAccepted {
-			return ids.EmptyNodeID, fmt.Errorf("receipt %s: %s", rc.Status, rc.Error)
-		}
-		if rep.Index >= len(rc.Entries) || rc.Entries[rep.Index].Range != rk {
-			return ids.EmptyNodeID, fmt.Errorf("receipt %s has no entry %d for range %s", rc.TxID, rep.Index, rk)
-		}
-		e := rc.Entries[rep.Index]
+		rep, e := c.Reply, c.Entry
 		issuedMu.Lock()
 		issued[rk] = append(issued[rk], [2]uint64{e.Base, e.Base + e.Count})
 		issuedMu.Unlock()

@@ -69,7 +69,9 @@ type LimitData struct {
 // caller can keep polling getReceipt instead of retrying (which would sign a
 // second transaction).
 type TimeoutData struct {
-	TxID   ids.ID `json:"txID"`
+	TxID ids.ID `json:"txID"`
+	// Index is the request's entry in the transaction.
+	Index  int    `json:"index"`
 	WaitMs uint64 `json:"waitMs"`
 }
 

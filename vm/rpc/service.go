@@ -131,7 +131,7 @@ func (s *Service) Allocate(r *http.Request, args *api.AllocateArgs, reply *api.A
 	//lint:ignore SA1019 the former field is sent for one release
 	*reply = api.AllocateReply{TxID: sub.TxID, Index: sub.Index, PChainHeight: sub.PChainHeight, Epoch: sub.PChainHeight, Owner: sub.Owner}
 	if args.Wait {
-		rc, err := s.wait(r.Context(), sub.TxID, args.WaitMs)
+		rc, err := s.wait(r.Context(), sub.TxID, sub.Index, args.WaitMs)
 		if err != nil {
 			return err
 		}
@@ -154,7 +154,7 @@ func (s *Service) PutManifest(r *http.Request, args *api.PutManifestArgs, reply 
 	//lint:ignore SA1019 the former field is sent for one release
 	*reply = api.PutManifestReply{TxID: tx.ID(), PChainHeight: h.PChainHeight, Epoch: h.PChainHeight, Owner: h.Owner}
 	if args.Wait {
-		rc, err := s.wait(r.Context(), tx.ID(), args.WaitMs)
+		rc, err := s.wait(r.Context(), tx.ID(), 0, args.WaitMs)
 		if err != nil {
 			return err
 		}
@@ -167,7 +167,7 @@ func (s *Service) PutManifest(r *http.Request, args *api.PutManifestArgs, reply 
 // config's maxWaitMs, the genesis maxWaitMs); waitMs 0 means no bound of the
 // caller's own. A timeout names the transaction, so the caller polls it
 // instead of signing a second one.
-func (s *Service) wait(ctx context.Context, txID ids.ID, waitMs uint64) (*api.ReceiptReply, error) {
+func (s *Service) wait(ctx context.Context, txID ids.ID, index int, waitMs uint64) (*api.ReceiptReply, error) {
 	bound := min(s.s.gate.cfg.MaxWait(), s.s.cfg.Genesis.MaxWait())
 	// Compared in milliseconds: a waitMs beyond what a Duration holds
 	// must mean the node's bound, not overflow into a negative wait.
@@ -181,7 +181,7 @@ func (s *Service) wait(ctx context.Context, txID ids.ID, waitMs uint64) (*api.Re
 		return nil, &json2.Error{
 			Code:    json2.ErrorCode(errcode.Timeout),
 			Message: fmt.Sprintf("%v (wait bound %v = min(waitMs, maxWaitMs); poll getReceipt, do not resend)", err, bound),
-			Data:    api.TimeoutData{TxID: txID, WaitMs: uint64(bound / time.Millisecond)},
+			Data:    api.TimeoutData{TxID: txID, Index: index, WaitMs: uint64(bound / time.Millisecond)},
 		}
 	}
 	if err != nil {
