@@ -25,20 +25,21 @@ import (
 
 	"github.com/s-chain/schain/subnet"
 	"github.com/s-chain/schain/vm/api"
+	"github.com/s-chain/schain/vm/api/apitest"
 )
 
 // fakeNetwork is one node serving S-Chain's getMembership and getNode, the
 // P-chain calls subnet.Read makes and info.getNetworkID: enough for every
 // validators command up to the point where it would build a transaction.
 type fakeNetwork struct {
-	uri      string
-	chainID  ids.ID
-	subnetID ids.ID
-	owner    *secp256k1.PrivateKey
-	epoch    api.MembershipReply
-	subnet   []papi.PermissionlessValidator
-	primary  []papi.PermissionlessValidator
-	now      time.Time
+	uri        string
+	chainID    ids.ID
+	subnetID   ids.ID
+	owner      *secp256k1.PrivateKey
+	membership api.MembershipReply
+	subnet     []papi.PermissionlessValidator
+	primary    []papi.PermissionlessValidator
+	now        time.Time
 }
 
 const roundMs = 30_000
@@ -58,9 +59,9 @@ func newFakeNetwork(t *testing.T) (*fakeNetwork, map[string]ids.NodeID) {
 	}
 	const round = 1000
 	f := &fakeNetwork{
-		chainID: ids.GenerateTestID(), subnetID: ids.GenerateTestID(), owner: key,
+		subnetID: ids.GenerateTestID(), owner: key,
 		now: time.UnixMilli(round*roundMs + 5_000),
-		epoch: api.MembershipReply{
+		membership: api.MembershipReply{
 			PChainHeight: 40, Round: round, RoundDurationMs: roundMs, LivenessRounds: 1,
 			Members: []api.Member{{NodeID: n["live"], Weight: 100}},
 			Validators: []api.ValidatorLiveness{
@@ -83,32 +84,19 @@ func newFakeNetwork(t *testing.T) (*fakeNetwork, map[string]ids.NodeID) {
 			NodeID: n[name], Weight: 2000, StartTime: start, EndTime: end + 3600,
 		}, Connected: &connected})
 	}
-	mux := http.NewServeMux()
+	schain := apitest.New(t, 1)
+	schain.SetMembership(f.membership)
+	node := schain.Nodes[0]
 	serve := func(path, name string, svc any) {
 		s := rpc.NewServer()
 		s.RegisterCodec(avajson.NewCodec(), "application/json")
 		require.NoError(t, s.RegisterService(svc, name))
-		mux.Handle(path, s)
+		node.Handle(path, s)
 	}
-	serve("/ext/bc/"+f.chainID.String(), api.Service, &fakeSChain{f})
 	serve("/ext/P", "platform", &fakePlatform{f})
 	serve("/ext/info", "info", &fakeInfo{})
-	srv := httptest.NewServer(mux)
-	t.Cleanup(srv.Close)
-	f.uri = srv.URL
+	f.uri, f.chainID = node.URI, schain.ChainID
 	return f, n
-}
-
-type fakeSChain struct{ f *fakeNetwork }
-
-func (s *fakeSChain) GetMembership(_ *http.Request, _ *api.Empty, reply *api.MembershipReply) error {
-	*reply = s.f.epoch
-	return nil
-}
-
-func (s *fakeSChain) GetNode(_ *http.Request, _ *api.Empty, reply *api.NodeReply) error {
-	*reply = api.NodeReply{NodeID: s.f.epoch.Validators[0].NodeID, NetworkID: constants.LocalID, ChainID: s.f.chainID}
-	return nil
 }
 
 type fakePlatform struct{ f *fakeNetwork }
