@@ -1,0 +1,205 @@
+package schainseq
+
+import (
+	"context"
+	"hash/fnv"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// Shadow is the sequencer of type schain-shadow: the stock sequencer
+// serves, and every allocation is mirrored to S-Chain off the assign path.
+//
+// Offering a mirror never blocks: each range belongs to one worker (so a
+// range's mirrors are sent, and recorded, in issue order), each worker has a
+// bounded queue, and a mirror offered to a full queue is dropped and counted.
+// File keys are mirrored as pooled allocations (answered from the owner's
+// committed pool, no block round trip, so the mirror keeps up with the
+// master); volume ids, rare, as allocations waited for, so that the volume
+// range is not advanced by a whole pool per mirror.
+type Shadow struct {
+	stock  Stock
+	cfg    Config
+	client *Client
+	master string
+	term   uint64
+	logf   func(string, ...any)
+	queues []chan mirror
+	pairs  *pairWriter
+	ctx    context.Context
+	stop   context.CancelFunc
+	wg     sync.WaitGroup
+
+	offered, dropped, mirrored, failed, unrouted atomic.Uint64
+	legacyMaxKey, heartbeatMax                   atomic.Uint64
+	maxVolume                                    atomic.Uint32
+}
+
+var (
+	_ Stock           = (*Shadow)(nil)
+	_ VolumeSequencer = (*Shadow)(nil)
+	_ VolumeAllocator = (*Shadow)(nil)
+)
+
+// mirror is one allocation waiting to be mirrored.
+type mirror struct {
+	kind   string
+	rng    string
+	volume uint32
+	legacy LegacyAnswer
+	at     time.Time // when the stock sequencer answered
+}
+
+func newShadow(cfg Config, master string, stock Stock, logf func(string, ...any)) (*Shadow, error) {
+	c, err := NewClient(ClientConfig{URIs: cfg.RPC, Chain: cfg.Chain, Token: cfg.Token, Timeout: cfg.RequestTimeout})
+	if err != nil {
+		return nil, err
+	}
+	pw, err := newPairWriter(cfg.PairsDir, cfg.PairsMaxBytes, logf)
+	if err != nil {
+		return nil, err
+	}
+	ctx, stop := context.WithCancel(context.Background())
+	s := &Shadow{
+		stock: stock, cfg: cfg, client: c, master: master, term: uint64(time.Now().UnixNano()),
+		logf: logf, pairs: pw, ctx: ctx, stop: stop,
+	}
+	per := cfg.ShadowQueue / cfg.ShadowWorkers
+	for range cfg.ShadowWorkers {
+		q := make(chan mirror, per)
+		s.queues = append(s.queues, q)
+		s.wg.Add(1)
+		go s.work(q)
+	}
+	go pw.run(s.State, master, s.term)
+	logf("type %s: mirroring to %d S-Chain nodes of chain %s, ranges %s/..., pairs in %s",
+		TypeShadow, len(cfg.RPC), cfg.Chain, cfg.Prefix, pw.path())
+	return s, nil
+}
+
+// Close stops the workers (mirrors still queued are not sent) and flushes
+// the pairs file; mirrors offered afterwards are dropped.
+func (s *Shadow) Close() {
+	s.stop()
+	s.wg.Wait()
+	close(s.pairs.in)
+	<-s.pairs.done
+}
+
+// NextFileIdForVolume implements VolumeSequencer: the stock key, mirrored.
+// It never fails.
+func (s *Shadow) NextFileIdForVolume(vid uint32, count uint64) (uint64, error) {
+	t0 := time.Now()
+	key := s.stock.NextFileId(count)
+	ns := time.Since(t0).Nanoseconds()
+	raise(&s.legacyMaxKey, key+count-1)
+	s.offer(mirror{kind: KindKey, rng: KeyRange(s.cfg.Prefix, vid, s.cfg.VolumeBand), volume: vid,
+		legacy: LegacyAnswer{First: key, Count: count, NS: ns}, at: t0})
+	return key, nil
+}
+
+// NextFileId implements Stock: the stock key, not mirrored (no volume is
+// known; the patched master never calls it).
+func (s *Shadow) NextFileId(count uint64) uint64 {
+	s.unrouted.Add(1)
+	key := s.stock.NextFileId(count)
+	raise(&s.legacyMaxKey, key+count-1)
+	return key
+}
+
+// NextVolumeId implements VolumeAllocator: the stock volume id, mirrored.
+func (s *Shadow) NextVolumeId(currentMax uint32) (uint32, error) {
+	t0 := time.Now()
+	id, err := NextVolumeId(s.stock, currentMax)
+	if err != nil {
+		return 0, err
+	}
+	for cur := s.maxVolume.Load(); id > cur && !s.maxVolume.CompareAndSwap(cur, id); cur = s.maxVolume.Load() {
+	}
+	s.offer(mirror{kind: KindVolume, rng: VolumeRange(s.cfg.Prefix), volume: id,
+		legacy: LegacyAnswer{First: uint64(id), Count: 1, NS: time.Since(t0).Nanoseconds()}, at: t0})
+	return id, nil
+}
+
+// SetMax implements Stock.
+func (s *Shadow) SetMax(seen uint64) {
+	s.stock.SetMax(seen)
+	raise(&s.heartbeatMax, seen)
+}
+
+// State returns the counters.
+func (s *Shadow) State() ShadowState {
+	return ShadowState{
+		Offered: s.offered.Load(), Dropped: s.dropped.Load(), Mirrored: s.mirrored.Load(), Failed: s.failed.Load(),
+		Unrouted: s.unrouted.Load(), LegacyMaxKey: s.legacyMaxKey.Load(), HeartbeatMaxKey: s.heartbeatMax.Load(),
+		MaxVolumeID: s.maxVolume.Load(),
+	}
+}
+
+func (s *Shadow) offer(m mirror) {
+	s.offered.Add(1)
+	h := fnv.New32a()
+	_, _ = h.Write([]byte(m.rng))
+	select {
+	case s.queues[int(h.Sum32()%uint32(len(s.queues)))] <- m:
+	default:
+		if s.dropped.Add(1) == 1 {
+			s.logf("mirror queue full: dropping mirrors (counted in the pairs file's state lines)")
+		}
+	}
+}
+
+func (s *Shadow) work(q chan mirror) {
+	defer s.wg.Done()
+	for {
+		select {
+		case <-s.ctx.Done():
+			return
+		case m := <-q:
+			s.pairs.in <- s.send(m)
+		}
+	}
+}
+
+// send mirrors one allocation and returns its pair.
+func (s *Shadow) send(m mirror) Pair {
+	p := Pair{Master: s.master, Term: s.term, Kind: m.kind, Range: m.rng, Volume: m.volume, Legacy: &m.legacy}
+	t0 := time.Now()
+	p.QueuedNS = t0.Sub(m.at).Nanoseconds()
+	ctx, cancel := context.WithTimeout(s.ctx, s.cfg.ShadowTimeout)
+	var (
+		res Reservation
+		err error
+	)
+	if m.kind == KindVolume {
+		res, err = s.client.Reserve(ctx, m.rng, m.legacy.Count, 0)
+	} else {
+		res, err = s.client.Pooled(ctx, m.rng, m.legacy.Count)
+	}
+	missing := ctx.Err() != nil
+	cancel()
+	p.At, p.SChainNS = time.Now(), time.Since(t0).Nanoseconds()
+	switch {
+	case err == nil:
+		p.SChain = &res
+		s.mirrored.Add(1)
+	case missing:
+		p.Missing, p.Error = true, err.Error()
+		s.failed.Add(1)
+	default:
+		p.Error = err.Error()
+		s.failed.Add(1)
+		s.logf("mirror to S-Chain failed: %v", err)
+	}
+	return p
+}
+
+func raise(v *atomic.Uint64, x uint64) {
+	for {
+		cur := v.Load()
+		if x <= cur || v.CompareAndSwap(cur, x) {
+			return
+		}
+	}
+}
