@@ -359,7 +359,20 @@ func (c *Cluster) Mode() Mode {
 }
 
 // SChainConfig is how the masters reach S-Chain.
-func (c *Cluster) SChainConfig() SChain { return c.state.SChain }
+func (c *Cluster) SChainConfig() SChain {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.state.SChain
+}
+
+// SetSChain sets how the masters reach S-Chain, for their next start (a
+// cluster started in raft mode before its first shadow or cutover).
+func (c *Cluster) SetSChain(sc SChain) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.state.SChain = sc
+	return c.save()
+}
 
 // Weed is the weed binary the cluster runs.
 func (c *Cluster) Weed() string { return c.state.Weed }

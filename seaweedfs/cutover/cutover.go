@@ -114,7 +114,19 @@ func FromCluster(ctx context.Context, masters []string) (Bounds, error) {
 	servers := dir.Topology.servers()
 	if len(servers) == 0 {
 		b.Sources = append(b.Sources, "topology: no volume server registered")
+		return b, nil
 	}
+	vb, err := FromVolumeServers(ctx, servers)
+	b.Raise(vb)
+	return b, err
+}
+
+// FromVolumeServers reads each volume server's volumes and highest file key
+// per volume (/status MaxFileKeys, served by the patched volume server). A
+// volume server without MaxFileKeys (stock) is an error: its keys would be
+// unknown.
+func FromVolumeServers(ctx context.Context, servers []string) (Bounds, error) {
+	var b Bounds
 	for _, vs := range servers {
 		var st struct {
 			Volumes []struct {

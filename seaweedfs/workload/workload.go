@@ -49,6 +49,9 @@ type Config struct {
 	Retry time.Duration
 	// AssignOnly skips the writes (an assign benchmark).
 	AssignOnly bool
+	// MaxUploads stops the run after this many acknowledged uploads (0:
+	// until the context ends).
+	MaxUploads int
 }
 
 // DefaultConfig uploads 1 KiB files with 8 workers.
@@ -133,6 +136,8 @@ func (r *Runner) Run(ctx context.Context) Result {
 	r.mu.Lock()
 	r.res.Start = time.Now()
 	r.mu.Unlock()
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
 	var wg sync.WaitGroup
 	for range r.cfg.Workers {
 		wg.Add(1)
@@ -140,6 +145,9 @@ func (r *Runner) Run(ctx context.Context) Result {
 			defer wg.Done()
 			for ctx.Err() == nil {
 				r.upload(ctx)
+				if r.cfg.MaxUploads > 0 && r.acked() >= r.cfg.MaxUploads {
+					cancel()
+				}
 			}
 		}()
 	}
@@ -219,6 +227,12 @@ func (r *Runner) upload(ctx context.Context) {
 		}
 		t.Stop()
 	}
+}
+
+func (r *Runner) acked() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return len(r.res.Uploads)
 }
 
 func (r *Runner) record(f func(*Result)) {
