@@ -86,7 +86,7 @@ or revoked write token).`,
 	root.AddCommand(
 		newAllocateCmd(g), newPutManifestCmd(g),
 		newReceiptCmd(g), newOwnerCmd(g), newEpochCmd(g), newAllocCmd(g), newManifestCmd(g), newNodeCmd(g),
-		newLegacyCmd(g), newNetworkCmd(g), newDemoCmd(g), newTokenCmd(g), newShadowCmd(g), newBenchCmd(g),
+		newLegacyCmd(g), newNetworkCmd(g), newDemoCmd(g), newTokenCmd(g), newShadowCmd(g), newBenchCmd(g), newSeaweedFSCmd(g),
 	)
 	return root
 }
