@@ -4,9 +4,6 @@ package e2e
 
 import (
 	"context"
-	"encoding/json"
-	"fmt"
-	"net/http"
 	"slices"
 	"testing"
 	"time"
@@ -158,10 +155,8 @@ func TestC_ShadowThenCutover(t *testing.T) {
 	t.Logf("cutover took %s; floors %+v", describe(switchEnd.Sub(switchStart)), floors)
 
 	// New volumes get S-Chain ids.
-	leader, err := c.WaitLeader(ctx, "")
-	require.NoError(err)
 	waitFor(t, 90*time.Second, "100 uploads after the cutover", func() bool { return u.ackedSince(switchEnd) >= 100 })
-	grown := growVolumes(t, leader, 2)
+	grown := growVolumes(t, c, 2)
 	res := u.stop()
 	check := verify(t, res)
 	require.NoError(check.Err())
@@ -200,60 +195,25 @@ func TestC_ShadowThenCutover(t *testing.T) {
 	})
 }
 
-// growVolumes asks the leader for n more volumes of the test collection and
-// returns their ids.
-func growVolumes(t *testing.T, leader string, n int) []uint32 {
+// growVolumes grows n more volumes of the test collection and returns
+// their ids.
+func growVolumes(t *testing.T, c *cluster.Cluster, n int) []uint32 {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	before := volumeIDs(t, ctx, leader)
-	url := fmt.Sprintf("http://%s/vol/grow?count=%d&collection=e2e&replication=000", leader, n)
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, nil)
+	before, err := c.Volumes(ctx)
 	require.NoError(t, err)
-	resp, err := http.DefaultClient.Do(req)
+	require.NoError(t, c.Grow(ctx, "e2e", n))
+	after, err := c.Volumes(ctx)
 	require.NoError(t, err)
-	resp.Body.Close()
-	require.Equal(t, http.StatusOK, resp.StatusCode)
 	var grown []uint32
-	waitFor(t, time.Minute, "the grown volumes to register", func() bool {
-		grown = grown[:0]
-		for _, v := range volumeIDs(t, ctx, leader) {
-			if !slices.Contains(before, v) {
-				grown = append(grown, v)
-			}
+	for _, v := range after {
+		if !slices.Contains(before, v) {
+			grown = append(grown, v)
 		}
-		return len(grown) >= n
-	})
+	}
 	t.Logf("grew volumes %v (before: %v)", grown, before)
 	return grown
-}
-
-func volumeIDs(t *testing.T, ctx context.Context, leader string) []uint32 {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+leader+"/vol/status", nil)
-	require.NoError(t, err)
-	resp, err := http.DefaultClient.Do(req)
-	require.NoError(t, err)
-	defer resp.Body.Close()
-	var st struct {
-		Volumes struct {
-			DataCenters map[string]map[string]map[string][]struct {
-				ID uint32 `json:"Id"`
-			} `json:"DataCenters"`
-		} `json:"Volumes"`
-	}
-	require.NoError(t, json.NewDecoder(resp.Body).Decode(&st))
-	var out []uint32
-	for _, racks := range st.Volumes.DataCenters {
-		for _, nodes := range racks {
-			for _, vols := range nodes {
-				for _, v := range vols {
-					out = append(out, v.ID)
-				}
-			}
-		}
-	}
-	slices.Sort(out)
-	return out
 }
 
 // TestZ_ValidatorKill kills -9 the S-Chain validator that owns the most of
@@ -272,10 +232,9 @@ func TestZ_ValidatorKill(t *testing.T) {
 	waitFor(t, time.Minute, "300 uploads before the kill", func() bool { return u.acked() >= 300 })
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
-	leader, err := c.Leader(ctx)
+	grown := growVolumes(t, c, 4) // more volumes, more owners
+	vols, err := c.Volumes(ctx)
 	require.NoError(err)
-	grown := growVolumes(t, leader, 4) // more volumes, more owners
-	vols := volumeIDs(t, ctx, leader)
 	r := router(t)
 	owners := map[uint32]ids.NodeID{}
 	count := map[ids.NodeID]int{}
