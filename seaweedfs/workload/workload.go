@@ -56,7 +56,7 @@ type Config struct {
 
 // DefaultConfig uploads 1 KiB files with 8 workers.
 func DefaultConfig(masters []string, collection string) Config {
-	return Config{Masters: masters, Collection: collection, Workers: 8, Size: 1024, UploadTimeout: 30 * time.Second, Retry: 100 * time.Millisecond}
+	return Config{Masters: masters, Collection: collection, Workers: 8, Size: 1024, UploadTimeout: time.Minute, Retry: 100 * time.Millisecond}
 }
 
 // Upload is one acknowledged upload.
