@@ -198,24 +198,30 @@ func Record(ctx context.Context, c Chain, prefix string, f Floors) (Floors, erro
 		want uint64
 		out  *uint64
 	}{{schainseq.KeyFloorRange(prefix), f.FileKey, &got.FileKey}, {schainseq.VolumeFloorRange(prefix), f.VolumeID, &got.VolumeID}} {
-		next, err := c.GetAllocation(ctx, x.rng)
+		cur, err := c.GetAllocation(ctx, x.rng)
 		if err != nil {
 			return Floors{}, fmt.Errorf("reading %s: %w", x.rng, err)
 		}
-		if next.Next < max(x.want, 1) {
+		next := cur.Next
+		if next < max(x.want, 1) {
 			// One id at floor want-1 moves the counter to want (or above).
-			_, err := c.Allocate(ctx, api.AllocateArgs{Range: x.rng, Count: 1, Floor: max(x.want, 1) - 1, Wait: true})
+			rep, err := c.Allocate(ctx, api.AllocateArgs{Range: x.rng, Count: 1, Floor: max(x.want, 1) - 1, Wait: true})
 			if err != nil {
 				return Floors{}, fmt.Errorf("recording %s >= %d: %w", x.rng, x.want, err)
 			}
-			if next, err = c.GetAllocation(ctx, x.rng); err != nil {
-				return Floors{}, fmt.Errorf("reading %s back: %w", x.rng, err)
+			// The receipt says where the counter is: another node's read
+			// may lag a block behind.
+			rc := rep.Receipt
+			if rc == nil || rc.Status != api.StatusAccepted || rep.Index >= len(rc.Entries) {
+				return Floors{}, fmt.Errorf("recording %s >= %d: transaction %s not accepted: %+v", x.rng, x.want, rep.TxID, rc)
 			}
+			e := rc.Entries[rep.Index]
+			next = max(next, e.Base+e.Count)
 		}
-		if next.Next < x.want {
-			return Floors{}, fmt.Errorf("%s is %d after recording %d", x.rng, next.Next, x.want)
+		if next < x.want {
+			return Floors{}, fmt.Errorf("%s is %d after recording %d", x.rng, next, x.want)
 		}
-		*x.out = next.Next
+		*x.out = next
 	}
 	return got, nil
 }

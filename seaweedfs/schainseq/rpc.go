@@ -402,6 +402,45 @@ func (c *Client) Next(ctx context.Context, rng string) (uint64, error) {
 	}
 }
 
+// NextMax is Next asked of every node that is up, the highest answer: a
+// node may lag a block behind the others, and a floor must never be read
+// lower than recorded. It fails only if no node answered.
+func (c *Client) NextMax(ctx context.Context, rng string) (uint64, error) {
+	type answer struct {
+		next uint64
+		err  error
+	}
+	answers := make(chan answer, len(c.nodes))
+	asked := 0
+	for _, n := range c.nodes {
+		if n.down(time.Now()) {
+			continue
+		}
+		asked++
+		go func() {
+			var rep struct {
+				Next uint64 `json:"next"`
+			}
+			err := c.call(ctx, n, "getAllocation", map[string]string{"range": rng}, &rep, false)
+			answers <- answer{rep.Next, err}
+		}()
+	}
+	var (
+		best uint64
+		ok   bool
+	)
+	for range asked {
+		if a := <-answers; a.err == nil {
+			best, ok = max(best, a.next), true
+		}
+	}
+	if !ok {
+		// Every node down or failing: Next retries until the deadline.
+		return c.Next(ctx, rng)
+	}
+	return best, nil
+}
+
 func isCode(err error, code int) bool {
 	var re *RPCError
 	return errors.As(err, &re) && re.Code == code

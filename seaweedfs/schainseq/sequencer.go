@@ -59,7 +59,7 @@ func (s *SChain) Close() { s.stop() }
 // floorRange and `above`.
 func (s *SChain) reserver(rng, floorRange string) reserveFunc {
 	return func(ctx context.Context, count, above uint64) (Reservation, error) {
-		floor, err := s.client.Next(ctx, floorRange)
+		floor, err := s.client.NextMax(ctx, floorRange)
 		if err != nil {
 			return Reservation{}, fmt.Errorf("reading the cutover floor %s: %w", floorRange, err)
 		}

@@ -19,7 +19,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"mime/multipart"
 	"net/http"
 	"regexp"
 	"slices"
@@ -255,25 +254,14 @@ func (r *Runner) content() []byte {
 	return b
 }
 
-// write PUTs content at the assigned fid on its volume server.
+// write PUTs content at the assigned fid on its volume server (a raw body:
+// the volume server parses multipart forms on POST only).
 func (r *Runner) write(ctx context.Context, a seaweed.Assignment, content []byte) error {
-	var body bytes.Buffer
-	mw := multipart.NewWriter(&body)
-	fw, err := mw.CreateFormFile("file", "f.bin")
+	req, err := http.NewRequestWithContext(ctx, http.MethodPut, "http://"+a.URL+"/"+a.FileID.String(), bytes.NewReader(content))
 	if err != nil {
 		return err
 	}
-	if _, err := fw.Write(content); err != nil {
-		return err
-	}
-	if err := mw.Close(); err != nil {
-		return err
-	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodPut, "http://"+a.URL+"/"+a.FileID.String(), &body)
-	if err != nil {
-		return err
-	}
-	req.Header.Set("Content-Type", mw.FormDataContentType())
+	req.Header.Set("Content-Type", "application/octet-stream")
 	resp, err := r.hc.Do(req)
 	if err != nil {
 		return err
