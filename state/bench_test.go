@@ -82,7 +82,7 @@ func BenchmarkAccept(b *testing.B) {
 				}
 				var sh ids.ID
 				binary.BigEndian.PutUint64(sh[:], uint64(i))
-				require.NoError(b, l.Apply(&state.Changes{Counters: updates, SigningHash: sh, Epoch: 1}))
+				require.NoError(b, l.Apply(&state.Changes{Counters: updates, SigningHash: sh, Round: 1}))
 				_, err = l.Seal()
 				require.NoError(b, err)
 				var id ids.ID

@@ -7,16 +7,16 @@ import (
 )
 
 const (
-	tagCounter     byte = 'c'
-	tagManifest    byte = 'm'
-	tagReceipt     byte = 'x'
-	tagReplay      byte = 'r'
-	tagReplayEpoch byte = 'e'
-	tagBlock       byte = 'b'
-	tagHeight      byte = 'h'
-	tagAccepted    byte = 'a'
-	tagLiveness    byte = 'l'
-	tagMembership  byte = 'p'
+	tagCounter      byte = 'c'
+	tagManifest     byte = 'm'
+	tagReceipt      byte = 'x'
+	tagReplay       byte = 'r'
+	tagReplayPruned byte = 'e'
+	tagBlock        byte = 'b'
+	tagHeight       byte = 'h'
+	tagAccepted     byte = 'a'
+	tagLiveness     byte = 'l'
+	tagMembership   byte = 'p'
 )
 
 func livenessKey(nodeID ids.NodeID) []byte { return append([]byte{tagLiveness}, nodeID[:]...) }
@@ -35,12 +35,17 @@ func manifestKey(bucket, key string) []byte {
 
 func receiptKey(txID ids.ID) []byte { return append([]byte{tagReceipt}, txID[:]...) }
 
-func replayKey(epoch uint64, signingHash ids.ID) []byte {
+// replayKey orders the replay index by liveness epoch, so pruning deletes
+// a prefix.
+func replayKey(round uint64, signingHash ids.ID) []byte {
 	b := make([]byte, 0, 1+8+32)
 	b = append(b, tagReplay)
-	b = binary.BigEndian.AppendUint64(b, epoch)
+	b = binary.BigEndian.AppendUint64(b, round)
 	return append(b, signingHash[:]...)
 }
+
+// replayRound is the liveness epoch of a replay key.
+func replayRound(k []byte) uint64 { return binary.BigEndian.Uint64(k[1:9]) }
 
 func blockKey(id ids.ID) []byte { return append([]byte{tagBlock}, id[:]...) }
 
@@ -49,7 +54,7 @@ func heightKey(height uint64) []byte {
 }
 
 var (
-	replayEpochKey = []byte{tagReplayEpoch}
-	acceptedKey    = []byte{tagAccepted}
-	membershipKey  = []byte{tagMembership}
+	replayPrunedKey = []byte{tagReplayPruned}
+	acceptedKey     = []byte{tagAccepted}
+	membershipKey   = []byte{tagMembership}
 )

@@ -47,8 +47,9 @@ type Changes struct {
 	// deletion is itself a committed fact).
 	Manifests []*txs.Manifest
 	Receipt   *Receipt
-	// Epoch and SigningHash enter the replay index.
-	Epoch       uint64
+	// Round (the liveness epoch the transaction was signed in) and
+	// SigningHash enter the replay index.
+	Round       uint64
 	SigningHash ids.ID
 	// Liveness records are written whole.
 	Liveness []LivenessUpdate
@@ -99,7 +100,7 @@ func (l *Layer) Apply(c *Changes) error {
 			return err
 		}
 	}
-	return l.put(replayKey(c.Epoch, c.SigningHash), []byte{})
+	return l.put(replayKey(c.Round, c.SigningHash), []byte{})
 }
 
 // Freeze records m as the membership in force from this block on, with the
@@ -127,35 +128,56 @@ func (l *Layer) putLiveness(us []LivenessUpdate) error {
 	return nil
 }
 
-// PruneReplay forgets replay entries of epochs before epoch. Under the strict
-// epoch rule a transaction is valid only in blocks of its own epoch, and
-// block epochs never decrease, so those entries can never match again; this
-// bounds the replay index to the current epoch's transactions.
-func (l *Layer) PruneReplay(epoch uint64) error {
+// PruneReplay forgets at most limit replay entries of liveness epochs
+// before round, oldest first, and returns how many it deleted. A
+// transaction expires a fixed number of epochs after the one it was signed
+// in and block epochs never decrease, so an entry below the caller's bound
+// can never match again. Deleting at most limit per block keeps every
+// block's cost bounded, whatever burst came before: with limit above the
+// entries one block can add, the backlog only shrinks.
+func (l *Layer) PruneReplay(round uint64, limit int) (int, error) {
 	if err := l.writable(); err != nil {
-		return err
+		return 0, err
 	}
-	oldest, err := l.ReplayEpoch()
-	if err != nil || epoch <= oldest {
-		return err
+	if limit < 1 {
+		return 0, fmt.Errorf("pruning the replay index: limit %d is not positive", limit)
 	}
-	end := replayKey(epoch, ids.Empty)
+	done, err := l.ReplayPruned()
+	if err != nil || round <= done {
+		return 0, err
+	}
+	end := replayKey(round, ids.Empty)
 	it := l.vdb.NewIteratorWithPrefix([]byte{tagReplay})
 	var stale [][]byte
+	complete := true
 	for it.Next() && bytes.Compare(it.Key(), end) < 0 {
+		if len(stale) == limit {
+			complete = false
+			break
+		}
 		stale = append(stale, slices.Clone(it.Key()))
 	}
 	err = it.Error()
 	it.Release()
 	if err != nil {
-		return fmt.Errorf("scanning the replay index: %w", err)
+		return 0, fmt.Errorf("scanning the replay index: %w", err)
 	}
 	for _, k := range stale {
 		if err := l.del(k); err != nil {
-			return err
+			return 0, err
 		}
 	}
-	return l.put(replayEpochKey, binary.BigEndian.AppendUint64(nil, epoch))
+	// Everything below the bound is gone when the scan completed;
+	// otherwise everything below the last deleted entry's epoch is.
+	if !complete {
+		round = replayRound(stale[len(stale)-1])
+	}
+	if round > done {
+		if err := l.put(replayPrunedKey, binary.BigEndian.AppendUint64(nil, round)); err != nil {
+			return 0, err
+		}
+	}
+	return len(stale), nil
 }
 
 // Seal computes the state root and freezes the layer: SHA-256 over the

@@ -152,6 +152,17 @@ type Membership struct {
 	Members  []pinning.Member `json:"members"`
 }
 
+// After reports whether m comes later than o on one chain: a higher P-chain
+// height, or a later generation at the same height. Memberships along a
+// chain only move forward in this order, so one that is not After the
+// membership in force is superseded for good.
+func (m *Membership) After(o *Membership) bool {
+	if m.PChainHeight != o.PChainHeight {
+		return m.PChainHeight > o.PChainHeight
+	}
+	return m.Generation > o.Generation
+}
+
 const membershipVersion byte = 1
 
 func encodeMembership(m *Membership) ([]byte, error) {

@@ -43,11 +43,12 @@ type Reader interface {
 	Counter(rangeKey string) (uint64, error)
 	Manifest(bucket, key string) (*txs.Manifest, error)
 	Receipt(txID ids.ID) (*Receipt, error)
-	// Applied reports whether a transaction with this signing hash was
-	// applied in epoch.
-	Applied(epoch uint64, signingHash ids.ID) (bool, error)
-	// ReplayEpoch is the oldest epoch the replay index still holds.
-	ReplayEpoch() (uint64, error)
+	// Applied reports whether a transaction signed in liveness epoch round
+	// with this signing hash was applied.
+	Applied(round uint64, signingHash ids.ID) (bool, error)
+	// ReplayPruned is the liveness epoch below which the replay index holds
+	// nothing any more.
+	ReplayPruned() (uint64, error)
 	// Liveness is a validator's liveness record; ok is false if the chain
 	// never recorded it.
 	Liveness(nodeID ids.NodeID) (rec Liveness, ok bool, err error)
@@ -279,12 +280,12 @@ func (v view) Receipt(txID ids.ID) (*Receipt, error) {
 	return decodeReceipt(b)
 }
 
-func (v view) Applied(epoch uint64, signingHash ids.ID) (bool, error) {
-	return v.db.Has(replayKey(epoch, signingHash))
+func (v view) Applied(round uint64, signingHash ids.ID) (bool, error) {
+	return v.db.Has(replayKey(round, signingHash))
 }
 
-func (v view) ReplayEpoch() (uint64, error) {
-	b, err := v.db.Get(replayEpochKey)
+func (v view) ReplayPruned() (uint64, error) {
+	b, err := v.db.Get(replayPrunedKey)
 	if errors.Is(err, database.ErrNotFound) {
 		return 0, nil
 	}
@@ -292,7 +293,7 @@ func (v view) ReplayEpoch() (uint64, error) {
 		return 0, err
 	}
 	if len(b) != 8 {
-		return 0, fmt.Errorf("%w: replay epoch has %d bytes", ErrCorrupt, len(b))
+		return 0, fmt.Errorf("%w: replay bound has %d bytes", ErrCorrupt, len(b))
 	}
 	return binary.BigEndian.Uint64(b), nil
 }

@@ -67,7 +67,7 @@ func setCounter(t *testing.T, r string, next uint64) func(*state.Layer) {
 		require.NoError(t, l.Apply(&state.Changes{
 			Counters:    []state.CounterUpdate{{Range: r, Next: next}},
 			Receipt:     &state.Receipt{TxID: ids.ID{byte(next)}, Height: l.Height(), Kind: "allocate", Entries: []state.ReceiptEntry{{Range: r, Base: next - 1, Count: 1}}},
-			Epoch:       5,
+			Round:       5,
 			SigningHash: ids.ID{byte(next), 's'},
 		}))
 	}
@@ -204,7 +204,7 @@ func TestRootDependsOnChangesOnly(t *testing.T) {
 		require.NoError(s.Accept(layerOn(t, s, nil, nil), ids.ID{'g'}, nil))
 		l := layerOn(t, s, nil, func(l *state.Layer) {
 			for i, r := range order {
-				require.NoError(l.Apply(&state.Changes{Counters: []state.CounterUpdate{{Range: r, Next: 1}}, Epoch: 1, SigningHash: ids.ID{byte(i)}}))
+				require.NoError(l.Apply(&state.Changes{Counters: []state.CounterUpdate{{Range: r, Next: 1}}, Round: 1, SigningHash: ids.ID{byte(i)}}))
 			}
 		})
 		return l.Root()
@@ -219,12 +219,16 @@ func TestPruneReplayBoundsTheIndex(t *testing.T) {
 	require.NoError(s.Accept(layerOn(t, s, nil, nil), ids.ID{'g'}, nil))
 	l := layerOn(t, s, nil, func(l *state.Layer) {
 		for i := 0; i < 5; i++ {
-			require.NoError(l.Apply(&state.Changes{Epoch: 5, SigningHash: ids.ID{byte(i)}}))
-			require.NoError(l.Apply(&state.Changes{Epoch: 6, SigningHash: ids.ID{byte(i)}}))
+			require.NoError(l.Apply(&state.Changes{Round: 5, SigningHash: ids.ID{byte(i)}}))
+			require.NoError(l.Apply(&state.Changes{Round: 6, SigningHash: ids.ID{byte(i)}}))
 		}
 	})
 	require.NoError(s.Accept(l, ids.ID{1}, nil))
-	p := layerOn(t, s, nil, func(l *state.Layer) { require.NoError(l.PruneReplay(6)) })
+	p := layerOn(t, s, nil, func(l *state.Layer) {
+		n, err := l.PruneReplay(6, 100)
+		require.NoError(err)
+		require.Equal(5, n)
+	})
 	for i := 0; i < 5; i++ {
 		old, err := p.Applied(5, ids.ID{byte(i)})
 		require.NoError(err)
@@ -233,10 +237,46 @@ func TestPruneReplayBoundsTheIndex(t *testing.T) {
 		require.NoError(err)
 		require.True(cur)
 	}
-	e, err := p.ReplayEpoch()
+	e, err := p.ReplayPruned()
 	require.NoError(err)
 	require.Equal(uint64(6), e)
-	require.Equal(6, p.Changed(), "five deletions and the new oldest epoch")
+	require.Equal(6, p.Changed(), "five deletions and the new bound")
+}
+
+// TestPruneReplayIsBoundedPerBlock: a backlog larger than the limit is
+// deleted over several blocks, oldest first, each block deleting at most
+// the limit; nothing at or above the bound is touched.
+func TestPruneReplayIsBoundedPerBlock(t *testing.T) {
+	require := require.New(t)
+	s := open(t, memdb.New())
+	require.NoError(s.Accept(layerOn(t, s, nil, nil), ids.ID{'g'}, nil))
+	l := layerOn(t, s, nil, func(l *state.Layer) {
+		for r := uint64(1); r <= 3; r++ {
+			for i := 0; i < 4; i++ {
+				require.NoError(l.Apply(&state.Changes{Round: r, SigningHash: ids.ID{byte(i)}}))
+			}
+		}
+	})
+	require.NoError(s.Accept(l, ids.ID{1}, nil))
+	wantPruned := []uint64{2, 3, 3}
+	for b, want := range wantPruned {
+		p := layerOn(t, s, nil, func(l *state.Layer) {
+			n, err := l.PruneReplay(3, 5)
+			require.NoError(err)
+			require.LessOrEqual(n, 5)
+		})
+		got, err := p.ReplayPruned()
+		require.NoError(err)
+		require.Equal(want, got, "block %d", b)
+		require.NoError(s.Accept(p, ids.ID{byte(2 + b)}, nil))
+	}
+	for r := uint64(1); r <= 3; r++ {
+		for i := 0; i < 4; i++ {
+			has, err := s.Accepted().Applied(r, ids.ID{byte(i)})
+			require.NoError(err)
+			require.Equal(r == 3, has, "round %d entry %d", r, i)
+		}
+	}
 }
 
 func TestLivenessAndMembershipRecords(t *testing.T) {
@@ -251,7 +291,7 @@ func TestLivenessAndMembershipRecords(t *testing.T) {
 	var root ids.ID
 	l := layerOn(t, s, nil, func(l *state.Layer) {
 		require.NoError(l.Freeze(m, []state.LivenessUpdate{{NodeID: a, Record: state.Liveness{FirstSeen: 4}}, {NodeID: b, Record: state.Liveness{FirstSeen: 4}}}))
-		require.NoError(l.Apply(&state.Changes{Epoch: 9, SigningHash: ids.ID{1}, Liveness: []state.LivenessUpdate{{NodeID: a, Record: state.Liveness{FirstSeen: 4, Heartbeat: 4, HasHeartbeat: true}}}}))
+		require.NoError(l.Apply(&state.Changes{Round: 9, SigningHash: ids.ID{1}, Liveness: []state.LivenessUpdate{{NodeID: a, Record: state.Liveness{FirstSeen: 4, Heartbeat: 4, HasHeartbeat: true}}}}))
 	})
 	root = l.Root()
 	require.NoError(s.Accept(l, ids.ID{1}, nil))

@@ -12,10 +12,10 @@ import (
 
 // CodecVersion is the only wire version this code reads and writes. A new
 // version gets a new number; existing numbers never change meaning.
-const CodecVersion uint16 = 1
+const CodecVersion uint16 = 2
 
 const (
-	headerLen = 2 + 1 + 4 + 32 + 8 + 32 + 20 + 8 + 4
+	headerLen = 2 + 1 + 4 + 32 + 8 + 32 + 20 + 8 + 8 + 4
 	sigLen    = bls.SignatureLen
 )
 
@@ -30,6 +30,7 @@ func encodeUnsigned(u Unsigned) []byte {
 	w.Raw(h.Fingerprint[:])
 	w.Raw(h.Owner[:])
 	w.U64(h.Nonce)
+	w.U64(h.Round)
 	w.U32(uint32(u.entries()))
 	u.encodeEntries(w)
 	return w.B
@@ -49,7 +50,7 @@ func (t *PutManifestTx) encodeEntries(w *wire.Writer) {
 	}
 }
 
-func (t *HeartbeatTx) encodeEntries(w *wire.Writer) { w.U64(t.Round) }
+func (*HeartbeatTx) encodeEntries(*wire.Writer) {}
 
 func writeManifest(w *wire.Writer, m *Manifest) {
 	w.Str(m.Bucket)
@@ -126,12 +127,10 @@ func Parse(b []byte, l Limits) (*Tx, error) {
 	r.Fixed(h.Fingerprint[:])
 	r.Fixed(h.Owner[:])
 	h.Nonce = r.U64()
+	h.Round = r.U64()
 	n := r.U32()
 	if r.Err != nil {
 		return nil, r.Err
-	}
-	if n == 0 {
-		return nil, ErrNoEntries
 	}
 	if n > uint32(l.MaxEntries) {
 		return nil, fmt.Errorf("%w: %d > %d", ErrTooManyEntries, n, l.MaxEntries)
@@ -151,12 +150,12 @@ func Parse(b []byte, l Limits) (*Tx, error) {
 		}
 		u = t
 	case kindHeartbeat:
-		if n != 1 {
-			return nil, fmt.Errorf("%w: a heartbeat has exactly one entry, got %d", ErrTooManyEntries, n)
-		}
-		u = &HeartbeatTx{Header: h, Round: r.U64()}
+		u = &HeartbeatTx{Header: h}
 	default:
 		return nil, fmt.Errorf("%w: %d", ErrUnknownKind, kind)
+	}
+	if err := verifyCount(u, int(n)); err != nil {
+		return nil, err
 	}
 	unsignedEnd := r.Off
 	sig := r.Take(sigLen)

@@ -63,8 +63,8 @@ func Sign(u Unsigned, l Limits, signer warp.Signer) (*Tx, error) {
 // memory.
 func Validate(u Unsigned, l Limits) error {
 	n := u.entries()
-	if n == 0 {
-		return ErrNoEntries
+	if err := verifyCount(u, n); err != nil {
+		return err
 	}
 	if n > l.MaxEntries {
 		return fmt.Errorf("%w: %d > %d", ErrTooManyEntries, n, l.MaxEntries)

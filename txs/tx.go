@@ -15,7 +15,7 @@ import (
 
 // Header is what every transaction commits to besides its entries: where it
 // is valid (network, chain), which epoch and validator set it was pinned
-// against, and who signs it.
+// against, when it was signed, and who signs it.
 type Header struct {
 	NetworkID   uint32     `json:"networkID"`
 	ChainID     ids.ID     `json:"chainID"`
@@ -27,6 +27,11 @@ type Header struct {
 	// signatures are deterministic, so without it the second would be the
 	// same transaction and rejected as a replay.
 	Nonce uint64 `json:"nonce"`
+	// Round is the liveness epoch the owner signed in. A heartbeat counts
+	// for exactly this epoch; any other transaction expires a few epochs
+	// later (execute.Liveness.TxLifetime), which is what bounds the replay
+	// index to recent transactions however long a membership lasts.
+	Round uint64 `json:"round"`
 }
 
 // AllocateEntry asks for Count ids from Range, starting no lower than Floor.
@@ -92,13 +97,13 @@ type PutManifestTx struct {
 }
 
 // HeartbeatTx is a validator's statement that it is alive in one liveness
-// epoch (Round). Epoch names the P-chain height whose validator set holds the
-// signer's key; Fingerprint is zero, because the heartbeat is what decides
-// the set ranges are pinned to, not something pinned to it. It touches no
-// counter: its only effect is the signer's last-heartbeat record.
+// epoch (the header's Round). Epoch names the P-chain height whose validator
+// set holds the signer's key; Fingerprint is zero, because the heartbeat is
+// what decides the set ranges are pinned to, not something pinned to it. It
+// has no entries and touches no counter: its only effect is the signer's
+// last-heartbeat record.
 type HeartbeatTx struct {
 	Header
-	Round uint64 `json:"round"`
 }
 
 const (
@@ -124,7 +129,7 @@ func (t *PutManifestTx) entries() int          { return len(t.Entries) }
 func (t *HeartbeatTx) Head() *Header           { return &t.Header }
 func (t *HeartbeatTx) Visit(v Visitor) error   { return v.Heartbeat(t) }
 func (*HeartbeatTx) kind() byte                { return kindHeartbeat }
-func (*HeartbeatTx) entries() int              { return 1 }
+func (*HeartbeatTx) entries() int              { return 0 }
 
 // Ranges is empty: a heartbeat writes no range.
 func (*HeartbeatTx) Ranges() []string { return nil }
@@ -132,6 +137,18 @@ func (*HeartbeatTx) Ranges() []string { return nil }
 func (t *HeartbeatTx) verifyEntries(Limits) error {
 	if t.Fingerprint != ids.Empty {
 		return ErrHeartbeatFingerprint
+	}
+	return nil
+}
+
+// verifyCount: an allocation or a manifest write carries at least one
+// entry; a heartbeat none.
+func verifyCount(u Unsigned, n int) error {
+	switch {
+	case u.kind() == kindHeartbeat && n != 0:
+		return fmt.Errorf("%w: a heartbeat has no entries, got %d", ErrTooManyEntries, n)
+	case u.kind() != kindHeartbeat && n == 0:
+		return ErrNoEntries
 	}
 	return nil
 }

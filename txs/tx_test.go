@@ -18,7 +18,7 @@ var (
 )
 
 func header(owner ids.NodeID) txs.Header {
-	return txs.Header{NetworkID: networkID, ChainID: chainID, Epoch: 77, Fingerprint: ids.ID{'f', 'p'}, Owner: owner}
+	return txs.Header{NetworkID: networkID, ChainID: chainID, Epoch: 77, Fingerprint: ids.ID{'f', 'p'}, Owner: owner, Round: 1_234_567}
 }
 
 func sampleAllocate(owner ids.NodeID) *txs.AllocateTx {
@@ -43,7 +43,7 @@ func sampleManifest(owner ids.NodeID) *txs.PutManifestTx {
 func sampleHeartbeat(owner ids.NodeID) *txs.HeartbeatTx {
 	h := header(owner)
 	h.Fingerprint = ids.Empty
-	return &txs.HeartbeatTx{Header: h, Round: 1_234_567}
+	return &txs.HeartbeatTx{Header: h}
 }
 
 func newKey(t testing.TB) *txstest.Key {
@@ -174,7 +174,7 @@ func TestParseRejectsMalformedBytes(t *testing.T) {
 	good := tx.Bytes()
 	l := txs.DefaultLimits()
 	with := func(f func(b []byte) []byte) []byte { return f(bytes.Clone(good)) }
-	// Offsets into the header: version 0..2, kind 2, entry count 107..111.
+	// Offsets into the header: version 0..2, kind 2, entry count 115..119.
 	tests := []struct {
 		name string
 		b    []byte
@@ -185,11 +185,11 @@ func TestParseRejectsMalformedBytes(t *testing.T) {
 		{"truncated header", good[:50], l, txs.ErrTruncated},
 		{"truncated signature", good[:len(good)-1], l, txs.ErrTruncated},
 		{"trailing byte", append(bytes.Clone(good), 0), l, txs.ErrTrailingBytes},
-		{"version", with(func(b []byte) []byte { b[1] = 2; return b }), l, txs.ErrUnknownVersion},
+		{"version", with(func(b []byte) []byte { b[1] = 1; return b }), l, txs.ErrUnknownVersion},
 		{"kind", with(func(b []byte) []byte { b[2] = 9; return b }), l, txs.ErrUnknownKind},
-		{"zero entries", with(func(b []byte) []byte { b[110] = 0; return b }), l, txs.ErrNoEntries},
-		{"entry count beyond data", with(func(b []byte) []byte { b[110] = 200; return b }), l, txs.ErrTruncated},
-		{"entry count over limit", with(func(b []byte) []byte { b[108] = 1; return b }), l, txs.ErrTooManyEntries},
+		{"zero entries", with(func(b []byte) []byte { b[118] = 0; return b }), l, txs.ErrNoEntries},
+		{"entry count beyond data", with(func(b []byte) []byte { b[118] = 200; return b }), l, txs.ErrTruncated},
+		{"entry count over limit", with(func(b []byte) []byte { b[116] = 1; return b }), l, txs.ErrTooManyEntries},
 		{"tx bytes over limit", good, txs.Limits{MaxTxBytes: len(good) - 1, MaxEntries: 8, MaxRangeLen: 8, MaxKeyLen: 32, MaxChunks: 8, MaxCount: 8}, txs.ErrTooLarge},
 		{"chunk count over limit", good, txs.Limits{MaxTxBytes: 1 << 20, MaxEntries: 8, MaxRangeLen: 64, MaxKeyLen: 64, MaxChunks: 1, MaxCount: 8}, txs.ErrTooManyChunks},
 		{"deleted flag not a bool", with(func(b []byte) []byte {
@@ -248,7 +248,7 @@ func TestHeartbeatShape(t *testing.T) {
 	require.NoError(err)
 	require.Equal("heartbeat", tx.Kind())
 	require.True(tx.IsHeartbeat())
-	require.Equal(1, tx.Entries())
+	require.Zero(tx.Entries(), "the header's round is the whole statement")
 	require.Empty(hb.Ranges(), "a heartbeat writes no range")
 
 	pinned := sampleHeartbeat(k.NodeID)
@@ -256,10 +256,10 @@ func TestHeartbeatShape(t *testing.T) {
 	_, err = k.Sign(pinned)
 	require.ErrorIs(err, txs.ErrHeartbeatFingerprint)
 
-	// Two entries under the heartbeat kind: the count field says 2.
+	// An entry under the heartbeat kind: the count field says 1.
 	b := bytes.Clone(tx.Bytes())
-	countAt := 2 + 1 + 4 + 32 + 8 + 32 + 20 + 8
-	b[countAt+3] = 2
+	countAt := 2 + 1 + 4 + 32 + 8 + 32 + 20 + 8 + 8
+	b[countAt+3] = 1
 	_, err = txs.Parse(b, txs.DefaultLimits())
 	require.ErrorIs(err, txs.ErrTooManyEntries)
 

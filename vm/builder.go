@@ -56,7 +56,7 @@ func (vm *VM) build(ctx context.Context, bctx *snowblock.Context) (snowman.Block
 			vm.bootstrapTried = true
 			return nil, fmt.Errorf("%w: a block without a P-chain context carries no transactions", ErrNoWork)
 		}
-		return vm.seal(parent, height, ts)
+		return vm.seal(ctx, parent, height, ts)
 	}
 	epoch := bctx.PChainHeight
 	if parent.HasEpoch && epoch < parent.Epoch {
@@ -76,7 +76,7 @@ func (vm *VM) build(ctx context.Context, bctx *snowblock.Context) (snowman.Block
 	}
 	// changed: this block puts a new membership in force, so work pinned to
 	// the old one becomes re-pinnable once it is accepted.
-	changed, err := executeBlock(layer, c, epoch, nil)
+	changed, err := begin(layer, c)
 	if err != nil {
 		vm.state.Reject(layer)
 		return nil, err
@@ -92,12 +92,16 @@ func (vm *VM) build(ctx context.Context, bctx *snowblock.Context) (snowman.Block
 			return nil, err
 		}
 	}
-	// With only stale work, a block that puts a new membership in force is
-	// what lets owners re-pin; otherwise an empty block is built for nothing.
-	if len(picked) == 0 && !opening && !(stale && changed) {
+	// With only stale work, or a range waiting to move to its new owner
+	// (signingEpoch), a block that puts a new membership in force is what
+	// lets owners (re-)sign; otherwise an empty block is built for nothing.
+	if len(picked) == 0 && !opening && !((stale || vm.membershipWanted) && changed) {
 		vm.state.Reject(layer)
 		vm.buildStalled = true
 		vm.repinWanted = vm.repinWanted || stale
+		if !changed {
+			vm.membershipWanted = false // nothing to open: the membership in force stays
+		}
 		return nil, ErrNoWork
 	}
 	vm.buildStalled = false
@@ -120,9 +124,17 @@ func (vm *VM) build(ctx context.Context, bctx *snowblock.Context) (snowman.Block
 }
 
 // seal builds an epoch-less, transaction-less block on parent.
-func (vm *VM) seal(parent *Block, height, ts uint64) (snowman.Block, error) {
+func (vm *VM) seal(ctx context.Context, parent *Block, height, ts uint64) (snowman.Block, error) {
+	c, err := vm.execContext(ctx, false, 0, height, ts)
+	if err != nil {
+		return nil, err
+	}
 	layer, err := vm.state.NewLayer(parent.layerForChild())
 	if err != nil {
+		return nil, err
+	}
+	if _, err := begin(layer, c); err != nil {
+		vm.state.Reject(layer)
 		return nil, err
 	}
 	root, err := layer.Seal()
@@ -141,20 +153,32 @@ func (vm *VM) seal(parent *Block, height, ts uint64) (snowman.Block, error) {
 }
 
 // pick executes pending transactions on layer in pool order and returns the
-// ones that fit in a block. stale reports work pinned to a membership that
-// is no longer in force (its owner re-pins it once a block is accepted).
+// ones that fit in a block, sized by vm/block's format as it goes: a
+// transaction that does not fit is skipped, not the whole build, and one
+// that cannot go into this block yet does not keep the ones behind it out.
+// stale reports work that can never be included under this block's
+// membership (its owner re-pins it once a block is accepted).
 func (vm *VM) pick(layer *state.Layer, c *execute.Context) (picked []*txs.Tx, stale bool, err error) {
-	for _, tx := range vm.mempool.Peek(vm.genesis.BlockLimits.MaxTxs, vm.genesis.BlockLimits.MaxBlockBytes-blockOverhead*(1+vm.genesis.BlockLimits.MaxTxs)/64) {
+	limits := vm.genesis.BlockLimits
+	size := block.Size()
+	for _, tx := range vm.mempool.All() {
+		if len(picked) == limits.MaxTxs {
+			break
+		}
+		if grown := size + block.TxOverhead + len(tx.Bytes()); grown > limits.MaxBlockBytes {
+			continue // a smaller transaction behind it may still fit
+		}
 		ch, err := execute.Tx(layer, c, tx)
 		switch {
 		case err == nil:
 		case errors.Is(err, execute.ErrReplay):
 			continue // in a processing ancestor; keep it in case that one is rejected
-		case ahead(tx, c.Epoch):
-			continue // pinned to an epoch this block has not reached
-		case errors.Is(err, execute.ErrWrongEpoch), errors.Is(err, execute.ErrWrongFingerprint):
-			// Pinned to a membership no longer in force: its owner re-pins
-			// it once a block is accepted (see repinStale).
+		case ahead(tx, c):
+			continue // pinned to a P-chain height or liveness epoch this block has not reached
+		case errors.Is(err, execute.ErrWrongEpoch), errors.Is(err, execute.ErrWrongFingerprint),
+			errors.Is(err, execute.ErrExpired):
+			// Pinned to a membership or epoch no longer in force: its
+			// owner re-pins it once a block is accepted (see repinStale).
 			stale = true
 			continue
 		default:
@@ -167,17 +191,20 @@ func (vm *VM) pick(layer *state.Layer, c *execute.Context) (picked []*txs.Tx, st
 			return nil, false, err
 		}
 		picked = append(picked, tx)
+		size += block.TxOverhead + len(tx.Bytes())
 	}
 	return picked, stale, nil
 }
 
-// ahead reports whether tx is pinned to a P-chain height, or (a heartbeat)
-// a liveness epoch, that e has not reached yet.
-func ahead(tx *txs.Tx, e *execute.Epoch) bool {
+// ahead reports whether tx is pinned to a P-chain height, or signed in a
+// liveness epoch, that a block of context c has not reached yet.
+func ahead(tx *txs.Tx, c *execute.Context) bool {
 	h := tx.Unsigned.Head()
-	if h.Epoch != e.Height() {
-		return h.Epoch > e.Height()
+	if h.Epoch != c.Epoch.Height() {
+		return h.Epoch > c.Epoch.Height()
 	}
-	hb, ok := tx.Unsigned.(*txs.HeartbeatTx)
-	return ok && hb.Round > e.Round()
+	if tx.IsHeartbeat() {
+		return h.Round > c.Round
+	}
+	return h.Round > c.Round+1
 }

@@ -114,6 +114,13 @@ func (vm *VM) verify(ctx context.Context, b *Block, bctx *snowblock.Context) err
 	if b.decided() {
 		return ErrNotProcessing
 	}
+	// The context is checked on every call, before the early return of an
+	// already verified block: the proposer VM can wrap one inner block in
+	// proposer blocks of different P-chain heights, and the verdict on each
+	// must not depend on which of them this node saw first.
+	if bctx != nil && b.Epoch != bctx.PChainHeight {
+		return fmt.Errorf("%w: block %d, context %d", ErrEpochMismatch, b.Epoch, bctx.PChainHeight)
+	}
 	if b.verified() {
 		return nil
 	}
@@ -130,8 +137,6 @@ func (vm *VM) verify(ctx context.Context, b *Block, bctx *snowblock.Context) err
 		return fmt.Errorf("%w: %d", ErrTimeFuture, b.Block.Timestamp)
 	case b.HasEpoch && parent.HasEpoch && b.Epoch < parent.Epoch:
 		return fmt.Errorf("%w: %d < %d", ErrEpochBackward, b.Epoch, parent.Epoch)
-	case bctx != nil && b.Epoch != bctx.PChainHeight:
-		return fmt.Errorf("%w: block %d, context %d", ErrEpochMismatch, b.Epoch, bctx.PChainHeight)
 	}
 	layer, opened, err := vm.execute(ctx, parent, b.Block)
 	if err != nil {
@@ -159,7 +164,7 @@ func (vm *VM) execute(ctx context.Context, parent *Block, blk *block.Block) (lay
 	if err != nil {
 		return nil, false, err
 	}
-	opened, err = executeBlock(layer, c, blk.Epoch, blk.Txs)
+	opened, err = executeBlock(layer, c, blk.Txs)
 	if err == nil {
 		_, err = layer.Seal()
 	}
@@ -172,8 +177,14 @@ func (vm *VM) execute(ctx context.Context, parent *Block, blk *block.Block) (lay
 
 // executeBlock is execute.Block that also reports whether the block put a
 // new membership in force: a new P-chain height or a new generation.
-func executeBlock(layer *state.Layer, c *execute.Context, pChainHeight uint64, blockTxs []*txs.Tx) (bool, error) {
-	err := execute.Block(layer, c, pChainHeight, blockTxs)
+func executeBlock(layer *state.Layer, c *execute.Context, blockTxs []*txs.Tx) (bool, error) {
+	err := execute.Block(layer, c, blockTxs)
+	return err == nil && c.MembershipChanged, err
+}
+
+// begin is execute.Begin, for a builder, with the same report.
+func begin(layer *state.Layer, c *execute.Context) (bool, error) {
+	err := execute.Begin(layer, c)
 	return err == nil && c.MembershipChanged, err
 }
 
@@ -207,6 +218,8 @@ func (vm *VM) execContext(ctx context.Context, hasEpoch bool, pChainHeight, heig
 		Liveness:   vm.genesis.Liveness(),
 		Round:      vm.round(timestamp),
 		Restrict:   vm.memberships.restrict,
+
+		ReplayPruneLimit: vm.genesis.replayPruneLimit(),
 	}
 	if hasEpoch {
 		v, err := vm.epochs.Get(ctx, pChainHeight)
@@ -246,11 +259,13 @@ func (vm *VM) accept(b *Block) error {
 		included[i] = tx.ID()
 	}
 	vm.mempool.Remove(included...)
-	if b.HasEpoch && (b.opened || vm.repinWanted) {
+	if b.HasEpoch && (b.opened || vm.repinWanted || vm.inForce == nil) {
 		vm.repinWanted = false
 		if e, err := vm.acceptedSnapshot(context.Background()); err != nil {
 			vm.cfg.Log.Warn("cannot re-pin stale transactions", zap.Error(err))
 		} else if e != nil {
+			vm.inForce = e
+			vm.membershipWanted = false
 			vm.repinStale(e)
 			vm.metrics.members.Set(float64(e.Len()))
 			if b.opened {

@@ -27,7 +27,9 @@ type Genesis struct {
 	// Mempool bounds pending transactions per node.
 	Mempool mempool.Config `json:"mempool"`
 	// MaxTimeSkewMs bounds how far ahead of a verifier's clock a block's
-	// timestamp may be.
+	// timestamp may be. It is the timing assumption of liveness: honest
+	// clocks differ by less, and a liveness epoch lasts at least
+	// EpochsPerSkew times as long (see docs/liveness.md).
 	MaxTimeSkewMs uint64 `json:"maxTimeSkewMs"`
 	// EpochCache is how many validator-set snapshots a node keeps.
 	EpochCache int `json:"epochCache"`
@@ -51,6 +53,11 @@ type Genesis struct {
 	// member, and the grace of a validator new to the set. A dead owner's
 	// ranges move after at most K+1 epochs.
 	LivenessEpochs uint64 `json:"livenessEpochs"`
+	// TxLifetimeEpochs is how many liveness epochs after the one it was
+	// signed in a transaction stays valid (heartbeats: none). It bounds the
+	// replay index to the transactions of the last few epochs; a
+	// transaction not included in time is re-signed by its owner.
+	TxLifetimeEpochs uint64 `json:"txLifetimeEpochs"`
 	// PoolChunk is how many ids one reservation of a node's id pool takes
 	// (pooled allocations, see VM.AllocatePooled; 0: 65536, or
 	// txLimits.maxCount if lower), and PoolRanges how many ranges a node
@@ -73,7 +80,7 @@ func (g *Genesis) poolChunk() uint64 {
 
 // Liveness is the membership rule for execution.
 func (g *Genesis) Liveness() execute.Liveness {
-	return execute.Liveness{EpochMs: g.EpochDurationMs, K: g.LivenessEpochs}
+	return execute.Liveness{EpochMs: g.EpochDurationMs, K: g.LivenessEpochs, TxLifetime: g.TxLifetimeEpochs}
 }
 
 // DefaultGenesis is what an empty JSON object means.
@@ -82,7 +89,7 @@ func DefaultGenesis() Genesis {
 		TxLimits:       txs.DefaultLimits(),
 		BlockLimits:    block.DefaultLimits(),
 		Mempool:        mempool.DefaultConfig(),
-		MaxTimeSkewMs:  10_000,
+		MaxTimeSkewMs:  1_000,
 		EpochCache:     64,
 		SignatureCache: 65_536,
 
@@ -92,6 +99,7 @@ func DefaultGenesis() Genesis {
 		TrackedTxs:            16_384,
 		EpochDurationMs:       30_000,
 		LivenessEpochs:        2,
+		TxLifetimeEpochs:      2,
 		PoolRanges:            1024,
 	}
 }
@@ -119,7 +127,7 @@ func (g *Genesis) Verify() error {
 	switch {
 	case g.BlockLimits.MaxTxs < 1:
 		return fmt.Errorf("%w: blockLimits.maxTxs must be at least 1", ErrBadGenesis)
-	case g.BlockLimits.MaxBlockBytes < g.TxLimits.MaxTxBytes+blockOverhead:
+	case g.BlockLimits.MaxBlockBytes < block.Overhead+block.TxOverhead+g.TxLimits.MaxTxBytes:
 		return fmt.Errorf("%w: blockLimits.maxBlockBytes %d cannot hold one maximal transaction (%d bytes)", ErrBadGenesis, g.BlockLimits.MaxBlockBytes, g.TxLimits.MaxTxBytes)
 	case g.Mempool.MaxTxs < 1 || g.Mempool.MaxBytes < g.TxLimits.MaxTxBytes:
 		return fmt.Errorf("%w: mempool must hold at least one maximal transaction", ErrBadGenesis)
@@ -135,13 +143,24 @@ func (g *Genesis) Verify() error {
 		return fmt.Errorf("%w: maxWaitMs and trackedTxs must be positive", ErrBadGenesis)
 	case g.EpochDurationMs < 1000:
 		return fmt.Errorf("%w: epochDurationMs %d is below 1000: heartbeats could not land in every epoch", ErrBadGenesis, g.EpochDurationMs)
+	case g.EpochDurationMs/EpochsPerSkew < g.MaxTimeSkewMs:
+		return fmt.Errorf("%w: epochDurationMs %d is below %d x maxTimeSkewMs (%d): a proposer dating blocks ahead by the skew could end epochs early and eject validators that heartbeat on time (hint: lower maxTimeSkewMs or lengthen the epoch)",
+			ErrBadGenesis, g.EpochDurationMs, EpochsPerSkew, g.MaxTimeSkewMs)
 	case g.PoolChunk != 0 && (g.PoolChunk < 4 || g.PoolChunk > g.TxLimits.MaxCount) || g.PoolRanges < 1:
 		return fmt.Errorf("%w: poolChunk %d must be 0 (default) or in [4, txLimits.maxCount=%d], and poolRanges positive", ErrBadGenesis, g.PoolChunk, g.TxLimits.MaxCount)
 	case g.LivenessEpochs < 1:
 		return fmt.Errorf("%w: livenessEpochs must be at least 1 (a heartbeat must outlive the epoch it was sent in)", ErrBadGenesis)
+	case g.TxLifetimeEpochs < 1:
+		return fmt.Errorf("%w: txLifetimeEpochs must be at least 1 (a transaction signed at the end of an epoch must be able to land in the next)", ErrBadGenesis)
 	}
 	return nil
 }
+
+// EpochsPerSkew is how many times the skew bound a liveness epoch must last
+// at least. A proposer may date its block up to the skew ahead, so it can
+// start the next epoch early by that much; at a quarter of an epoch at most,
+// validators that heartbeat early in each epoch stay members (K >= 1).
+const EpochsPerSkew = 4
 
 // GroupCommitWindow as a duration.
 func (g *Genesis) GroupCommitWindow() time.Duration {
@@ -156,5 +175,7 @@ func (g *Genesis) MaxTimeSkew() time.Duration {
 	return time.Duration(g.MaxTimeSkewMs) * time.Millisecond
 }
 
-// blockOverhead is the header plus one length prefix.
-const blockOverhead = 2 + 32 + 8 + 8 + 1 + 8 + 32 + 4 + 4
+// replayPruneLimit is how many expired replay entries one block deletes at
+// most: twice what a block can add, so a burst's backlog shrinks block by
+// block without any block paying for all of it.
+func (g *Genesis) replayPruneLimit() int { return 2 * g.BlockLimits.MaxTxs }

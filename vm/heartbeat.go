@@ -23,13 +23,12 @@ import (
 func (vm *VM) Heartbeat(ctx context.Context) (*txs.Tx, error) {
 	vm.mu.Lock()
 	h, ok := vm.epoch, vm.haveEpoch
-	lastTs := vm.lastAccepted.Block.Timestamp
 	pending := vm.lastHeartbeat
 	vm.mu.Unlock()
 	if !ok {
 		return nil, vm.errNoEpoch()
 	}
-	round := vm.round(max(uint64(vm.cfg.Clock().UnixMilli()), lastTs))
+	round := vm.currentRound()
 	rec, known, err := vm.state.Accepted().Liveness(vm.cfg.NodeID)
 	if err != nil {
 		return nil, err
@@ -37,7 +36,7 @@ func (vm *VM) Heartbeat(ctx context.Context) (*txs.Tx, error) {
 	if known && rec.HasHeartbeat && rec.Heartbeat >= round {
 		return nil, nil
 	}
-	if pending != nil && vm.mempool.Has(pending.ID()) && !stale(pending, h, round, ids.Empty) {
+	if pending != nil && vm.mempool.Has(pending.ID()) && pending.Unsigned.Head().Epoch == h && pending.Unsigned.Head().Round == round {
 		return nil, nil
 	}
 	v, err := vm.epochs.Get(ctx, h)
@@ -47,7 +46,7 @@ func (vm *VM) Heartbeat(ctx context.Context) (*txs.Tx, error) {
 	if _, member := v.PublicKey(vm.cfg.NodeID); !member {
 		return nil, nil
 	}
-	tx, err := vm.sign(&txs.HeartbeatTx{Header: vm.header(h, ids.Empty), Round: round})
+	tx, err := vm.sign(&txs.HeartbeatTx{Header: vm.header(h, ids.Empty, round)})
 	if err != nil {
 		return nil, err
 	}
@@ -74,7 +73,9 @@ func (vm *VM) runHeartbeats(ctx context.Context, every time.Duration) {
 		case <-tick.C:
 		}
 		if _, err := vm.Heartbeat(ctx); err != nil && ctx.Err() == nil {
-			vm.cfg.Log.Debug("heartbeat not sent", zap.Error(err))
+			// A heartbeat that does not go out costs this node its ranges
+			// after K+1 epochs: an operator wants to see it.
+			vm.cfg.Log.Warn("heartbeat not sent", zap.Error(err))
 		}
 	}
 }

@@ -214,11 +214,10 @@ func TestHeartbeatOncePerEpoch(t *testing.T) {
 	require.Nil(tx, "already recorded for this epoch")
 
 	forged, err := nw.keys[0].Sign(&txs.HeartbeatTx{
-		Header: txs.Header{NetworkID: 5, ChainID: chainID, Epoch: 10, Owner: nw.keys[0].NodeID, Nonce: 1 << 40},
-		Round:  1,
+		Header: txs.Header{NetworkID: 5, ChainID: chainID, Epoch: 10, Owner: nw.keys[0].NodeID, Nonce: 1 << 40, Round: 1},
 	})
 	require.NoError(err)
-	require.NoError(nw.vms[1].SubmitTx(forged), "admission checks the signature only")
+	require.NoError(nw.vms[1].SubmitTx(forged), "admission checks pins and the signature, not state")
 	_, err = nw.round(1, 10)
 	require.ErrorIs(err, vm.ErrNoWork, "execution refuses a second heartbeat in one epoch")
 	rc, err := nw.vms[1].Receipt(forged.ID())
@@ -228,8 +227,7 @@ func TestHeartbeatOncePerEpoch(t *testing.T) {
 	// A heartbeat of a past epoch is refused as well.
 	nw.enterRound(2)
 	old, err := nw.keys[1].Sign(&txs.HeartbeatTx{
-		Header: txs.Header{NetworkID: 5, ChainID: chainID, Epoch: 10, Owner: nw.keys[1].NodeID, Nonce: 1 << 41},
-		Round:  1,
+		Header: txs.Header{NetworkID: 5, ChainID: chainID, Epoch: 10, Owner: nw.keys[1].NodeID, Nonce: 1 << 41, Round: 1},
 	})
 	require.NoError(err)
 	require.NoError(nw.vms[1].SubmitTx(old))

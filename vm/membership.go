@@ -83,6 +83,15 @@ func sameMembers(a, b *state.Membership) bool {
 // round is the liveness epoch of a timestamp (unix milliseconds).
 func (vm *VM) round(ts uint64) uint64 { return vm.genesis.Liveness().Round(ts) }
 
+// currentRound is the liveness epoch of this node's clock, or of the last
+// accepted block if that is ahead: what new transactions are signed in.
+func (vm *VM) currentRound() uint64 {
+	vm.mu.Lock()
+	lastTs := vm.lastAccepted.Block.Timestamp
+	vm.mu.Unlock()
+	return vm.round(max(uint64(vm.cfg.Clock().UnixMilli()), lastTs))
+}
+
 // Snapshot is the epoch this node pins new transactions to and names
 // owners by (the API's getOwner and getEpoch): the membership the next block on the last accepted one will
 // execute under, at the newest P-chain height this node has seen and the
@@ -93,12 +102,12 @@ func (vm *VM) round(ts uint64) uint64 { return vm.genesis.Liveness().Round(ts) }
 func (vm *VM) Snapshot(ctx context.Context) (*execute.Epoch, error) {
 	vm.mu.Lock()
 	h, ok := vm.epoch, vm.haveEpoch
-	lastTs, lastID := vm.lastAccepted.Block.Timestamp, vm.lastAccepted.ID()
+	lastID := vm.lastAccepted.ID()
 	vm.mu.Unlock()
 	if !ok {
 		return nil, vm.errNoEpoch()
 	}
-	round := vm.round(max(uint64(vm.cfg.Clock().UnixMilli()), lastTs))
+	round := vm.currentRound()
 	key := snapshotKey{pChainHeight: h, round: round, lastAccepted: lastID}
 	if e, ok := vm.snapshots.get(key); ok {
 		return e, nil
@@ -147,6 +156,49 @@ func (c *snapshotCache) put(k snapshotKey, e *execute.Epoch) {
 	c.key, c.epoch = k, e
 }
 
+// ErrMembershipOpening is the NotReady of a range that moves to this node
+// when the next block opens the new liveness epoch's membership: the range
+// is this node's in the membership that block will have, not yet in the one
+// in force.
+var ErrMembershipOpening = errors.New("vm: ownership moves to this node when the next block opens the new membership")
+
+// signingEpoch is the epoch this node signs its transactions against, after
+// checking that it owns every range: the membership in force at the last
+// accepted block. Signing only against a membership in force is what makes
+// re-pinning safe: a transaction is re-signed only once the membership it
+// was signed against has been superseded on the accepted chain, and a
+// superseded membership never comes back (a generation only grows), so the
+// replaced transaction can never be applied. A range this node owns in the
+// membership the next block will have (Snapshot) but not yet in the one in
+// force answers ErrNotReady, and makes the next block open the new
+// membership; a range it owns now but not in the next membership answers
+// NotOwner with the next owner.
+func (vm *VM) signingEpoch(ctx context.Context, ranges []string) (*execute.Epoch, error) {
+	next, err := vm.Snapshot(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if err := next.CheckOwner(ranges, vm.cfg.NodeID); err != nil {
+		return nil, err
+	}
+	vm.mu.Lock()
+	now := vm.inForce
+	vm.mu.Unlock()
+	if now == nil {
+		return nil, vm.errNoEpoch()
+	}
+	if err := now.CheckOwner(ranges, vm.cfg.NodeID); err != nil {
+		vm.mu.Lock()
+		vm.membershipWanted = true
+		vm.mu.Unlock()
+		vm.tracker.wake()
+		// Not wrapped: the caller must not route to the owner in force,
+		// which is handing the range over.
+		return nil, fmt.Errorf("%w: %w (%v; retry shortly)", ErrNotReady, ErrMembershipOpening, err)
+	}
+	return now, nil
+}
+
 // acceptedSnapshot is the epoch of the last accepted block's membership, or
 // nil before the chain opened its first epoch.
 func (vm *VM) acceptedSnapshot(ctx context.Context) (*execute.Epoch, error) {
@@ -162,4 +214,12 @@ func (vm *VM) acceptedSnapshot(ctx context.Context) (*execute.Epoch, error) {
 		return nil, err
 	}
 	return vm.memberships.restrict(v, m)
+}
+
+// InForce is the membership of the last accepted block, which this node
+// signs against, or nil before the chain opened its first epoch.
+func (vm *VM) InForce() *execute.Epoch {
+	vm.mu.Lock()
+	defer vm.mu.Unlock()
+	return vm.inForce
 }

@@ -5,42 +5,26 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/ava-labs/avalanchego/ids"
-
 	"github.com/s-chain/schain/txs"
 	"github.com/s-chain/schain/vm/execute"
 )
 
-// stale reports whether tx can never be included once the membership with
-// fingerprint is in force at (pChainHeight, round): block P-chain heights
-// and liveness epochs never go down, and a membership's fingerprint covers
-// its generation, so a transaction pinned to an older height, an older
-// membership of this height, or (a heartbeat) an older liveness epoch is
-// dead.
-func stale(tx *txs.Tx, pChainHeight, round uint64, fingerprint ids.ID) bool {
-	h := tx.Unsigned.Head()
-	switch {
-	case h.Epoch != pChainHeight:
-		return h.Epoch < pChainHeight
-	case tx.IsHeartbeat():
-		return tx.Unsigned.(*txs.HeartbeatTx).Round < round
-	default:
-		return h.Fingerprint != fingerprint
-	}
-}
-
 // repinStale runs after a block that put membership e in force is accepted
 // (or after a build skipped stale work). Pending transactions that can never
-// be included any more leave the pool. This node's own allocations and
-// manifests are re-signed for the current epoch where it still owns every
-// range: a clean retry, never a double write, because the old one is now
-// dead. Otherwise their receipt says the owner changed and names the new
-// owner. Heartbeats are not re-signed: the heartbeat loop sends the current
-// one. Called with vm.mu held; signing happens in the background.
+// be included any more (see dead) leave the pool. This node's own
+// allocations and manifests are re-signed against the membership now in
+// force where it still owns every range: a clean retry, never a double
+// write, because the old one can never be applied (it was signed against a
+// membership in force, now superseded for good, or it expired). Otherwise
+// their receipt says the owner changed and names the new owner. Heartbeats
+// are not re-signed: the heartbeat loop sends the current one. Called with
+// vm.mu held; signing happens in the background.
 func (vm *VM) repinStale(e *execute.Epoch) {
+	last := vm.lastAccepted.Block
+	w := window{inForce: e, acceptedRound: vm.round(last.Timestamp)}
 	var own []*txs.Tx
-	for _, tx := range vm.mempool.Peek(vm.genesis.Mempool.MaxTxs, vm.genesis.Mempool.MaxBytes) {
-		if !stale(tx, e.Height(), e.Round(), e.Fingerprint()) {
+	for _, tx := range vm.mempool.All() {
+		if !vm.dead(tx, w) {
 			continue
 		}
 		vm.mempool.Remove(tx.ID())

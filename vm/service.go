@@ -113,8 +113,10 @@ func (s *Service) PutManifest(r *http.Request, args *api.PutManifestArgs, reply 
 // instead of signing a second one.
 func (s *Service) wait(ctx context.Context, txID ids.ID, waitMs uint64) (*api.ReceiptReply, error) {
 	bound := min(s.vm.gate.cfg.MaxWait(), s.vm.genesis.MaxWait())
-	if waitMs > 0 {
-		bound = min(bound, time.Duration(waitMs)*time.Millisecond)
+	// Compared in milliseconds: a waitMs beyond what a Duration holds
+	// must mean the node's bound, not overflow into a negative wait.
+	if waitMs > 0 && waitMs < uint64(bound/time.Millisecond) {
+		bound = time.Duration(waitMs) * time.Millisecond
 	}
 	ctx, cancel := context.WithTimeout(ctx, bound)
 	defer cancel()

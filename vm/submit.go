@@ -43,18 +43,16 @@ func (vm *VM) signOwn(ctx context.Context, build func(txs.Header) txs.Unsigned, 
 	return tx, nil
 }
 
-// signCurrent signs against the current epoch (see Snapshot) after
-// checking this node owns every range there.
+// signCurrent signs against the membership in force (see signingEpoch)
+// after checking this node owns every range.
 func (vm *VM) signCurrent(ctx context.Context, build func(txs.Header) txs.Unsigned, ranges []string) (*txs.Tx, error) {
-	e, err := vm.Snapshot(ctx)
+	e, err := vm.signingEpoch(ctx, ranges)
 	if err != nil {
 		return nil, err
 	}
-	if err := e.CheckOwner(ranges, vm.cfg.NodeID); err != nil {
-		return nil, err
-	}
+	round := vm.currentRound()
 	for attempt := 0; ; attempt++ {
-		tx, err := vm.sign(build(vm.header(e.Height(), e.Fingerprint())))
+		tx, err := vm.sign(build(vm.header(e.Height(), e.Fingerprint(), round)))
 		if err != nil {
 			return nil, err
 		}
@@ -74,14 +72,14 @@ func (vm *VM) signCurrent(ctx context.Context, build func(txs.Header) txs.Unsign
 }
 
 // header starts a transaction of this node with a fresh nonce.
-func (vm *VM) header(pChainHeight uint64, fingerprint ids.ID) txs.Header {
+func (vm *VM) header(pChainHeight uint64, fingerprint ids.ID, round uint64) txs.Header {
 	vm.mu.Lock()
 	vm.nonce++
 	nonce := vm.nonce
 	vm.mu.Unlock()
 	return txs.Header{
 		NetworkID: vm.cfg.NetworkID, ChainID: vm.cfg.ChainID, Epoch: pChainHeight,
-		Fingerprint: fingerprint, Owner: vm.cfg.NodeID, Nonce: nonce,
+		Fingerprint: fingerprint, Owner: vm.cfg.NodeID, Nonce: nonce, Round: round,
 	}
 }
 
@@ -98,16 +96,127 @@ func (vm *VM) sign(u txs.Unsigned) (*txs.Tx, error) {
 	return tx, nil
 }
 
-// checkSigner verifies that a validator of the tx's P-chain height signed
-// it and, when this node knows the membership the tx is pinned to, that the
-// signer owns every range there. (A tx pinned to a membership this node has
-// not computed yet, say at an epoch boundary, is admitted on its signature:
-// only validators can sign, and execution decides the rest.) The success
-// is cached, so the block that later carries the tx skips the BLS check.
+// Admission errors. Each refuses a transaction before it costs a
+// validator-set lookup or a signature check.
+var (
+	// ErrOutsideWindow: pinned to a P-chain height below the last accepted
+	// block's or above the newest this node has seen, or signed in a
+	// liveness epoch too far from this node's.
+	ErrOutsideWindow = errors.New("vm: transaction pinned outside this node's window")
+	// ErrStale: the transaction can never be included any more (its
+	// membership was superseded, or it expired).
+	ErrStale = errors.New("vm: transaction can never be included any more")
+	// ErrUnknownMembership: pinned to a membership this node has not
+	// computed (it may lag behind the signer); gossip offers it again.
+	ErrUnknownMembership = errors.New("vm: transaction pinned to a membership this node does not know")
+)
+
+// window is what admission checks a transaction's pins against: the P-chain
+// heights of the last accepted block and the newest context seen, the
+// liveness epoch of the last accepted block and the current one.
+type window struct {
+	lowHeight, highHeight uint64
+	acceptedRound, round  uint64
+	inForce               *execute.Epoch
+}
+
+func (vm *VM) admissionWindow() (window, error) {
+	vm.mu.Lock()
+	defer vm.mu.Unlock()
+	if !vm.haveEpoch || vm.inForce == nil {
+		return window{}, fmt.Errorf("%w: no epoch open yet", ErrNotReady)
+	}
+	last := vm.lastAccepted.Block
+	return window{
+		lowHeight: last.Epoch, highHeight: vm.epoch,
+		acceptedRound: vm.round(last.Timestamp),
+		round:         vm.round(max(uint64(vm.cfg.Clock().UnixMilli()), last.Timestamp)),
+		inForce:       vm.inForce,
+	}, nil
+}
+
+// checkWindow refuses pins no honest signer produces now: a P-chain height
+// outside [last accepted, newest seen] (which bounds the validator-set
+// lookups gossip can cause to heights this node uses anyway), a heartbeat
+// for a liveness epoch other than the previous, current or next one (one
+// validator could otherwise fill every pool with heartbeats that never go
+// stale), or any transaction signed more than one epoch ahead.
+func (w window) check(h *txs.Header, heartbeat bool) error {
+	switch {
+	case h.Epoch < w.lowHeight || h.Epoch > w.highHeight:
+		return fmt.Errorf("%w: P-chain height %d not in [%d, %d]", ErrOutsideWindow, h.Epoch, w.lowHeight, w.highHeight)
+	case h.Round > w.round+1:
+		return fmt.Errorf("%w: signed in liveness epoch %d, this node is in %d", ErrOutsideWindow, h.Round, w.round)
+	case heartbeat && h.Round+1 < w.round:
+		return fmt.Errorf("%w: heartbeat of liveness epoch %d, this node is in %d", ErrOutsideWindow, h.Round, w.round)
+	}
+	return nil
+}
+
+// dead reports whether tx can never be included in a block that extends the
+// last accepted one, whose membership in force is w.inForce and whose
+// liveness epoch is w.acceptedRound: block P-chain heights and epochs never
+// go down, a transaction expires TxLifetimeEpochs after it was signed, and
+// a superseded membership never comes back. A transaction pinned to a
+// membership only a processing block has opened yet (this node lags behind
+// its signer) is not dead.
+func (vm *VM) dead(tx *txs.Tx, w window) bool {
+	h := tx.Unsigned.Head()
+	switch {
+	case h.Epoch != w.inForce.Height():
+		return h.Epoch < w.inForce.Height()
+	case tx.IsHeartbeat():
+		return h.Round < w.acceptedRound
+	case h.Round+vm.genesis.TxLifetimeEpochs < w.acceptedRound:
+		return true
+	case h.Fingerprint == w.inForce.Fingerprint():
+		return false
+	}
+	m, ok := vm.memberships.byFingerprint(h.Fingerprint)
+	return !ok || !m.Membership().After(w.inForce.Membership())
+}
+
+// checkSigner verifies that the transaction is pinned where an honest
+// signer pins now, to a membership this node knows in which the signer owns
+// every range, and that a validator of its P-chain height signed it. The
+// checks run cheapest first: no validator-set lookup or signature check for
+// a transaction refused by its pins. The success is cached, so the block
+// that later carries the tx skips the BLS check.
 func (vm *VM) checkSigner(tx *txs.Tx) error {
 	h := tx.Unsigned.Head()
 	if h.NetworkID != vm.cfg.NetworkID || h.ChainID != vm.cfg.ChainID {
 		return fmt.Errorf("%w: network %d chain %s", execute.ErrWrongChain, h.NetworkID, h.ChainID)
+	}
+	w, err := vm.admissionWindow()
+	if err != nil {
+		return err
+	}
+	if err := w.check(h, tx.IsHeartbeat()); err != nil {
+		return err
+	}
+	var pinned *execute.Epoch
+	if !tx.IsHeartbeat() {
+		m, ok := vm.memberships.byFingerprint(h.Fingerprint)
+		if !ok || m.Height() != h.Epoch {
+			return fmt.Errorf("%w: fingerprint %s at P-chain height %d", ErrUnknownMembership, h.Fingerprint, h.Epoch)
+		}
+		pinned = m
+	}
+	if vm.dead(tx, w) {
+		return fmt.Errorf("%w: %s", ErrStale, tx.ID())
+	}
+	// A relayed copy of an applied transaction would wait in the pool
+	// until it expires: refuse it here (one read of accepted state).
+	switch applied, err := vm.state.Accepted().Applied(h.Round, tx.SigningHash()); {
+	case err != nil:
+		return err
+	case applied:
+		return fmt.Errorf("%w: %s", execute.ErrReplay, tx.ID())
+	}
+	if pinned != nil {
+		if err := pinned.CheckOwner(tx.Unsigned.Ranges(), h.Owner); err != nil {
+			return err
+		}
 	}
 	if vm.sigs.Verified(tx.ID()) {
 		return nil
@@ -115,11 +224,6 @@ func (vm *VM) checkSigner(tx *txs.Tx) error {
 	e, err := vm.epochs.Get(context.Background(), h.Epoch)
 	if err != nil {
 		return fmt.Errorf("%w: %w", ErrNotReady, err)
-	}
-	if m, ok := vm.memberships.byFingerprint(h.Fingerprint); ok && m.Height() == h.Epoch {
-		if err := m.CheckOwner(tx.Unsigned.Ranges(), h.Owner); err != nil {
-			return err
-		}
 	}
 	pk, ok := e.PublicKey(h.Owner)
 	if !ok {
@@ -145,9 +249,9 @@ func (vm *VM) SubmitTx(tx *txs.Tx) error {
 	return nil
 }
 
-// admit queues a transaction after the cheap checks: stateless rules and a
-// known signer with a valid signature (so gossip cannot fill the pool with
-// junk); execution decides the rest at build time.
+// admit queues a transaction after the cheap checks: stateless rules, its
+// pins, and a known signer with a valid signature (so gossip cannot fill the
+// pool with junk); execution decides the rest at build time.
 func (vm *VM) admit(tx *txs.Tx) error {
 	if err := txs.Validate(tx.Unsigned, vm.genesis.TxLimits); err != nil {
 		return err

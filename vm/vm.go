@@ -119,9 +119,15 @@ type VM struct {
 	buildStalled bool
 	// repinWanted is set when a build skipped work pinned to a membership
 	// no longer in force; the next accept re-pins it.
-	repinWanted   bool
-	nonce         uint64
-	lastHeartbeat *txs.Tx // the last heartbeat this node sent
+	repinWanted bool
+	// inForce is the membership of the last accepted block: what this node
+	// signs against (signingEpoch) and judges pending work by (dead).
+	inForce *execute.Epoch
+	// membershipWanted is set when a range waits to move to this node: the
+	// next build opens the new membership even without work.
+	membershipWanted bool
+	nonce            uint64
+	lastHeartbeat    *txs.Tx // the last heartbeat this node sent
 
 	metrics       *metrics
 	gate          *gate
@@ -222,6 +228,11 @@ func (vm *VM) Init(cfg Config, db database.Database, genesisBytes []byte) error 
 		}
 		vm.lastAccepted, vm.preferred = b, b.ID()
 		vm.noteEpoch(b)
+		if b.HasEpoch {
+			if vm.inForce, err = vm.acceptedSnapshot(context.Background()); err != nil {
+				err = fmt.Errorf("restoring the membership in force: %w", err)
+			}
+		}
 	}
 	if err != nil {
 		return err
@@ -319,14 +330,45 @@ func (vm *VM) CreateHandlers(context.Context) (map[string]http.Handler, error) {
 // NewHTTPHandler has no header-routed handler.
 func (*VM) NewHTTPHandler(context.Context) (http.Handler, error) { return nil, nil }
 
-// HealthCheck reports the last accepted height and pending work.
+// ErrUnhealthy is what HealthCheck reports, with the reason, when this node
+// cannot do its job: no epoch is open yet, or it is a validator whose
+// heartbeats are not landing, so its ranges are about to move.
+var ErrUnhealthy = errors.New("vm: unhealthy")
+
+// HealthCheck reports the last accepted height and pending work, and fails
+// with ErrUnhealthy and the reason while no epoch is open, or while this
+// node is in the P-chain set but no heartbeat of it landed in the previous
+// liveness epoch (with K=1 its ranges move at the next one).
 func (vm *VM) HealthCheck(context.Context) (interface{}, error) {
 	vm.mu.Lock()
-	defer vm.mu.Unlock()
 	if vm.lastAccepted == nil {
+		vm.mu.Unlock()
 		return nil, ErrNotInitialized
 	}
-	return map[string]any{"lastAcceptedHeight": vm.lastAccepted.Block.Height, "mempool": vm.mempool.Len()}, nil
+	inForce := vm.inForce
+	details := map[string]any{"lastAcceptedHeight": vm.lastAccepted.Block.Height, "mempool": vm.mempool.Len()}
+	vm.mu.Unlock()
+	if inForce == nil {
+		return details, fmt.Errorf("%w: no epoch open yet (the chain opens one at the first request that needs it)", ErrUnhealthy)
+	}
+	if _, validator := inForce.PublicKey(vm.cfg.NodeID); !validator {
+		return details, nil
+	}
+	rec, known, err := vm.state.Accepted().Liveness(vm.cfg.NodeID)
+	if err != nil {
+		return details, err
+	}
+	landed := rec.FirstSeen
+	if rec.HasHeartbeat {
+		landed = max(landed, rec.Heartbeat)
+	}
+	round := vm.currentRound()
+	details["lastHeartbeatEpoch"], details["epoch"] = landed, round
+	if known && round > landed+1 {
+		return details, fmt.Errorf("%w: no heartbeat of this validator landed since liveness epoch %d (now %d): its ranges move once it is %d epochs behind (check its clock, its connectivity to the other validators and the log's \"heartbeat not sent\" warnings)",
+			ErrUnhealthy, landed, round, vm.genesis.LivenessEpochs+1)
+	}
+	return details, nil
 }
 
 // Connected tells gossip about a peer.
@@ -404,7 +446,10 @@ func (vm *VM) setStalled(v bool) {
 func (vm *VM) needsOpening() bool {
 	vm.mu.Lock()
 	defer vm.mu.Unlock()
-	return vm.openingWanted && !vm.lastAccepted.HasEpoch && !vm.bootstrapTried && len(vm.processing) == 0
+	if len(vm.processing) != 0 {
+		return false
+	}
+	return (vm.openingWanted && !vm.lastAccepted.HasEpoch && !vm.bootstrapTried) || vm.membershipWanted
 }
 
 // errNoEpoch records that a client is waiting for the first epoch and wakes

@@ -48,6 +48,24 @@ type net struct {
 	genesis []byte
 	// now is every VM's clock, unix milliseconds.
 	now atomic.Int64
+	// lookups counts the VMs' validator-set lookups.
+	lookups atomic.Int64
+	// ahead is how far each VM's clock runs ahead of now, milliseconds
+	// (a skewed proposer).
+	ahead [8]atomic.Int64
+}
+
+// netSource serves the net's validator sets and counts lookups.
+type netSource struct{ nw *net }
+
+func (s netSource) GetValidatorSet(ctx context.Context, h uint64, subnet ids.ID) (map[ids.NodeID]*validators.GetValidatorOutput, error) {
+	s.nw.lookups.Add(1)
+	return s.nw.sets.GetValidatorSet(ctx, h, subnet)
+}
+
+// header is a transaction header of node i pinned to (pChainHeight, fp).
+func (nw *net) header(i int, pChainHeight uint64, fp ids.ID, nonce uint64) txs.Header {
+	return txs.Header{NetworkID: 5, ChainID: chainID, Epoch: pChainHeight, Fingerprint: fp, Owner: nw.keys[i].NodeID, Nonce: nonce}
 }
 
 func newKeys(t testing.TB, n int) ([]*txstest.Key, error) { return txstest.NewKeys(t.Name(), n) }
@@ -75,8 +93,8 @@ func (nw *net) start(i int) *vm.VM {
 	v := &vm.VM{}
 	require.NoError(nw.t, v.Init(vm.Config{
 		NetworkID: 5, ChainID: chainID, SubnetID: subnetID, NodeID: nw.keys[i].NodeID,
-		Signer: nw.keys[i].Signer(5, chainID), Validators: nw.sets,
-		Clock: func() time.Time { return time.UnixMilli(nw.now.Load()) },
+		Signer: nw.keys[i].Signer(5, chainID), Validators: netSource{nw},
+		Clock: func() time.Time { return time.UnixMilli(nw.now.Load() + nw.ahead[i].Load()) },
 	}, nw.dbs[i], nw.genesis))
 	nw.t.Cleanup(func() { require.NoError(nw.t, v.Shutdown(context.Background())) })
 	return v

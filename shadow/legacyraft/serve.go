@@ -6,11 +6,15 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"sync/atomic"
 	"time"
 )
 
 // shutdownGrace bounds how long Serve waits for in-flight HTTP requests.
 const shutdownGrace = 5 * time.Second
+
+// errRequestsInFlight: requests were still running when the grace ended.
+var errRequestsInFlight = errors.New("legacyraft: HTTP requests still in flight at shutdown")
 
 // Serve runs one node as a process would (`schain legacy serve`): raft on
 // cfg.Bind, the HTTP API on cfg.HTTPBind, until ctx is cancelled.
@@ -24,7 +28,13 @@ func Serve(ctx context.Context, cfg Config, opts Options) error {
 		_ = ln.Close()
 		return err
 	}
-	srv := &http.Server{Handler: n.Handler(), ReadHeaderTimeout: 5 * time.Second}
+	var inFlight atomic.Int64
+	handler := n.Handler()
+	srv := &http.Server{ReadHeaderTimeout: 5 * time.Second, Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		inFlight.Add(1)
+		defer inFlight.Add(-1)
+		handler.ServeHTTP(w, r)
+	})}
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ln) }()
 	select {
@@ -34,7 +44,24 @@ func Serve(ctx context.Context, cfg Config, opts Options) error {
 	if errors.Is(err, http.ErrServerClosed) {
 		err = nil
 	}
-	sctx, cancel := context.WithTimeout(context.Background(), shutdownGrace)
-	defer cancel()
-	return errors.Join(err, srv.Shutdown(sctx), n.Close())
+	return errors.Join(err, drain(srv, &inFlight, shutdownGrace), n.Close())
+}
+
+// drain stops srv once no request is in flight, waiting at most grace. It
+// counts requests, not connections: http.Server.Shutdown treats a
+// connection that has not sent a request yet (a client's spare keep-alive
+// dial) as busy for its first 5 s, which made a shutdown with in-flight
+// nothing fail its deadline on a loaded machine.
+func drain(srv *http.Server, inFlight *atomic.Int64, grace time.Duration) error {
+	srv.SetKeepAlivesEnabled(false)
+	deadline := time.Now().Add(grace)
+	for inFlight.Load() > 0 && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	left := inFlight.Load()
+	closeErr := srv.Close()
+	if left > 0 {
+		return errors.Join(fmt.Errorf("%w: %d after %v", errRequestsInFlight, left, grace), closeErr)
+	}
+	return closeErr
 }

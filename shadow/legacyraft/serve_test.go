@@ -42,3 +42,29 @@ func TestServeProcessMode(t *testing.T) {
 	cancel()
 	require.NoError(<-served)
 }
+
+// TestServeStopsDespiteAnIdleNewConnection: a client's spare keep-alive
+// dial (a connection that never sends a request) must not hold shutdown.
+// http.Server.Shutdown counts such a connection busy for its first 5 s,
+// as long as the grace Serve allowed: on a loaded machine closing a
+// cluster then failed with "context deadline exceeded" (the flaky shadow
+// test of issue 15).
+func TestServeStopsDespiteAnIdleNewConnection(t *testing.T) {
+	require := require.New(t)
+	cfg := legacyrafttest.FastConfig()
+	cfg.Mode, cfg.Dir = legacyraft.ModeReplicated, t.TempDir()
+	cfg.Bind, cfg.HTTPBind = freeAddr(t), freeAddr(t)
+	cfg.Peers = []legacyraft.Peer{{ID: cfg.ID, RaftAddr: cfg.Bind, HTTPAddr: cfg.HTTPBind}}
+
+	ctx, cancel := context.WithCancel(testCtx(t))
+	served := make(chan error, 1)
+	go func() { served <- legacyraft.Serve(ctx, cfg, legacyraft.Options{}) }()
+	client := legacyraft.NewClient([]string{cfg.HTTPBind}, time.Second)
+	require.NoError(client.WaitReady(ctx))
+
+	conn, err := net.Dial("tcp", cfg.HTTPBind)
+	require.NoError(err)
+	defer conn.Close()
+	cancel()
+	require.NoError(<-served, "shutdown waits for requests, not for a connection that sent none")
+}

@@ -35,6 +35,24 @@ var (
 	ErrTrailingBytes  = errors.New("block: trailing bytes")
 )
 
+// Overhead is the size of a block's encoding without its transactions, and
+// TxOverhead the framing each transaction adds: a builder sizes a block
+// from these before encoding it.
+const (
+	Overhead   = 2 + 32 + 8 + 8 + 1 + 8 + 32 + 4
+	TxOverhead = 4
+)
+
+// Size is the encoded size of a block carrying transactions of these sizes
+// in bytes.
+func Size(txBytes ...int) int {
+	n := Overhead
+	for _, b := range txBytes {
+		n += TxOverhead + b
+	}
+	return n
+}
+
 // Limits bound a block; they are chain parameters like txs.Limits.
 type Limits struct {
 	MaxBlockBytes int `json:"maxBlockBytes"`

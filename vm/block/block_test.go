@@ -73,3 +73,19 @@ func FuzzParse(f *testing.F) {
 		require.Equal(t, in, again.Bytes(), "accepted block bytes are canonical")
 	})
 }
+
+// TestSizeIsTheEncodedSize: builders size blocks with Size before encoding
+// them, so it must agree with the encoding exactly.
+func TestSizeIsTheEncodedSize(t *testing.T) {
+	l := block.DefaultLimits()
+	all := sampleTxs(t)
+	for n := 0; n <= len(all); n++ {
+		b, err := block.New(ids.ID{'p'}, 7, 1234, n > 0, 9*uint64(min(n, 1)), ids.ID{'r'}, all[:n], l)
+		require.NoError(t, err)
+		sizes := make([]int, n)
+		for i, tx := range all[:n] {
+			sizes[i] = len(tx.Bytes())
+		}
+		require.Len(t, b.Bytes(), block.Size(sizes...))
+	}
+}

@@ -18,18 +18,27 @@ import (
 )
 
 var (
-	ErrWrongNetwork      = errors.New("execute: transaction is for another network")
-	ErrWrongChain        = errors.New("execute: transaction is for another chain")
-	ErrWrongEpoch        = errors.New("execute: transaction epoch differs from the block's epoch")
-	ErrWrongFingerprint  = errors.New("execute: epoch fingerprint differs from this node's validator set")
-	ErrNotOwner          = errors.New("execute: signer does not own the range")
-	ErrUnknownSigner     = errors.New("execute: signer has no registered BLS key in this epoch")
-	ErrReplay            = errors.New("execute: transaction already applied")
-	ErrCounterOverflow   = errors.New("execute: range counter would overflow")
-	ErrUnallocatedChunk  = errors.New("execute: manifest chunk id was never allocated")
-	ErrNoEpoch           = errors.New("execute: block without an epoch cannot carry transactions")
-	ErrEpochWentBackward = errors.New("execute: block epoch is below the state's replay epoch")
+	ErrWrongNetwork     = errors.New("execute: transaction is for another network")
+	ErrWrongChain       = errors.New("execute: transaction is for another chain")
+	ErrWrongEpoch       = errors.New("execute: transaction epoch differs from the block's epoch")
+	ErrWrongFingerprint = errors.New("execute: epoch fingerprint differs from this node's validator set")
+	ErrNotOwner         = errors.New("execute: signer does not own the range")
+	ErrUnknownSigner    = errors.New("execute: signer has no registered BLS key in this epoch")
+	ErrReplay           = errors.New("execute: transaction already applied")
+	ErrCounterOverflow  = errors.New("execute: range counter would overflow")
+	ErrUnallocatedChunk = errors.New("execute: manifest chunk id was never allocated")
+	ErrNoEpoch          = errors.New("execute: block without an epoch cannot carry transactions")
+	// ErrExpired: a transaction is valid for Liveness.TxLifetime liveness
+	// epochs after the one it was signed in, which bounds the replay index.
+	ErrExpired = errors.New("execute: transaction expired (signed too many liveness epochs before the block)")
+	// ErrNotYetValid: signed in a liveness epoch more than one after the
+	// block's (one covers clocks that differ within the skew bound).
+	ErrNotYetValid = errors.New("execute: transaction signed in a later liveness epoch than the block's")
 )
+
+// DefaultReplayPruneLimit is how many replay entries one block deletes at
+// most when Context.ReplayPruneLimit is zero.
+const DefaultReplayPruneLimit = 4096
 
 // NotOwnerError names the range and its real owner, so an API can hand the
 // client a routing hint.
@@ -71,6 +80,10 @@ type Context struct {
 	Epoch *Epoch
 	// Height is the block height, recorded in receipts.
 	Height uint64
+	// ReplayPruneLimit bounds the expired replay entries one block deletes
+	// (0: DefaultReplayPruneLimit). It must exceed the transactions one
+	// block can carry, so that the backlog of a burst only shrinks.
+	ReplayPruneLimit int
 	// Signatures, if set, remembers verified signatures by tx ID.
 	Signatures *SignatureCache
 }
@@ -90,14 +103,21 @@ func Tx(r state.Reader, c *Context, tx *txs.Tx) (*state.Changes, error) {
 	case h.Epoch != c.Epoch.Height():
 		return nil, fmt.Errorf("%w: tx pinned to %d, block epoch %d", ErrWrongEpoch, h.Epoch, c.Epoch.Height())
 	}
-	if hb, ok := tx.Unsigned.(*txs.HeartbeatTx); ok {
+	if tx.IsHeartbeat() {
 		// A heartbeat is pinned to a liveness epoch, not to a membership:
 		// a validator outside the members must be able to send one.
-		if hb.Round != c.Epoch.Round() {
-			return nil, fmt.Errorf("%w: heartbeat of %d, block in %d", ErrWrongRound, hb.Round, c.Epoch.Round())
+		if h.Round != c.Round {
+			return nil, fmt.Errorf("%w: heartbeat of %d, block in %d", ErrWrongRound, h.Round, c.Round)
 		}
-	} else if h.Fingerprint != c.Epoch.Fingerprint() {
-		return nil, fmt.Errorf("%w: tx %s, block %s", ErrWrongFingerprint, h.Fingerprint, c.Epoch.Fingerprint())
+	} else {
+		switch {
+		case h.Round > c.Round+1:
+			return nil, fmt.Errorf("%w: signed in %d, block in %d", ErrNotYetValid, h.Round, c.Round)
+		case c.Round-min(c.Round, c.Liveness.TxLifetime) > h.Round:
+			return nil, fmt.Errorf("%w: signed in %d, block in %d, lifetime %d", ErrExpired, h.Round, c.Round, c.Liveness.TxLifetime)
+		case h.Fingerprint != c.Epoch.Fingerprint():
+			return nil, fmt.Errorf("%w: tx %s, block %s", ErrWrongFingerprint, h.Fingerprint, c.Epoch.Fingerprint())
+		}
 	}
 	if err := txs.Validate(tx.Unsigned, c.Limits); err != nil {
 		return nil, err
@@ -105,7 +125,7 @@ func Tx(r state.Reader, c *Context, tx *txs.Tx) (*state.Changes, error) {
 	if err := c.Epoch.CheckOwner(tx.Unsigned.Ranges(), h.Owner); err != nil {
 		return nil, err
 	}
-	applied, err := r.Applied(h.Epoch, tx.SigningHash())
+	applied, err := r.Applied(h.Round, tx.SigningHash())
 	if err != nil {
 		return nil, err
 	}
@@ -116,7 +136,7 @@ func Tx(r state.Reader, c *Context, tx *txs.Tx) (*state.Changes, error) {
 		return nil, err
 	}
 	e := &executor{r: r, c: c, tx: tx, out: &state.Changes{
-		Epoch:       h.Epoch,
+		Round:       h.Round,
 		SigningHash: tx.SigningHash(),
 		Receipt:     &state.Receipt{TxID: tx.ID(), Height: c.Height, Kind: tx.Kind()},
 	}}
@@ -215,23 +235,13 @@ func (e *executor) PutManifest(t *txs.PutManifestTx) error {
 	return nil
 }
 
-// Block applies a block's transactions to its layer in order, after pruning
-// the replay index when the block opens a new epoch and, when c.Validators
-// is set, opening or finding the block's membership (which sets c.Epoch).
-// Any invalid transaction invalidates the block; the error names its index.
-// The caller seals the layer afterwards.
-func Block(l *state.Layer, c *Context, blockEpoch uint64, blockTxs []*txs.Tx) error {
-	if err := Open(l, c); err != nil {
-		return err
-	}
-	oldest, err := l.ReplayEpoch()
-	if err != nil {
-		return err
-	}
-	if blockEpoch < oldest {
-		return fmt.Errorf("%w: %d < %d", ErrEpochWentBackward, blockEpoch, oldest)
-	}
-	if err := l.PruneReplay(blockEpoch); err != nil {
+// Block applies a block's transactions to its layer in order, after
+// opening or finding the block's membership when c.Validators is set (which
+// sets c.Epoch) and pruning replay entries that expired. Any invalid
+// transaction invalidates the block; the error names its index. The caller
+// seals the layer afterwards.
+func Block(l *state.Layer, c *Context, blockTxs []*txs.Tx) error {
+	if err := Begin(l, c); err != nil {
 		return err
 	}
 	for i, tx := range blockTxs {
@@ -244,6 +254,23 @@ func Block(l *state.Layer, c *Context, blockEpoch uint64, blockTxs []*txs.Tx) er
 		}
 	}
 	return nil
+}
+
+// Begin is what a block does before its transactions: it opens or finds the
+// block's membership (Open) and prunes expired replay entries. Builders call
+// it before they pick transactions with Tx, so that a block they build and
+// the same block verified elsewhere execute identically, transactions or
+// none.
+func Begin(l *state.Layer, c *Context) error {
+	if err := Open(l, c); err != nil {
+		return err
+	}
+	limit := c.ReplayPruneLimit
+	if limit == 0 {
+		limit = DefaultReplayPruneLimit
+	}
+	_, err := l.PruneReplay(c.Round-min(c.Round, c.Liveness.TxLifetime), limit)
+	return err
 }
 
 // Open fixes c.Epoch for a block executing on l: the membership the parent's

@@ -123,12 +123,12 @@ func TestRejections(t *testing.T) {
 		require := require.New(t)
 		_, l := fresh(t)
 		c := w.ctx(e, 1)
-		require.NoError(execute.Block(l, c, 10, []*txs.Tx{good}))
+		require.NoError(execute.Block(l, c, []*txs.Tx{good}))
 		_, err := execute.Tx(l, c, good)
 		require.ErrorIs(err, execute.ErrReplay)
 		// Relayed inside one block, it fails the whole block.
 		_, l2 := fresh(t)
-		require.ErrorIs(execute.Block(l2, c, 10, []*txs.Tx{good, good}), execute.ErrReplay)
+		require.ErrorIs(execute.Block(l2, c, []*txs.Tx{good, good}), execute.ErrReplay)
 	})
 }
 
@@ -141,7 +141,7 @@ func TestManifestNeedsAllocatedChunks(t *testing.T) {
 	bucket := rangesOwnedBy(e, w.keys[2].NodeID, 1)[0]
 	band := bucket + "/band-1"
 	// Allocations in a band are made by the band's own owner.
-	require.NoError(execute.Block(l, c, 10, []*txs.Tx{
+	require.NoError(execute.Block(l, c, []*txs.Tx{
 		w.allocate(e, txs.AllocateEntry{Range: bucket, Count: 2}),
 		w.allocate(e, txs.AllocateEntry{Range: band, Count: 1, Floor: 40}),
 	}))
@@ -195,4 +195,45 @@ func TestSignatureCacheSkipsOnlyVerifiedTxs(t *testing.T) {
 		c.Signatures.Add(ids.ID{byte(i + 1)})
 	}
 	require.False(c.Signatures.Verified(good.ID()))
+}
+
+// TestTxLifetime: a transaction is valid from the liveness epoch before the
+// one it was signed in (clocks within the skew) to TxLifetime epochs after
+// it; a heartbeat only in its own epoch.
+func TestTxLifetime(t *testing.T) {
+	w := newWorld(t, 2)
+	e := w.epoch(10, map[int]uint64{0: 1, 1: 1})
+	mine := rangesOwnedBy(e, w.keys[0].NodeID, 1)[0]
+	signed := func(round uint64) *txs.Tx {
+		h := w.header(e, w.keys[0].NodeID)
+		h.Round = round
+		tx, err := w.keys[0].Sign(&txs.AllocateTx{Header: h, Entries: []txs.AllocateEntry{{Range: mine, Count: 1}}})
+		require.NoError(t, err)
+		return tx
+	}
+	at := func(round uint64) *execute.Context {
+		c := w.ctx(e, 1)
+		c.Round, c.Liveness.TxLifetime = round, 2
+		return c
+	}
+	for _, tt := range []struct {
+		signed, block uint64
+		err           error
+	}{
+		{signed: 10, block: 9},
+		{signed: 10, block: 10},
+		{signed: 10, block: 12},
+		{signed: 10, block: 8, err: execute.ErrNotYetValid},
+		{signed: 10, block: 13, err: execute.ErrExpired},
+		{signed: 0, block: 2},
+		{signed: 0, block: 3, err: execute.ErrExpired},
+	} {
+		_, l := fresh(t)
+		_, err := execute.Tx(l, at(tt.block), signed(tt.signed))
+		if tt.err == nil {
+			require.NoError(t, err, "signed in %d, block in %d", tt.signed, tt.block)
+		} else {
+			require.ErrorIs(t, err, tt.err, "signed in %d, block in %d", tt.signed, tt.block)
+		}
+	}
 }

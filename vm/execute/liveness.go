@@ -30,6 +30,10 @@ type Liveness struct {
 	// validator v is a member in epoch e if its last heartbeat, or the
 	// epoch it was first seen in, is at least e-K.
 	K uint64
+	// TxLifetime is how many epochs after the one it was signed in
+	// (txs.Header.Round) a transaction other than a heartbeat stays valid.
+	// The replay index only needs the transactions of these epochs.
+	TxLifetime uint64
 }
 
 // Round is the liveness epoch of a block timestamp.

@@ -43,8 +43,8 @@ func (c *chain) block(v *execute.Epoch, round uint64, beats ...int) *execute.Epo
 	for _, i := range beats {
 		c.w.nonce++
 		tx, err := c.w.keys[i].Sign(&txs.HeartbeatTx{Header: txs.Header{
-			NetworkID: testNetwork, ChainID: testChain, Epoch: v.Height(), Owner: c.w.keys[i].NodeID, Nonce: c.w.nonce,
-		}, Round: round})
+			NetworkID: testNetwork, ChainID: testChain, Epoch: v.Height(), Owner: c.w.keys[i].NodeID, Nonce: c.w.nonce, Round: round,
+		}})
 		require.NoError(c.t, err)
 		blockTxs = append(blockTxs, tx)
 	}
@@ -52,7 +52,7 @@ func (c *chain) block(v *execute.Epoch, round uint64, beats ...int) *execute.Epo
 	l2, err := c.s.NewLayer(nil)
 	require.NoError(c.t, err)
 	require.NoError(c.t, execute.Block(l2, &execute.Context{NetworkID: testNetwork, ChainID: testChain, Limits: txs.DefaultLimits(),
-		Validators: v, Round: round, Liveness: rule, Height: c.h + 1}, v.Height(), blockTxs))
+		Validators: v, Round: round, Liveness: rule, Height: c.h + 1}, blockTxs))
 	_, err = l2.Seal()
 	require.NoError(c.t, err)
 	c.s.Reject(l)

@@ -80,7 +80,7 @@ func runTree(t *testing.T, seed uint64) {
 		l, err := s.NewLayer(pl)
 		require.NoError(err)
 		c := &execute.Context{NetworkID: testNetwork, ChainID: testChain, Limits: txs.DefaultLimits(), Epoch: epochAt[epoch], Height: parent.height + 1}
-		if err := execute.Block(l, c, epoch, blockTxs); err != nil {
+		if err := execute.Block(l, c, blockTxs); err != nil {
 			s.Reject(l)
 			return nil, err
 		}
@@ -247,7 +247,7 @@ func runTree(t *testing.T, seed uint64) {
 		l, err := s2.NewLayer(nil)
 		require.NoError(err)
 		c := &execute.Context{NetworkID: testNetwork, ChainID: testChain, Limits: txs.DefaultLimits(), Epoch: epochAt[n.epoch], Height: n.height}
-		require.NoError(execute.Block(l, c, n.epoch, n.txs))
+		require.NoError(execute.Block(l, c, n.txs))
 		root, err := l.Seal()
 		require.NoError(err)
 		require.Equal(n.root, root, "root at height %d", n.height)

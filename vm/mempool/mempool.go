@@ -1,6 +1,8 @@
 // Package mempool holds signed transactions waiting for a block: bounded by
 // count and bytes, deduplicated by tx ID, first in first out, except
-// heartbeats, which go first.
+// heartbeats, which go first, outside the bounds, at most
+// HeartbeatsPerValidator per validator and one per validator and liveness
+// epoch.
 package mempool
 
 import (
@@ -38,47 +40,72 @@ type Mempool struct {
 	mu    sync.Mutex
 	byID  map[ids.ID]*list.Element
 	order *list.List // of *txs.Tx, oldest first
-	bytes int
+	// bytes and count cover client work only; heartbeats are bounded per
+	// validator instead.
+	bytes, count int
+	beats        map[ids.NodeID][]*list.Element // pending heartbeats by signer
 
 	pending chan struct{} // holds a token while the pool is non-empty
 }
 
 // New returns an empty pool.
 func New(cfg Config) *Mempool {
-	return &Mempool{cfg: cfg, byID: map[ids.ID]*list.Element{}, order: list.New(), pending: make(chan struct{}, 1)}
+	return &Mempool{cfg: cfg, byID: map[ids.ID]*list.Element{}, order: list.New(), beats: map[ids.NodeID][]*list.Element{}, pending: make(chan struct{}, 1)}
 }
 
-// HeartbeatReserve is how many heartbeats a full pool still takes, beyond
-// its limits. A validator whose heartbeat waits behind a backlog, or is
-// refused by a full pool, drops out of the members and its ranges move: a
-// loaded node must never lose its ranges because it is loaded. Heartbeats
-// are small and a pool holds at most a few per validator (one per liveness
-// epoch; stale ones are evicted), so the reserve stays small.
-const HeartbeatReserve = 256
+// HeartbeatsPerValidator is how many heartbeats of one validator the pool
+// holds: the previous, current and next liveness epoch, which is all that
+// admission lets in. Heartbeats are outside the pool's bounds: a validator
+// whose heartbeat waits behind a backlog, or is refused by a full pool,
+// drops out of the members and its ranges move, and a loaded node must
+// never lose its ranges because it is loaded. Only validators can sign
+// heartbeats, so the pool holds at most this many per validator, and one
+// validator's heartbeats never take another's room.
+const HeartbeatsPerValidator = 3
 
-// Add queues tx, or says why not. Heartbeats go to the front of the line
-// and may use HeartbeatReserve slots above the limits.
+// Add queues tx, or says why not. Heartbeats go to the front of the line,
+// one per validator and liveness epoch; a validator's fourth evicts its
+// oldest.
 func (m *Mempool) Add(tx *txs.Tx) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if _, ok := m.byID[tx.ID()]; ok {
 		return fmt.Errorf("%w: %s", ErrDuplicate, tx.ID())
 	}
+	if tx.IsHeartbeat() {
+		return m.addHeartbeat(tx)
+	}
 	size := len(tx.Bytes())
-	heartbeat := tx.IsHeartbeat()
-	maxTxs, maxBytes := m.cfg.MaxTxs, m.cfg.MaxBytes
-	if heartbeat {
-		maxTxs, maxBytes = maxTxs+HeartbeatReserve, maxBytes+HeartbeatReserve*size
+	if m.count >= m.cfg.MaxTxs || m.bytes+size > m.cfg.MaxBytes {
+		return fmt.Errorf("%w: %d txs, %d bytes pending (limits %d, %d)", ErrFull, m.count, m.bytes, m.cfg.MaxTxs, m.cfg.MaxBytes)
 	}
-	if m.order.Len() >= maxTxs || m.bytes+size > maxBytes {
-		return fmt.Errorf("%w: %d txs, %d bytes pending (limits %d, %d)", ErrFull, m.order.Len(), m.bytes, m.cfg.MaxTxs, m.cfg.MaxBytes)
-	}
-	if heartbeat {
-		m.byID[tx.ID()] = m.order.PushFront(tx)
-	} else {
-		m.byID[tx.ID()] = m.order.PushBack(tx)
-	}
+	m.byID[tx.ID()] = m.order.PushBack(tx)
 	m.bytes += size
+	m.count++
+	m.signal()
+	return nil
+}
+
+func (m *Mempool) addHeartbeat(tx *txs.Tx) error {
+	h := tx.Unsigned.Head()
+	beats := m.beats[h.Owner]
+	for _, e := range beats {
+		if e.Value.(*txs.Tx).Unsigned.Head().Round == h.Round {
+			return fmt.Errorf("%w: a heartbeat of %s for liveness epoch %d", ErrDuplicate, h.Owner, h.Round)
+		}
+	}
+	if len(beats) == HeartbeatsPerValidator {
+		oldest := 0
+		for i, e := range beats {
+			if e.Value.(*txs.Tx).Unsigned.Head().Round < beats[oldest].Value.(*txs.Tx).Unsigned.Head().Round {
+				oldest = i
+			}
+		}
+		m.removeLocked(beats[oldest].Value.(*txs.Tx).ID())
+	}
+	e := m.order.PushFront(tx)
+	m.byID[tx.ID()] = e
+	m.beats[h.Owner] = append(m.beats[h.Owner], e)
 	m.signal()
 	return nil
 }
@@ -108,13 +135,7 @@ func (m *Mempool) Remove(txIDs ...ids.ID) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	for _, id := range txIDs {
-		e, ok := m.byID[id]
-		if !ok {
-			continue
-		}
-		m.bytes -= len(e.Value.(*txs.Tx).Bytes())
-		m.order.Remove(e)
-		delete(m.byID, id)
+		m.removeLocked(id)
 	}
 	if m.order.Len() == 0 {
 		select {
@@ -122,6 +143,46 @@ func (m *Mempool) Remove(txIDs ...ids.ID) {
 		default:
 		}
 	}
+}
+
+func (m *Mempool) removeLocked(id ids.ID) {
+	e, ok := m.byID[id]
+	if !ok {
+		return
+	}
+	tx := e.Value.(*txs.Tx)
+	m.order.Remove(e)
+	delete(m.byID, id)
+	if !tx.IsHeartbeat() {
+		m.bytes -= len(tx.Bytes())
+		m.count--
+		return
+	}
+	owner := tx.Unsigned.Head().Owner
+	beats := m.beats[owner]
+	for i, b := range beats {
+		if b == e {
+			beats = append(beats[:i:i], beats[i+1:]...)
+			break
+		}
+	}
+	if len(beats) == 0 {
+		delete(m.beats, owner)
+	} else {
+		m.beats[owner] = beats
+	}
+}
+
+// All returns every pending transaction in pool order (heartbeats first,
+// then oldest first), without removing them.
+func (m *Mempool) All() []*txs.Tx {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	out := make([]*txs.Tx, 0, m.order.Len())
+	for e := m.order.Front(); e != nil; e = e.Next() {
+		out = append(out, e.Value.(*txs.Tx))
+	}
+	return out
 }
 
 // Peek returns up to maxTxs oldest transactions whose bytes add up to at
@@ -149,7 +210,8 @@ func (m *Mempool) Len() int {
 	return m.order.Len()
 }
 
-// Bytes is the size of all pending transactions.
+// Bytes is the size of all pending client transactions (heartbeats are
+// bounded per validator instead).
 func (m *Mempool) Bytes() int {
 	m.mu.Lock()
 	defer m.mu.Unlock()

@@ -88,7 +88,7 @@ func TestHeartbeatsGoFirstAndFitAFullPool(t *testing.T) {
 	all := makeTxs(t, 3)
 	keys, err := txstest.NewKeys(t.Name()+"/hb", 1)
 	require.NoError(err)
-	hb, err := keys[0].Sign(&txs.HeartbeatTx{Header: txs.Header{NetworkID: 1, ChainID: ids.ID{1}, Owner: keys[0].NodeID}, Round: 7})
+	hb, err := keys[0].Sign(&txs.HeartbeatTx{Header: txs.Header{NetworkID: 1, ChainID: ids.ID{1}, Owner: keys[0].NodeID, Round: 7}})
 	require.NoError(err)
 	m := mempool.New(mempool.Config{MaxTxs: 2, MaxBytes: 1 << 20})
 	require.NoError(m.Add(all[0]))
@@ -97,4 +97,37 @@ func TestHeartbeatsGoFirstAndFitAFullPool(t *testing.T) {
 	require.NoError(m.Add(hb), "a heartbeat fits a full pool")
 	require.Equal([]*txs.Tx{hb, all[0]}, m.Peek(2, 1<<20), "and goes first")
 	require.ErrorIs(m.Add(all[2]), mempool.ErrFull, "the reserve is for heartbeats only")
+}
+
+// TestHeartbeatsAreBoundedPerValidator: one validator's heartbeats take one
+// slot per liveness epoch and at most HeartbeatsPerValidator in all (its
+// newest evict its oldest), so a validator flooding heartbeats never takes
+// room from another's.
+func TestHeartbeatsAreBoundedPerValidator(t *testing.T) {
+	require := require.New(t)
+	keys, err := txstest.NewKeys(t.Name(), 2)
+	require.NoError(err)
+	beat := func(k *txstest.Key, round, nonce uint64) *txs.Tx {
+		tx, err := k.Sign(&txs.HeartbeatTx{Header: txs.Header{NetworkID: 1, ChainID: ids.ID{1}, Owner: k.NodeID, Round: round, Nonce: nonce}})
+		require.NoError(err)
+		return tx
+	}
+	m := mempool.New(mempool.Config{MaxTxs: 1, MaxBytes: 1 << 20})
+	attacker, honest := keys[0], keys[1]
+	require.NoError(m.Add(beat(attacker, 10, 0)))
+	require.ErrorIs(m.Add(beat(attacker, 10, 1)), mempool.ErrDuplicate, "one per validator and epoch, whatever the nonce")
+	var flood []*txs.Tx
+	for r := uint64(11); r < 40; r++ {
+		tx := beat(attacker, r, 0)
+		require.NoError(m.Add(tx))
+		flood = append(flood, tx)
+	}
+	require.Equal(mempool.HeartbeatsPerValidator, m.Len())
+	for _, tx := range flood[len(flood)-mempool.HeartbeatsPerValidator:] {
+		require.True(m.Has(tx.ID()), "the newest stay")
+	}
+	require.NoError(m.Add(beat(honest, 10, 0)), "another validator's heartbeat still fits")
+	require.Equal(mempool.HeartbeatsPerValidator+1, m.Len())
+	m.Remove(flood[len(flood)-1].ID())
+	require.NoError(m.Add(beat(attacker, 39, 5)), "a removed heartbeat frees its epoch")
 }
