@@ -5,7 +5,10 @@
 //
 // Every master of a cluster writes its own pairs file in its -mdir; only the
 // leader allocates, and leaders change, so the files of all masters are
-// merged by time. Mirrors dropped by a full queue are not pairs: they are
+// merged by the time the stock sequencer answered: its order (so the shared
+// legacy key space is tracked in order, without false overlaps from
+// coarsening), and each range's S-Chain order (a range's mirrors are sent
+// first in first out). Mirrors dropped by a full queue are not pairs: they are
 // counted (ShadowState.Dropped) and reported beside the comparison, and the
 // legacy maximum used for cutover floors includes them.
 package pairs
@@ -62,7 +65,7 @@ func Load(dirs ...string) (*Set, error) {
 	if len(s.Files) == 0 {
 		return nil, fmt.Errorf("no pairs: %w", errors.Join(missing...))
 	}
-	slices.SortStableFunc(s.Pairs, func(a, b schainseq.Pair) int { return a.At.Compare(b.At) })
+	slices.SortStableFunc(s.Pairs, func(a, b schainseq.Pair) int { return issued(a).Compare(issued(b)) })
 	return s, nil
 }
 
@@ -89,6 +92,15 @@ func (s *Set) read(path string) error {
 		return fmt.Errorf("%s: %w", filepath.Base(path), err)
 	}
 	return nil
+}
+
+// issued is when the stock sequencer answered (At for pairs written before
+// Issued existed).
+func issued(p schainseq.Pair) time.Time {
+	if p.Issued.IsZero() {
+		return p.At
+	}
+	return p.Issued
 }
 
 // Totals sums the counters of every master process.

@@ -28,8 +28,12 @@ const PairsFile = "pairs.jsonl"
 // Pair is one mirrored allocation, a line of the pairs file: what the stock
 // allocator answered and what S-Chain answered to the same request.
 type Pair struct {
-	// At is when the S-Chain side ended (answer, error or timeout).
-	At time.Time `json:"at"`
+	// Issued is when the stock sequencer answered; At when the S-Chain side
+	// ended (answer, error or timeout). Pairs are compared in Issued order:
+	// the stock sequencer's order, and (one worker per range, first in first
+	// out) each range's S-Chain order too.
+	Issued time.Time `json:"issued"`
+	At     time.Time `json:"at"`
 	// Master is the master's address; Term identifies its process (the
 	// start time in Unix nanoseconds): one process's stock sequencer never
 	// goes back, so a key issued twice under one term is a duplicate, across

@@ -16,8 +16,9 @@ import (
 // bounded queue, and a mirror offered to a full queue is dropped and counted.
 // File keys are mirrored as pooled allocations (answered from the owner's
 // committed pool, no block round trip, so the mirror keeps up with the
-// master); volume ids, rare, as allocations waited for, so that the volume
-// range is not advanced by a whole pool per mirror.
+// master) within ShadowTimeout; volume ids, rare, as allocations waited for
+// (within RefillTimeout), so that the volume range is not advanced by a
+// whole pool per mirror.
 type Shadow struct {
 	stock  Stock
 	cfg    Config
@@ -164,10 +165,14 @@ func (s *Shadow) work(q chan mirror) {
 
 // send mirrors one allocation and returns its pair.
 func (s *Shadow) send(m mirror) Pair {
-	p := Pair{Master: s.master, Term: s.term, Kind: m.kind, Range: m.rng, Volume: m.volume, Legacy: &m.legacy}
+	p := Pair{Issued: m.at, Master: s.master, Term: s.term, Kind: m.kind, Range: m.rng, Volume: m.volume, Legacy: &m.legacy}
 	t0 := time.Now()
 	p.QueuedNS = t0.Sub(m.at).Nanoseconds()
-	ctx, cancel := context.WithTimeout(s.ctx, s.cfg.ShadowTimeout)
+	timeout := s.cfg.ShadowTimeout
+	if m.kind == KindVolume {
+		timeout = s.cfg.RefillTimeout // waits for a block, and volumes are rare
+	}
+	ctx, cancel := context.WithTimeout(s.ctx, timeout)
 	var (
 		res Reservation
 		err error
