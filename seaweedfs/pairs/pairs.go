@@ -5,15 +5,16 @@
 //
 // Every master of a cluster writes its own pairs file in its -mdir; only the
 // leader allocates, and leaders change, so the files of all masters are
-// merged by the time the stock sequencer answered: its order (so the shared
-// legacy key space is tracked in order, without false overlaps from
-// coarsening), and each range's S-Chain order (a range's mirrors are sent
-// first in first out). Mirrors dropped by a full queue are not pairs: they are
+// merged: each process's pairs in the stock sequencer's order (Pair.Seq:
+// the shared legacy key space is then tracked in order, without false
+// overlaps from coarsening, and each range's S-Chain answers in order, a
+// range's mirrors being sent first in first out), the processes by time. Mirrors dropped by a full queue are not pairs: they are
 // counted (ShadowState.Dropped) and reported beside the comparison, and the
 // legacy maximum used for cutover floors includes them.
 package pairs
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"os"
@@ -65,8 +66,38 @@ func Load(dirs ...string) (*Set, error) {
 	if len(s.Files) == 0 {
 		return nil, fmt.Errorf("no pairs: %w", errors.Join(missing...))
 	}
-	slices.SortStableFunc(s.Pairs, func(a, b schainseq.Pair) int { return issued(a).Compare(issued(b)) })
+	s.Pairs = merge(s.Pairs)
 	return s, nil
+}
+
+// merge orders pairs for the comparator: each master process's pairs in
+// its sequence order (the stock sequencer's), the processes' streams merged
+// by the time their next pair was issued.
+func merge(ps []schainseq.Pair) []schainseq.Pair {
+	streams := map[Process][]schainseq.Pair{}
+	for _, p := range ps {
+		k := Process{p.Master, p.Term}
+		streams[k] = append(streams[k], p)
+	}
+	heads := make([][]schainseq.Pair, 0, len(streams))
+	for _, st := range streams {
+		slices.SortStableFunc(st, func(a, b schainseq.Pair) int { return cmp.Compare(a.Seq, b.Seq) })
+		heads = append(heads, st)
+	}
+	out := make([]schainseq.Pair, 0, len(ps))
+	for {
+		best := -1
+		for i, h := range heads {
+			if len(h) > 0 && (best < 0 || issued(h[0]).Before(issued(heads[best][0]))) {
+				best = i
+			}
+		}
+		if best < 0 {
+			return out
+		}
+		out = append(out, heads[best][0])
+		heads[best] = heads[best][1:]
+	}
 }
 
 func (s *Set) read(path string) error {

@@ -41,24 +41,30 @@ func TestLoadMergesMastersAndFindsTheReissue(t *testing.T) {
 	require := require.New(t)
 	t0 := time.Unix(1000, 0)
 	a, b := t.TempDir(), t.TempDir()
+	withSeq := func(p schainseq.Pair, seq uint64) schainseq.Pair { p.Seq, p.Issued = seq, p.At; return p }
 	writePairs(t, a,
-		key(t0, "m1", 1, 3, 1, 2, 0),
-		key(t0.Add(2*time.Second), "m1", 1, 4, 3, 1, 0),
+		withSeq(key(t0, "m1", 1, 3, 1, 2, 0), 1),
+		withSeq(key(t0.Add(2*time.Second), "m1", 1, 4, 3, 1, 0), 2),
 		schainseq.Pair{At: t0.Add(3 * time.Second), Master: "m1", Term: 1, Kind: schainseq.KindState,
 			State: &schainseq.ShadowState{Offered: 5, Dropped: 2, Mirrored: 3, LegacyMaxKey: 9, MaxVolumeID: 4}},
 	)
 	writePairs(t, b,
-		key(t0.Add(time.Second), "m1", 1, 3, 5, 1, 2), // m1's, recorded late in b? merged by time anyway
-		key(t0.Add(10*time.Second), "m2", 2, 3, 2, 2, 3),
+		withSeq(key(t0.Add(3*time.Second), "m1", 1, 3, 5, 1, 2), 3), // m1's third, in another file
+		withSeq(key(t0.Add(10*time.Second), "m2", 2, 3, 2, 2, 3), 1),
 		schainseq.Pair{At: t0.Add(11 * time.Second), Master: "m2", Term: 2, Kind: schainseq.KindVolume, Range: schainseq.VolumeRange("sw"), Volume: 2,
 			Legacy: &schainseq.LegacyAnswer{First: 2, Count: 1}, SChain: &schainseq.Reservation{Base: 1, Count: 1}},
 	)
 	s, err := Load(a, b, filepath.Join(t.TempDir(), "no-master-here"))
 	require.NoError(err)
 	require.Len(s.Pairs, 4+1)
-	for i := 1; i < len(s.Pairs); i++ {
-		require.False(s.Pairs[i].At.Before(s.Pairs[i-1].At), "merged by time")
+	var m1 []uint64
+	for i, p := range s.Pairs {
+		if p.Master == "m1" {
+			m1 = append(m1, p.Seq)
+			require.Less(i, 3, "m1's pairs come before m2's, issued later")
+		}
 	}
+	require.Equal([]uint64{1, 2, 3}, m1, "a process's pairs in its sequence order")
 	require.Equal(uint64(2), s.Totals().Dropped)
 	k, v := s.LegacyMax()
 	require.Equal(uint64(9), k, "the state line's max covers the dropped mirrors")
@@ -107,7 +113,7 @@ func TestLoadOrdersByIssue(t *testing.T) {
 		issued := t0.Add(time.Duration(k) * time.Millisecond)
 		p := key(issued.Add(time.Duration(vid)*100*time.Millisecond), "m1", 1, vid, k, 1, bases[vid])
 		bases[vid]++
-		p.Issued = issued
+		p.Issued, p.Seq = issued, k
 		ps = append(ps, p)
 	}
 	dir := t.TempDir()

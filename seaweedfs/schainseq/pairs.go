@@ -28,10 +28,14 @@ const PairsFile = "pairs.jsonl"
 // Pair is one mirrored allocation, a line of the pairs file: what the stock
 // allocator answered and what S-Chain answered to the same request.
 type Pair struct {
-	// Issued is when the stock sequencer answered; At when the S-Chain side
-	// ended (answer, error or timeout). Pairs are compared in Issued order:
-	// the stock sequencer's order, and (one worker per range, first in first
-	// out) each range's S-Chain order too.
+	// Seq numbers the master process's allocations in the stock
+	// sequencer's order (1, 2, ...; dropped mirrors leave gaps). Compared in
+	// Seq order, a process's pairs follow the stock keys, and, one worker per
+	// range serving first in first out, each range's S-Chain answers too.
+	Seq uint64 `json:"seq"`
+	// Issued is when the stock sequencer answered (it orders the processes
+	// of one cluster: leaders follow each other); At when the S-Chain side
+	// ended (answer, error or timeout).
 	Issued time.Time `json:"issued"`
 	At     time.Time `json:"at"`
 	// Master is the master's address; Term identifies its process (the

@@ -31,6 +31,9 @@ type Shadow struct {
 	ctx    context.Context
 	stop   context.CancelFunc
 	wg     sync.WaitGroup
+	// issue serialises the stock sequencer's answers with their offers, so
+	// that the order of mirrors (Pair.Seq) is the order of the stock keys.
+	issue sync.Mutex
 
 	offered, dropped, mirrored, failed, unrouted atomic.Uint64
 	legacyMaxKey, heartbeatMax                   atomic.Uint64
@@ -50,6 +53,7 @@ type mirror struct {
 	volume uint32
 	legacy LegacyAnswer
 	at     time.Time // when the stock sequencer answered
+	seq    uint64    // the stock sequencer's order in this process
 }
 
 func newShadow(cfg Config, master string, stock Stock, logf func(string, ...any)) (*Shadow, error) {
@@ -91,6 +95,8 @@ func (s *Shadow) Close() {
 // NextFileIdForVolume implements VolumeSequencer: the stock key, mirrored.
 // It never fails.
 func (s *Shadow) NextFileIdForVolume(vid uint32, count uint64) (uint64, error) {
+	s.issue.Lock()
+	defer s.issue.Unlock()
 	t0 := time.Now()
 	key := s.stock.NextFileId(count)
 	ns := time.Since(t0).Nanoseconds()
@@ -111,6 +117,8 @@ func (s *Shadow) NextFileId(count uint64) uint64 {
 
 // NextVolumeId implements VolumeAllocator: the stock volume id, mirrored.
 func (s *Shadow) NextVolumeId(currentMax uint32) (uint32, error) {
+	s.issue.Lock()
+	defer s.issue.Unlock()
 	t0 := time.Now()
 	id, err := NextVolumeId(s.stock, currentMax)
 	if err != nil {
@@ -138,8 +146,10 @@ func (s *Shadow) State() ShadowState {
 	}
 }
 
+// offer queues a mirror without blocking; s.issue is held, so that the
+// sequence numbers follow the stock sequencer's order.
 func (s *Shadow) offer(m mirror) {
-	s.offered.Add(1)
+	m.seq = s.offered.Add(1)
 	h := fnv.New32a()
 	_, _ = h.Write([]byte(m.rng))
 	select {
@@ -165,7 +175,7 @@ func (s *Shadow) work(q chan mirror) {
 
 // send mirrors one allocation and returns its pair.
 func (s *Shadow) send(m mirror) Pair {
-	p := Pair{Issued: m.at, Master: s.master, Term: s.term, Kind: m.kind, Range: m.rng, Volume: m.volume, Legacy: &m.legacy}
+	p := Pair{Seq: m.seq, Issued: m.at, Master: s.master, Term: s.term, Kind: m.kind, Range: m.rng, Volume: m.volume, Legacy: &m.legacy}
 	t0 := time.Now()
 	p.QueuedNS = t0.Sub(m.at).Nanoseconds()
 	timeout := s.cfg.ShadowTimeout

@@ -1,11 +1,14 @@
 package schainseq
 
 import (
+	"cmp"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -170,4 +173,41 @@ func TestReadPairsIgnoresATruncatedLastLine(t *testing.T) {
 	require.ErrorContains(t, err, "pairs line 1")
 	_, err = PairFiles(filepath.Join(t.TempDir(), "none"))
 	require.ErrorContains(t, err, "schain-shadow")
+}
+
+// TestShadowSequenceFollowsTheStockOrder: with concurrent assigns, pairs in
+// Seq order have increasing stock keys, and each range's S-Chain answers in
+// that order never go down (what the comparator's monotonicity check reads).
+func TestShadowSequenceFollowsTheStockOrder(t *testing.T) {
+	require := require.New(t)
+	chain := schaintest.New(t, 2)
+	cfg := testConfig(chain, TypeShadow)
+	cfg.PairsDir = t.TempDir()
+	s := newTestShadow(t, cfg, newMemSeq())
+	var wg sync.WaitGroup
+	for w := range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range 100 {
+				_, err := s.NextFileIdForVolume(uint32(1+(w+i)%3), 1)
+				require.NoError(err)
+			}
+		}()
+	}
+	wg.Wait()
+	require.Eventually(func() bool { st := s.State(); return st.Mirrored+st.Failed+st.Dropped == 800 }, 10*time.Second, 10*time.Millisecond)
+	s.Close()
+	pairs, _ := readAll(t, cfg.PairsDir)
+	slices.SortFunc(pairs, func(a, b Pair) int { return cmp.Compare(a.Seq, b.Seq) })
+	ends := map[string]uint64{}
+	for i, p := range pairs {
+		if i > 0 {
+			require.Greater(p.Seq, pairs[i-1].Seq)
+			require.Greater(p.Legacy.First, pairs[i-1].Legacy.First, "stock keys in Seq order")
+		}
+		require.NotNil(p.SChain)
+		require.GreaterOrEqual(p.SChain.Base, ends[p.Range], "range %s answers in Seq order", p.Range)
+		ends[p.Range] = p.SChain.End()
+	}
 }
