@@ -394,9 +394,7 @@ summary. Without --pairs, the local cluster's masters are read.`,
 				if err != nil {
 					return usageError{fmt.Errorf("no --pairs and no local cluster: %w", err)}
 				}
-				for _, d := range c.MasterDataDirs() {
-					dirs = append(dirs, filepath.Join(d, "schain-shadow"))
-				}
+				dirs = c.PairsDirs()
 			}
 			cfg := pairs.ComparatorConfig(shadow.DefaultConfig(), o.prefix)
 			cfg.Gate.MinRequests, cfg.Gate.MinDuration = gateRequests, gateDuration

@@ -386,12 +386,12 @@ func (c *Cluster) MasterAddrs() []string {
 	return out
 }
 
-// MasterDataDirs are the masters' -mdir directories (where a shadow master
-// writes its pairs, under schain-shadow/).
-func (c *Cluster) MasterDataDirs() []string {
+// PairsDirs are where the masters write the shadow's pairs: the default
+// [master.sequencer] schain_pairs_dir, <mdir>/schain-shadow.
+func (c *Cluster) PairsDirs() []string {
 	out := make([]string, len(c.state.Masters))
 	for i, m := range c.state.Masters {
-		out[i] = filepath.Join(m.Dir, "data")
+		out[i] = filepath.Join(m.Dir, "data", "schain-shadow")
 	}
 	return out
 }

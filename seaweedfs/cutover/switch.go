@@ -49,7 +49,7 @@ func ToSChain(ctx context.Context, c *cluster.Cluster, chain Chain, o Options) (
 		return Floors{}, err
 	}
 	b.Raise(final)
-	if set, err := pairs.Load(c.MasterDataDirs()...); err == nil {
+	if set, err := pairs.Load(c.PairsDirs()...); err == nil {
 		key, vol := set.LegacyMax()
 		b.Raise(Bounds{MaxFileKey: key, MaxVolumeID: uint64(vol), Sources: []string{
 			fmt.Sprintf("shadow pairs (%d files): stock sequencer's max key %d, max volume id %d", len(set.Files), key, vol)}})

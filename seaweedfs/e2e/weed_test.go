@@ -133,7 +133,7 @@ func TestC_ShadowThenCutover(t *testing.T) {
 	var rep shadow.Report
 	var set *pairs.Set
 	waitFor(t, 2*time.Minute, "the cutover gate to open on live pairs", func() bool {
-		s, err := pairs.Load(c.MasterDataDirs()...)
+		s, err := pairs.Load(c.PairsDirs()...)
 		if err != nil {
 			return false
 		}

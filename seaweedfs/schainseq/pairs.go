@@ -58,6 +58,9 @@ type Pair struct {
 	// waited in the queue before it was sent.
 	SChainNS int64 `json:"schain_ns,omitempty"`
 	QueuedNS int64 `json:"queued_ns,omitempty"`
+	// Batch is how many allocations of the range one S-Chain request
+	// mirrored together (SChain is this allocation's share of its answer).
+	Batch int `json:"batch,omitempty"`
 	// State is set on KindState lines.
 	State *ShadowState `json:"state,omitempty"`
 }

@@ -15,8 +15,11 @@ import (
 // range's mirrors are sent, and recorded, in issue order), each worker has a
 // bounded queue, and a mirror offered to a full queue is dropped and counted.
 // File keys are mirrored as pooled allocations (answered from the owner's
-// committed pool, no block round trip, so the mirror keeps up with the
-// master) within ShadowTimeout; volume ids, rare, as allocations waited for
+// committed pool, no block round trip) within ShadowTimeout; the mirrors of
+// one range waiting in a queue go as one allocation of their total (group
+// commit: under load a worker sends what queued during its last request),
+// split back in issue order, so that the mirror keeps up with the master.
+// Volume ids, rare, are mirrored one by one as allocations waited for
 // (within RefillTimeout), so that the volume range is not advanced by a
 // whole pool per mirror.
 type Shadow struct {
@@ -161,23 +164,66 @@ func (s *Shadow) offer(m mirror) {
 	}
 }
 
+// maxBatchIDs bounds the ids of one mirrored batch (the pooled path takes
+// at most poolChunk/4 ids per request; 4096 fits any pool of 16,384 ids or
+// more).
+const maxBatchIDs = 4096
+
 func (s *Shadow) work(q chan mirror) {
 	defer s.wg.Done()
+	var held *mirror // taken from the queue while batching, sent next
 	for {
-		select {
-		case <-s.ctx.Done():
-			return
-		case m := <-q:
-			s.pairs.in <- s.send(m)
+		var m mirror
+		if held != nil {
+			m, held = *held, nil
+		} else {
+			select {
+			case <-s.ctx.Done():
+				return
+			case m = <-q:
+			}
+		}
+		batch := []mirror{m}
+		if m.kind == KindKey {
+			batch, held = s.gather(q, batch)
+		}
+		for _, p := range s.send(batch) {
+			s.pairs.in <- p
 		}
 	}
 }
 
-// send mirrors one allocation and returns its pair.
-func (s *Shadow) send(m mirror) Pair {
-	p := Pair{Seq: m.seq, Issued: m.at, Master: s.master, Term: s.term, Kind: m.kind, Range: m.rng, Volume: m.volume, Legacy: &m.legacy}
+// gather adds the file-key mirrors of batch[0]'s range queued right behind
+// it (first in first out, up to maxBatchIDs ids), so that one pooled
+// allocation mirrors them all; the first mirror of another range or kind
+// ends the batch and is returned to be sent next.
+func (s *Shadow) gather(q chan mirror, batch []mirror) ([]mirror, *mirror) {
+	ids := batch[0].legacy.Count
+	for {
+		select {
+		case n := <-q:
+			if n.kind != KindKey || n.rng != batch[0].rng || ids+n.legacy.Count > maxBatchIDs {
+				return batch, &n
+			}
+			batch = append(batch, n)
+			ids += n.legacy.Count
+		default:
+			return batch, nil
+		}
+	}
+}
+
+// send mirrors a batch of allocations of one range with one S-Chain
+// request and returns a pair per allocation: the S-Chain answer
+// [base, base+total) is split in issue order, each allocation getting as
+// many consecutive ids as the stock sequencer gave it.
+func (s *Shadow) send(batch []mirror) []Pair {
+	m := batch[0]
+	var total uint64
+	for _, b := range batch {
+		total += b.legacy.Count
+	}
 	t0 := time.Now()
-	p.QueuedNS = t0.Sub(m.at).Nanoseconds()
 	timeout := s.cfg.ShadowTimeout
 	if m.kind == KindVolume {
 		timeout = s.cfg.RefillTimeout // waits for a block, and volumes are rare
@@ -188,26 +234,40 @@ func (s *Shadow) send(m mirror) Pair {
 		err error
 	)
 	if m.kind == KindVolume {
-		res, err = s.client.Reserve(ctx, m.rng, m.legacy.Count, 0)
+		res, err = s.client.Reserve(ctx, m.rng, total, 0)
 	} else {
-		res, err = s.client.Pooled(ctx, m.rng, m.legacy.Count)
+		res, err = s.client.Pooled(ctx, m.rng, total)
 	}
 	missing := ctx.Err() != nil
 	cancel()
-	p.At, p.SChainNS = time.Now(), time.Since(t0).Nanoseconds()
-	switch {
-	case err == nil:
-		p.SChain = &res
-		s.mirrored.Add(1)
-	case missing:
-		p.Missing, p.Error = true, err.Error()
-		s.failed.Add(1)
-	default:
-		p.Error = err.Error()
-		s.failed.Add(1)
+	at, took := time.Now(), time.Since(t0).Nanoseconds()
+	if err != nil && !missing {
 		s.logf("mirror to S-Chain failed: %v", err)
 	}
-	return p
+	out := make([]Pair, len(batch))
+	next := res.Base
+	for i, b := range batch {
+		p := Pair{
+			Seq: b.seq, Issued: b.at, At: at, Master: s.master, Term: s.term, Kind: b.kind, Range: b.rng, Volume: b.volume,
+			Legacy: &b.legacy, SChainNS: took, QueuedNS: t0.Sub(b.at).Nanoseconds(), Batch: len(batch),
+		}
+		switch {
+		case err == nil:
+			r := res
+			r.Base, r.Count = next, b.legacy.Count
+			next += b.legacy.Count
+			p.SChain = &r
+			s.mirrored.Add(1)
+		case missing:
+			p.Missing, p.Error = true, err.Error()
+			s.failed.Add(1)
+		default:
+			p.Error = err.Error()
+			s.failed.Add(1)
+		}
+		out[i] = p
+	}
+	return out
 }
 
 func raise(v *atomic.Uint64, x uint64) {

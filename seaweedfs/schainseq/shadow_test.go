@@ -211,3 +211,42 @@ func TestShadowSequenceFollowsTheStockOrder(t *testing.T) {
 		ends[p.Range] = p.SChain.End()
 	}
 }
+
+// TestShadowBatchesARangeUnderLoad: while a mirror is in flight, the next
+// mirrors of its range queue up and go as one allocation, split back in
+// issue order: every allocation is mirrored (no drops with a small queue),
+// with its own count, in consecutive S-Chain ids.
+func TestShadowBatchesARangeUnderLoad(t *testing.T) {
+	require := require.New(t)
+	chain := schaintest.New(t, 1)
+	chain.SetDelay(20 * time.Millisecond)
+	cfg := testConfig(chain, TypeShadow)
+	cfg.PairsDir = t.TempDir()
+	cfg.ShadowQueue, cfg.ShadowWorkers = 512, 1
+	s := newTestShadow(t, cfg, newMemSeq())
+	for i := range 500 {
+		_, err := s.NextFileIdForVolume(4, uint64(1+i%3))
+		require.NoError(err)
+	}
+	require.Eventually(func() bool { st := s.State(); return st.Mirrored+st.Failed+st.Dropped == 500 }, 20*time.Second, 10*time.Millisecond)
+	s.Close()
+	require.Zero(s.State().Dropped)
+	pairs, _ := readAll(t, cfg.PairsDir)
+	require.Len(pairs, 500)
+	slices.SortFunc(pairs, func(a, b Pair) int { return cmp.Compare(a.Seq, b.Seq) })
+	batched := 0
+	for i, p := range pairs {
+		require.Equal(p.Legacy.Count, p.SChain.Count)
+		if i > 0 {
+			require.GreaterOrEqual(p.SChain.Base, pairs[i-1].SChain.End())
+			if p.SChain.TxID == pairs[i-1].SChain.TxID {
+				require.Equal(pairs[i-1].SChain.End(), p.SChain.Base, "one batch: consecutive ids")
+			}
+		}
+		if p.Batch > 1 {
+			batched++
+		}
+	}
+	require.Greater(batched, 400, "most mirrors went in batches")
+	require.Less(chain.Calls("allocate"), 100)
+}

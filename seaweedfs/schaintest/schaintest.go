@@ -47,6 +47,7 @@ type Chain struct {
 	issued    []Allocation
 	notReady  int           // the next notReady write calls answer NotReady
 	blockTime time.Duration // a waited allocation takes this long
+	delay     time.Duration // every allocation takes at least this long
 	owner     func(rng string, alive []int) int
 	calls     map[string]int
 }
@@ -133,6 +134,13 @@ func (c *Chain) SetBlockTime(d time.Duration) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.blockTime = d
+}
+
+// SetDelay makes every allocation, pooled ones included, take d.
+func (c *Chain) SetDelay(d time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.delay = d
 }
 
 // SetCounter sets a range's counter, as if allocated up to next.
@@ -260,6 +268,12 @@ func (s *service) Allocate(r *http.Request, args *api.AllocateArgs, reply *api.A
 		return &json2.Error{Code: api.CodeInvalidParams, Message: fmt.Sprintf("bad allocate %+v", *args)}
 	}
 	c := s.c
+	c.mu.Lock()
+	delay := c.delay
+	c.mu.Unlock()
+	if delay > 0 {
+		time.Sleep(delay)
+	}
 	c.mu.Lock()
 	if c.notReady > 0 {
 		c.notReady--
