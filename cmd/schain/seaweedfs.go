@@ -86,7 +86,7 @@ local network of <build-dir>/network is used, or started when none runs.
 A cluster started in schain mode has no legacy ids, so up records the
 cutover floors of an empty cluster first.`,
 		Args: exactArgs(0, "no arguments"),
-		RunE: func(cmd *cobra.Command, _ []string) error {
+		RunE: func(cmd *cobra.Command, _ []string) (err error) {
 			ctx := cmd.Context()
 			m, err := cluster.ParseMode(mode)
 			if err != nil {
@@ -108,12 +108,19 @@ cutover floors of an empty cluster first.`,
 			cfg := cluster.DefaultConfig(filepath.Join(o.buildDir, "weed"), dir, m)
 			cfg.Detach, cfg.Progress = true, g.errOut
 			started := false
-			if m != cluster.ModeRaft {
-				n, fresh, err := ensureNetwork(ctx, g, o.buildDir)
-				if err != nil {
-					return err
+			defer func() {
+				// A network this command started for a cluster that did not
+				// start is stopped again.
+				if started && err != nil {
+					_ = localnet.StopAll(context.Background(), filepath.Join(o.buildDir, "network"), nil)
 				}
+			}()
+			if m != cluster.ModeRaft {
+				n, fresh, nerr := ensureNetwork(ctx, g, o.buildDir)
 				started = fresh
+				if nerr != nil {
+					return nerr
+				}
 				cfg.SChain = cluster.SChain{URIs: n.ChainURIsBase(), Chain: n.ChainID.String(), TokenFile: n.TokenPath(), Prefix: o.prefix}
 				if m == cluster.ModeSChain {
 					if err := freshCutover(ctx, g, n, o.prefix); err != nil {
@@ -466,6 +473,7 @@ func finishWeedShadow(g *globals, out string, set *pairs.Set, comp *shadow.Compa
 func newWeedCutoverCmd(g *globals, o *weedOptions) *cobra.Command {
 	var (
 		masters, volumeServers, pairDirs []string
+		report                           string
 		keyMargin, volumeMargin          uint64
 		dryRun                           bool
 	)
@@ -483,15 +491,16 @@ The local cluster (no --masters, --volume-servers): the masters are stopped,
 the bounds read, the floors recorded, and the masters started in schain mode.
 
 Your own cluster: stop the masters (so that nothing more is issued), run
-this with --volume-servers (and --pairs, copied from the masters' -mdir), then
-install the printed [master.sequencer] table and start the masters. With the
+this with --volume-servers (and --pairs, copied from the masters' -mdir, or
+--report, the output of "schain seaweedfs shadow"), then install the printed
+[master.sequencer] table and start the masters. With the
 masters still running, --masters reads their state; keep the margin above
 what they may issue until they stop.`,
 		Args: exactArgs(0, "no arguments"),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx := cmd.Context()
 			margins := cutover.Margins{FileKey: keyMargin, VolumeID: volumeMargin}
-			if len(masters) == 0 && len(volumeServers) == 0 {
+			if len(masters) == 0 && len(volumeServers) == 0 && report == "" && len(pairDirs) == 0 {
 				c, err := cluster.Open(o.clusterDir())
 				if err != nil {
 					return usageError{fmt.Errorf("no --masters or --volume-servers and no local cluster: %w", err)}
@@ -526,6 +535,13 @@ what they may issue until they stop.`,
 				}
 				b.Raise(vb)
 			}
+			if report != "" {
+				rb, err := cutover.FromShadowReport(report)
+				if err != nil {
+					return err
+				}
+				b.Raise(rb)
+			}
 			if len(pairDirs) > 0 {
 				set, err := pairs.Load(pairDirs...)
 				if err != nil {
@@ -559,6 +575,7 @@ what they may issue until they stop.`,
 	f.StringSliceVar(&masters, "masters", nil, "your cluster's masters (host:port): read their state")
 	f.StringSliceVar(&volumeServers, "volume-servers", nil, "your cluster's volume servers (host:port): read their keys (masters stopped)")
 	f.StringSliceVar(&pairDirs, "pairs", nil, "pairs directories of the shadow (each master's <mdir>/schain-shadow)")
+	f.StringVar(&report, "report", "", "output directory of `schain seaweedfs shadow` (its seaweedfs.json)")
 	f.Uint64Var(&keyMargin, "margin", cutover.DefaultMargins().FileKey, "file keys left between the legacy bound and the S-Chain floor")
 	f.Uint64Var(&volumeMargin, "volume-margin", cutover.DefaultMargins().VolumeID, "volume ids left between the legacy bound and the S-Chain floor")
 	f.BoolVar(&dryRun, "dry-run", false, "print the floors, record nothing")

@@ -23,6 +23,8 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -328,4 +330,38 @@ func getJSON(ctx context.Context, url string, out any) error {
 		return fmt.Errorf("%s: %w", url, err)
 	}
 	return nil
+}
+
+// FromShadowReport reads the legacy bounds a shadow comparison wrote to
+// dir: seaweedfs.json of `schain seaweedfs shadow` (the stock sequencer's
+// highest key, dropped mirrors included, and highest volume id), or else
+// report.json's highest legacy id (`schain shadow run`: keys only).
+func FromShadowReport(dir string) (Bounds, error) {
+	var weed struct {
+		LegacyMaxKey uint64 `json:"legacy_max_key"`
+		LegacyMaxVol uint64 `json:"legacy_max_volume_id"`
+	}
+	if b, err := os.ReadFile(filepath.Join(dir, "seaweedfs.json")); err == nil {
+		if err := json.Unmarshal(b, &weed); err != nil {
+			return Bounds{}, fmt.Errorf("%s: %w", filepath.Join(dir, "seaweedfs.json"), err)
+		}
+		return Bounds{MaxFileKey: weed.LegacyMaxKey, MaxVolumeID: weed.LegacyMaxVol,
+			Sources: []string{fmt.Sprintf("shadow report %s: max key %d, max volume id %d", dir, weed.LegacyMaxKey, weed.LegacyMaxVol)}}, nil
+	}
+	var rep struct {
+		Report struct {
+			Tracking struct {
+				LegacyMaxID uint64 `json:"legacy_max_id"`
+			} `json:"tracking"`
+		} `json:"report"`
+	}
+	b, err := os.ReadFile(filepath.Join(dir, "report.json"))
+	if err != nil {
+		return Bounds{}, fmt.Errorf("no shadow report in %s: %w", dir, err)
+	}
+	if err := json.Unmarshal(b, &rep); err != nil {
+		return Bounds{}, fmt.Errorf("%s: %w", filepath.Join(dir, "report.json"), err)
+	}
+	return Bounds{MaxFileKey: rep.Report.Tracking.LegacyMaxID,
+		Sources: []string{fmt.Sprintf("shadow report %s: max legacy id %d (no volume ids)", dir, rep.Report.Tracking.LegacyMaxID)}}, nil
 }

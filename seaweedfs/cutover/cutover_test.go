@@ -6,6 +6,8 @@ import (
 	"math"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -126,4 +128,19 @@ func TestFromCluster(t *testing.T) {
 
 	_, err = FromCluster(ctx(t), fakeCluster(t, nil))
 	require.ErrorContains(err, "MaxFileKeys", "a stock volume server's keys are unknown")
+}
+
+func TestFromShadowReport(t *testing.T) {
+	require := require.New(t)
+	dir := t.TempDir()
+	_, err := FromShadowReport(dir)
+	require.ErrorContains(err, "no shadow report")
+	require.NoError(os.WriteFile(filepath.Join(dir, "report.json"), []byte(`{"report":{"tracking":{"legacy_max_id":77}}}`), 0o644))
+	b, err := FromShadowReport(dir)
+	require.NoError(err)
+	require.Equal(uint64(77), b.MaxFileKey)
+	require.NoError(os.WriteFile(filepath.Join(dir, "seaweedfs.json"), []byte(`{"legacy_max_key":99,"legacy_max_volume_id":12}`), 0o644))
+	b, err = FromShadowReport(dir)
+	require.NoError(err)
+	require.Equal(Bounds{MaxFileKey: 99, MaxVolumeID: 12, Sources: b.Sources}, b)
 }

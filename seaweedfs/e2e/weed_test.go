@@ -120,7 +120,10 @@ func lastFailures(res workload.Result) []workload.Failure {
 // recorded pairs; the cutover (masters stopped, floors recorded, masters
 // restarted in schain mode) happens while uploads go on; afterwards no
 // S-Chain key or volume id is at or below a legacy one, and every upload of
-// both eras reads back.
+// both eras reads back. Then a rollback to the stock sequencer (masters
+// restarted in raft mode with floors above every S-Chain reservation) while
+// uploads go on: no stock key or volume id at or below an S-Chain one, and
+// every upload of the three eras reads back.
 func TestC_ShadowThenCutover(t *testing.T) {
 	require := require.New(t)
 	pfx := prefix(t)
@@ -192,6 +195,59 @@ func TestC_ShadowThenCutover(t *testing.T) {
 		"legacy_max_volume": legacyMaxVol, "schain_volumes": grown,
 		"uploads_before": before, "uploads_after": after, "keys_issued_twice": check.IssuedTwice,
 		"read_back": check.ReadBack, "failed_uploads": check.Failed, "longest_gap_ms": check.LongestGap.Milliseconds(),
+	})
+
+	// Rollback to the stock sequencer while uploads go on: its keys and
+	// volume ids start above every id S-Chain reserved for the cluster.
+	var schainMaxKey uint64
+	var schainMaxVol uint32
+	for _, a := range res.Assigned {
+		if a.At.After(switchEnd) {
+			schainMaxKey = max(schainMaxKey, a.Key+a.Count-1)
+			schainMaxVol = max(schainMaxVol, a.Volume)
+		}
+	}
+	u2 := startUploads(t, c, 8)
+	waitFor(t, time.Minute, "uploads before the rollback", func() bool { return u2.acked() >= 100 })
+	rctx, rcancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer rcancel()
+	rollStart := time.Now()
+	back, err := cutover.ToStock(rctx, c, router(t), cutover.Options{Prefix: pfx, Band: 1, Out: testWriter{t}})
+	require.NoError(err)
+	rollEnd := time.Now()
+	waitFor(t, 90*time.Second, "100 uploads after the rollback", func() bool { return u2.ackedSince(rollEnd) >= 100 })
+	stockGrown := growVolumes(t, c, 1)
+	res2 := u2.stop()
+	for _, a := range res2.Assigned {
+		if a.At.Before(rollStart) {
+			schainMaxKey = max(schainMaxKey, a.Key+a.Count-1)
+		}
+	}
+	require.Greater(back.FileKey, schainMaxKey, "rollback floor at or below an S-Chain key")
+	var stockMinKey uint64 = ^uint64(0)
+	var afterRollback int
+	for _, a := range res2.Assigned {
+		if a.At.After(rollEnd) {
+			afterRollback++
+			stockMinKey = min(stockMinKey, a.Key)
+		}
+	}
+	require.Positive(afterRollback)
+	require.Greater(stockMinKey, schainMaxKey, "the stock sequencer reissued an S-Chain key")
+	for _, v := range stockGrown {
+		require.Greater(v, schainMaxVol)
+		require.GreaterOrEqual(uint64(v), back.VolumeID, "a stock volume id below the rollback floor")
+	}
+	all := res
+	all.Uploads = append(slices.Clone(res.Uploads), res2.Uploads...)
+	all.Assigned = append(slices.Clone(res.Assigned), res2.Assigned...)
+	all.Failures = append(slices.Clone(res.Failures), res2.Failures...)
+	check2 := verify(t, all)
+	require.NoError(check2.Err(), "across the three eras (stock, S-Chain, stock again)")
+	record(t, "rollback", map[string]any{
+		"schain_max_key": schainMaxKey, "floors": back, "stock_min_key_after": stockMinKey,
+		"stock_volumes_after": stockGrown, "schain_max_volume": schainMaxVol, "rollback_ms": rollEnd.Sub(rollStart).Milliseconds(),
+		"uploads_all_eras": check2.Uploads, "keys_issued_twice": check2.IssuedTwice, "read_back": check2.ReadBack,
 	})
 }
 
@@ -272,9 +328,12 @@ func TestZ_ValidatorKill(t *testing.T) {
 			}
 		}
 	}
-	var liveFailed, deadFailed, unattributed int
+	var liveFailed, deadFailed, unattributed, before int
 	for _, f := range res.Failures {
 		if !f.At.After(killedAt) {
+			if before++; before <= 3 {
+				t.Logf("failed %s attempt before the kill, on volume %d: %.300s", f.Stage, f.Volume, f.Err)
+			}
 			continue
 		}
 		o, known := owners[f.Volume]
