@@ -94,9 +94,10 @@ func (p *pool) take(count, above uint64, wait time.Duration) (uint64, error) {
 	waited := false
 	for {
 		if base, ok := p.cut(count, above); ok {
+			now := time.Now()
 			p.stats.Taken += count
-			p.meter.add(count, time.Now())
-			p.topUp(count, above)
+			p.meter.add(count, now)
+			p.topUp(count, above, now)
 			return base, nil
 		}
 		if p.refill == nil {
@@ -162,8 +163,8 @@ func (p *pool) advance(n uint64) {
 }
 
 // topUp starts a refill when less than half the target is left.
-func (p *pool) topUp(count, above uint64) {
-	target := max(p.size.target(p.meter.rate(time.Now())), count)
+func (p *pool) topUp(count, above uint64, now time.Time) {
+	target := max(p.size.target(p.meter.rate(now)), count)
 	if p.refill == nil && p.left < target/2 {
 		p.start(target, above)
 	}

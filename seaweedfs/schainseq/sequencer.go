@@ -24,8 +24,8 @@ type SChain struct {
 	ctx    context.Context
 	stop   context.CancelFunc
 
-	mu      sync.Mutex       // guards keys
-	keys    map[string]*pool // by range
+	mu      sync.RWMutex     // guards keys
+	keys    map[uint32]*pool // by band (volume id / VolumeBand)
 	volumes *pool
 
 	heartbeatMax atomic.Uint64
@@ -43,7 +43,7 @@ func newSChain(cfg Config, logf func(string, ...any)) (*SChain, error) {
 		return nil, fmt.Errorf("%w: %w", errConfig, err)
 	}
 	ctx, stop := context.WithCancel(context.Background())
-	s := &SChain{cfg: cfg, client: c, logf: logf, ctx: ctx, stop: stop, keys: make(map[string]*pool)}
+	s := &SChain{cfg: cfg, client: c, logf: logf, ctx: ctx, stop: stop, keys: make(map[uint32]*pool)}
 	s.volumes = newPool(ctx, VolumeRange(cfg.Prefix), s.reserver(VolumeRange(cfg.Prefix), VolumeFloorRange(cfg.Prefix)),
 		sizing{min: cfg.VolumeBatch, max: cfg.VolumeBatch}, cfg.RefillTimeout, logf)
 	logf("type %s: file keys from %s/keys/<volume/%d>, volume ids from %s, through %d S-Chain nodes of chain %s",
@@ -71,14 +71,21 @@ func (s *SChain) reserver(rng, floorRange string) reserveFunc {
 }
 
 func (s *SChain) keyPool(vid uint32) *pool {
-	rng := KeyRange(s.cfg.Prefix, vid, s.cfg.VolumeBand)
+	band := vid / s.cfg.VolumeBand
+	s.mu.RLock()
+	p, ok := s.keys[band]
+	s.mu.RUnlock()
+	if ok {
+		return p
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	p, ok := s.keys[rng]
+	p, ok = s.keys[band]
 	if !ok {
+		rng := KeyRange(s.cfg.Prefix, vid, s.cfg.VolumeBand)
 		p = newPool(s.ctx, rng, s.reserver(rng, KeyFloorRange(s.cfg.Prefix)),
 			sizing{min: s.cfg.ReservationMin, max: MaxReservation, horizon: s.cfg.Horizon}, s.cfg.RefillTimeout, s.logf)
-		s.keys[rng] = p
+		s.keys[band] = p
 	}
 	return p
 }
@@ -136,12 +143,12 @@ func (s *SChain) report() {
 		}
 		var sum poolStats
 		var left uint64
-		s.mu.Lock()
+		s.mu.RLock()
 		pools := make([]*pool, 0, len(s.keys))
 		for _, p := range s.keys {
 			pools = append(pools, p)
 		}
-		s.mu.Unlock()
+		s.mu.RUnlock()
 		for _, p := range pools {
 			st, l := p.snapshot()
 			sum.Taken += st.Taken

@@ -100,6 +100,7 @@ type Steady struct {
 // MasterKill is one cluster's leader kill.
 type MasterKill struct {
 	Name   string         `json:"name"`
+	SChain bool           `json:"schain"`
 	Killed string         `json:"killed"`
 	Check  workload.Check `json:"check"`
 	// FirstAfter is how long after the kill the first upload started after
@@ -300,7 +301,7 @@ func masterKill(ctx context.Context, name string, c *cluster.Cluster, s Settings
 	res.Assigned = append(res.Assigned, as.Assigned...)
 	vctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
 	defer cancel()
-	mk := &MasterKill{Name: name, Killed: leader, Check: workload.Verify(vctx, res)}
+	mk := &MasterKill{Name: name, SChain: c.Mode() == cluster.ModeSChain, Killed: leader, Check: workload.Verify(vctx, res)}
 	mk.FirstAfter = -1
 	for _, u := range up.Uploads {
 		if u.Start.After(killedAt) && (mk.FirstAfter < 0 || u.Done.Sub(killedAt) < mk.FirstAfter) {
