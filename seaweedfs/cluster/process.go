@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -59,7 +60,9 @@ func (p *proc) start(bin string, detach bool) error {
 	return nil
 }
 
-// alive reports whether the process is still running.
+// alive reports whether the process is still running. A process found in
+// a state file counts only if its PID still runs this process's command
+// line: a PID reused by another program is never ours.
 func (p *proc) alive() bool {
 	p.mu.Lock()
 	done, pid := p.done, p.PID
@@ -72,7 +75,22 @@ func (p *proc) alive() bool {
 			return true
 		}
 	}
-	return pidAlive(pid)
+	return pidAlive(pid) && p.runs(pid)
+}
+
+// runs reports whether pid's command line holds every argument of p.
+func (p *proc) runs(pid int) bool {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
+	if err != nil {
+		return false
+	}
+	args := strings.Split(strings.TrimRight(string(b), "\x00"), "\x00")
+	for _, a := range p.Args {
+		if !slices.Contains(args, a) {
+			return false
+		}
+	}
+	return true
 }
 
 // signal sends sig, and waits (at most until ctx ends) for the exit.

@@ -17,7 +17,7 @@ const (
 	KindKey = "key"
 	// KindVolume: a volume-id allocation (Range is the volume range).
 	KindVolume = "volume"
-	// KindState: the master's counters, written every second; no pair.
+	// KindState: the master's counters (see Pair.State); no pair.
 	KindState = "state"
 )
 
@@ -61,7 +61,8 @@ type Pair struct {
 	// Batch is how many allocations of the range one S-Chain request
 	// mirrored together (SChain is this allocation's share of its answer).
 	Batch int `json:"batch,omitempty"`
-	// State is set on KindState lines.
+	// State is set on KindState lines: the counters, written every second
+	// while they change and every minute otherwise.
 	State *ShadowState `json:"state,omitempty"`
 }
 
@@ -140,7 +141,8 @@ func (w *pairWriter) run(state func() ShadowState, master string, term uint64) {
 	defer close(w.done)
 	tick := time.NewTicker(flushEvery)
 	defer tick.Stop()
-	lastState := time.Now()
+	var last ShadowState
+	lastAt := time.Time{}
 	for {
 		select {
 		case p, ok := <-w.in:
@@ -155,10 +157,11 @@ func (w *pairWriter) run(state func() ShadowState, master string, term uint64) {
 			}
 			w.write(p)
 		case now := <-tick.C:
-			if now.Sub(lastState) >= time.Second {
-				s := state()
+			// The counters every second while they change, every minute
+			// otherwise (a follower's file stays small).
+			if s := state(); now.Sub(lastAt) >= time.Minute || (s != last && now.Sub(lastAt) >= time.Second) {
 				w.write(Pair{At: now, Master: master, Term: term, Kind: KindState, State: &s})
-				lastState = now
+				last, lastAt = s, now
 			}
 			w.flush()
 		}
