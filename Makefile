@@ -15,7 +15,7 @@ PLUGIN := build/plugins/$(VMID)
 SCHAIN := build/schain
 GO_SOURCES := $(shell find . -name '*.go' -not -path './build/*' -not -name '*_test.go') go.mod go.sum
 
-.PHONY: all build test unit kat32 e2e lint fmt vet staticcheck bench bench-micro profile fuzz run stop clean weed
+.PHONY: all build test unit kat32 e2e e2e-weed lint fmt vet staticcheck bench bench-weed bench-micro profile fuzz run stop clean weed weed-up weed-down
 
 all: build
 
@@ -46,9 +46,14 @@ unit:
 kat32:
 	./scripts/kat32.sh
 
-## e2e: end-to-end tests on a local 3-node network they start and always stop (logs of a failed run stay under build/e2e)
+## e2e: end-to-end tests on a local 3-node network they start and always stop (logs of a failed run stay under build/e2e), then on real SeaweedFS clusters (e2e-weed)
 e2e: $(NODE) $(PLUGIN) $(SCHAIN)
 	$(GO) test -tags e2e -count=1 -timeout 30m -v ./tests/e2e/
+	@$(MAKE) --no-print-directory e2e-weed
+
+## e2e-weed: SeaweedFS (build/weed) on S-Chain: leader kills in stock and schain mode, shadow then cutover, a validator kill (logs of a failed test stay under build/e2e-weed)
+e2e-weed: $(NODE) $(PLUGIN) weed
+	$(GO) test -tags e2e -count=1 -timeout 20m -v ./seaweedfs/e2e/
 
 lint: fmt vet staticcheck
 
@@ -69,9 +74,14 @@ $(BENCHSTAT):
 	GOBIN=$(BIN) $(GO) install golang.org/x/perf/cmd/benchstat@$(BENCHSTAT_VERSION)
 
 ## bench: S-Chain and the legacy raft allocator side by side, a kill -9 in each (schain bench), then the micro-benchmarks' medians; outputs under build/bench/
-bench: build $(BENCHSTAT)
+bench: build weed $(BENCHSTAT)
 	$(SCHAIN) bench --out $(BENCH_OUT) $(BENCH_FLAGS)
+	@$(MAKE) --no-print-directory bench-weed
 	@$(MAKE) --no-print-directory bench-micro
+
+## bench-weed: real SeaweedFS assigns, stock vs S-Chain sequencer, and their leader and validator kills (schain seaweedfs bench; outputs under build/bench/seaweedfs/)
+bench-weed: build weed
+	$(SCHAIN) seaweedfs bench --out $(BENCH_OUT)/seaweedfs $(WEED_BENCH_FLAGS)
 
 # Micro-benchmark repetitions (6: benchstat's minimum for a confidence
 # interval). The state benchmarks rebuild 1M keys per repetition, so they run
@@ -117,9 +127,18 @@ run: build
 stop:
 	@if [ -x $(SCHAIN) ]; then $(SCHAIN) network stop; else echo "no schain binary: nothing to stop"; fi
 
-## weed: the SeaweedFS binary (build/weed) from the module proxy, for the real-cluster shadow test
+## weed: SeaweedFS (build/weed) from the module proxy with the S-Chain patch (seaweedfs/patch); rebuilt when the patch changes
 weed:
 	./scripts/build-weed.sh
+
+## weed-up: a local SeaweedFS cluster on S-Chain (WEED_MODE=schain|schain-shadow|raft), then its demo; weed-down stops it
+WEED_MODE ?= schain
+weed-up: build weed
+	$(SCHAIN) seaweedfs up --mode $(WEED_MODE)
+	$(SCHAIN) seaweedfs demo
+
+weed-down:
+	@if [ -x $(SCHAIN) ]; then $(SCHAIN) seaweedfs down; else echo "no schain binary: nothing to stop"; fi
 
 clean:
 	rm -rf build

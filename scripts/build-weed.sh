@@ -1,6 +1,9 @@
 #!/usr/bin/env bash
-# Builds build/weed, the SeaweedFS binary that shadow/seaweed's cluster test runs
-# (3 masters + 1 volume server on 127.0.0.1).
+# Builds build/weed: SeaweedFS at the pinned version with the S-Chain patch
+# (seaweedfs/patch: the new package seaweedfs/schainseq, copied to
+# weed/sequence/schainseq, and the hunks of seaweedfs/patch/weed.diff). The
+# patch fails the build loudly if the upstream code moved. In the default
+# sequencer mode (raft) the patched master behaves as the stock one.
 #
 #   scripts/build-weed.sh           build unless build/weed matches the pinned version
 #   scripts/build-weed.sh -f        rebuild even if it does
@@ -10,8 +13,8 @@
 # `go install module@version` refuses it. Instead the module is downloaded from
 # the Go module proxy (`go mod download -json`), its directory is copied out of
 # the read-only module cache into build/weed-src, and `go build ./weed` runs
-# there. build/weed.version records the version built; a rebuild is skipped when
-# it matches. The build runs at low CPU priority (nice) because the machine is
+# there, after the patch is applied to the copy. build/weed.version records
+# the version and the patch's digest; a rebuild is skipped when both match. The build runs at low CPU priority (nice) because the machine is
 # shared; a cold build downloads several hundred modules and takes many minutes.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -29,8 +32,10 @@ case "${1:-}" in
   *) echo "usage: $0 [-f]" >&2; exit 2 ;;
 esac
 
-if [ "$force" = 0 ] && [ -x "$out" ] && [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$version" ]; then
-  echo "build-weed: $out is $module@$version already (use -f to rebuild)"
+digest=$(go run ./cmd/weedpatch -digest)
+want="$version patch $digest"
+if [ "$force" = 0 ] && [ -x "$out" ] && [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$want" ]; then
+  echo "build-weed: $out is $module@$version with patch $digest already (use -f to rebuild)"
   exit 0
 fi
 
@@ -58,6 +63,9 @@ fi
 cp -R "$dir" "$src"
 chmod -R u+w "$src"
 
+echo "build-weed: applying the S-Chain patch $digest"
+go run ./cmd/weedpatch -src "$src"
+
 echo "build-weed: building $out (go build ./weed in $src; this takes a while)"
 start=$(date +%s)
 (
@@ -66,5 +74,5 @@ start=$(date +%s)
     nice -n 10 go build -trimpath -o "$root/$out.tmp" ./weed
 )
 mv "$out.tmp" "$out"
-printf '%s\n' "$version" > "$stamp"
+printf '%s\n' "$want" > "$stamp"
 echo "build-weed: built $out ($(du -h "$out" | cut -f1)) in $(( $(date +%s) - start ))s"

@@ -24,8 +24,9 @@ type Comparator struct {
 	untracked uint64 // observations of ranges beyond MaxRanges
 	legacyMax uint64 // highest legacy id over every range, tracked or not
 	// sharedLegacy replaces the per-range legacy sets when
-	// Config.LegacySharedKeySpace is on.
+	// Config.LegacySharedKeySpace is on, except for the ranges in ownSpace.
 	sharedLegacy *intervalSet
+	ownSpace     map[string]bool
 
 	requests, agreed uint64
 	counts           map[Kind]uint64
@@ -47,9 +48,14 @@ func NewComparator(cfg Config) (*Comparator, error) {
 	if cfg.LegacySharedKeySpace {
 		shared = newIntervalSet(cfg.MaxIntervalsPerRange)
 	}
+	own := make(map[string]bool, len(cfg.LegacyOwnKeySpace))
+	for _, r := range cfg.LegacyOwnKeySpace {
+		own[r] = true
+	}
 	return &Comparator{
 		cfg:          cfg,
 		sharedLegacy: shared,
+		ownSpace:     own,
 		ranges:       make(map[string]*rangeState),
 		counts:       make(map[Kind]uint64),
 		examples:     make(map[Kind][]Finding),
@@ -178,7 +184,7 @@ func (c *Comparator) checkLegacyIDs(d *detector, rs *rangeState) {
 	}
 	rs.legacyMax = max(rs.legacyMax, last)
 	set := rs.legacy
-	if c.sharedLegacy != nil {
+	if c.sharedLegacy != nil && !c.ownSpace[d.o.Request.Range] {
 		set = c.sharedLegacy
 	}
 	ov := set.insert(l.Result.First, l.Result.End(), l.Result.Term)

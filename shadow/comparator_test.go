@@ -364,6 +364,21 @@ func TestSharedLegacyKeySpaceCatchesCrossRangeReissue(t *testing.T) {
 	}
 }
 
+// TestLegacyOwnKeySpace: with a shared key space, a range listed as its own
+// space (SeaweedFS volume ids) neither collides with the file keys nor
+// escapes its own reissue check.
+func TestLegacyOwnKeySpace(t *testing.T) {
+	cfg := testConfig()
+	cfg.LegacySharedKeySpace = true
+	cfg.LegacyOwnKeySpace = []string{"volumes"}
+	c := newTestComparator(t, cfg)
+	s := &stream{}
+	require.Empty(t, c.Observe(s.ok("keys/1", 10, 1, 1, 1)))
+	require.Empty(t, c.Observe(s.ok("volumes", 1, 3, 1, 1)), "volume id 3 is not file key 3")
+	require.Equal(t, []Kind{KindLegacyReissue}, kinds(c.Observe(s.ok("volumes", 1, 3, 2, 2))))
+	require.Equal(t, []Kind{KindLegacyReissue}, kinds(c.Observe(s.ok("keys/2", 1, 5, 2, 11))), "file keys still share a space")
+}
+
 func TestFloorsCoverReissuedIDs(t *testing.T) {
 	require := require.New(t)
 	c := newTestComparator(t, testConfig())

@@ -27,6 +27,10 @@ type Config struct {
 	// first given to another range is then still caught. Off, legacy ids
 	// are tracked per range.
 	LegacySharedKeySpace bool `json:"legacy-shared-key-space"`
+	// LegacyOwnKeySpace lists ranges whose legacy ids stay in a key space
+	// of their own with LegacySharedKeySpace on: SeaweedFS volume ids, which
+	// raft issues beside the global file-key sequencer.
+	LegacyOwnKeySpace []string `json:"legacy-own-key-space,omitempty"`
 	// MaxExamples is how many findings of each kind the report keeps.
 	MaxExamples int `json:"max-examples"`
 	// Gate decides readiness.

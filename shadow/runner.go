@@ -82,6 +82,9 @@ type RunStats struct {
 	ElapsedNS       time.Duration `json:"elapsed_ns"`
 	Heartbeats      uint64        `json:"heartbeats"`
 	HeartbeatErrors uint64        `json:"heartbeat_errors"`
+	// Abandoned counts exchanges the runner itself cut at the end of the
+	// run (its deadline or cancellation); they are not observed.
+	Abandoned uint64 `json:"abandoned"`
 }
 
 // Sides are the allocators a Runner drives.
@@ -116,6 +119,7 @@ type Runner struct {
 	seq             atomic.Uint64
 	heartbeats      atomic.Uint64
 	heartbeatErrors atomic.Uint64
+	abandoned       atomic.Uint64
 }
 
 // NewRunner validates both configurations and returns a runner.
@@ -187,6 +191,7 @@ func (r *Runner) Report() Report {
 	r.mu.Unlock()
 	rep.Run = &RunStats{
 		Started: started, Heartbeats: r.heartbeats.Load(), HeartbeatErrors: r.heartbeatErrors.Load(),
+		Abandoned: r.abandoned.Load(),
 	}
 	if !started.IsZero() {
 		rep.Run.ElapsedNS = r.sides.Now().Sub(started)
@@ -228,21 +233,24 @@ func (r *Runner) exchange(ctx context.Context, seq uint64, i int) {
 	obs := Observation{Request: req}
 
 	lctx, cancel := context.WithTimeout(ctx, r.cfg.Timeout)
-	start := r.sides.Now()
+	start, wall := r.sides.Now(), time.Now()
 	obs.Legacy.Result, obs.Legacy.Err = r.sides.Legacy.Allocate(lctx, req.Range, req.Count)
 	obs.Legacy.Latency = r.sides.Now().Sub(start)
 	obs.Legacy.Missing = timedOut(lctx, obs.Legacy.Err)
 	cancel()
+	cut := r.cutByRun(ctx, wall, obs.Legacy.Err)
 
 	sctx, cancel := context.WithTimeout(ctx, r.cfg.Timeout)
-	start = r.sides.Now()
+	start, wall = r.sides.Now(), time.Now()
 	obs.SChain.Result, obs.SChain.Err = r.sides.SChain.Allocate(sctx, req.Range, req.Count, r.sides.Floor(req.Range))
 	obs.SChain.Latency = r.sides.Now().Sub(start)
 	obs.SChain.Missing = timedOut(sctx, obs.SChain.Err)
 	cancel()
+	cut = cut || r.cutByRun(ctx, wall, obs.SChain.Err)
 
-	if ctx.Err() != nil {
-		return // the run is ending; a cut-off exchange is not evidence
+	if cut {
+		r.abandoned.Add(1)
+		return // the run is ending; an exchange it cut off is not evidence
 	}
 	obs.At = r.sides.Now()
 	r.mu.Lock()
@@ -253,8 +261,27 @@ func (r *Runner) exchange(ctx context.Context, seq uint64, i int) {
 	}
 }
 
+// timedOut reports whether a side failed for want of time: its context
+// expired, or it gave up because its deadline would pass before its next
+// retry (what the S-Chain client does).
 func timedOut(ctx context.Context, err error) bool {
-	return err != nil && errors.Is(ctx.Err(), context.DeadlineExceeded)
+	return err != nil && (errors.Is(ctx.Err(), context.DeadlineExceeded) || errors.Is(err, context.DeadlineExceeded))
+}
+
+// cutByRun reports whether a side that started at wall (wall clock) failed
+// because the run ended: the run's context is done, or the side gave up for
+// want of time while the run's deadline, not the request's own Timeout, was
+// the nearer bound.
+func (r *Runner) cutByRun(run context.Context, wall time.Time, err error) bool {
+	if err == nil {
+		return false
+	}
+	if run.Err() != nil {
+		return true
+	}
+	deadline, ok := run.Deadline()
+	timeUp := errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled)
+	return ok && timeUp && deadline.Before(wall.Add(r.cfg.Timeout))
 }
 
 // markWritten applies the write model; the caller holds range i's lock.

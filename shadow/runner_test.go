@@ -2,6 +2,7 @@ package shadow
 
 import (
 	"context"
+	"fmt"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -220,4 +221,56 @@ func TestSlotsRunnerSurvivesDarkGroup(t *testing.T) {
 	require.GreaterOrEqual(rep.Counts[KindOutcomeMismatch], darkShare)
 	require.Less(rep.Counts[KindOutcomeMismatch], rep.Requests, "the lit group served")
 	require.Zero(rep.ByClass[ClassSChainViolation])
+}
+
+// quittingSChain answers after a short delay, but, like the S-Chain client,
+// gives up at once with an error wrapping context.DeadlineExceeded when its
+// deadline comes before it could answer, before the context itself expires.
+type quittingSChain struct{ *fakeSChain }
+
+func (q quittingSChain) Allocate(ctx context.Context, rangeKey string, count, floor uint64) (SChainResult, error) {
+	const work = 20 * time.Millisecond
+	if deadline, ok := ctx.Deadline(); ok && time.Until(deadline) < work {
+		return SChainResult{}, fmt.Errorf("%w: deadline comes before the next retry; last error: transaction tx still pending", context.DeadlineExceeded)
+	}
+	t := time.NewTimer(work)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return SChainResult{}, ctx.Err()
+	case <-t.C:
+	}
+	return q.fakeSChain.Allocate(ctx, rangeKey, count, floor)
+}
+
+// TestRunnerEndIsNotADisagreement: requests still in flight when the run's
+// duration runs out are the runner's doing, not S-Chain's: they are counted
+// as abandoned, never observed, and the gate stays READY.
+func TestRunnerEndIsNotADisagreement(t *testing.T) {
+	require := require.New(t)
+	cfg := RunConfig{Ranges: RangeKeys("bucket", 8), Workers: 8, Duration: 400 * time.Millisecond, Count: 1, Timeout: 10 * time.Second}
+	ccfg := runnerComparatorConfig()
+	ccfg.Gate.MinRequests = 10
+	r, err := NewRunner(Sides{Legacy: &counterLegacy{}, SChain: quittingSChain{newFakeSChain()}}, cfg, ccfg)
+	require.NoError(err)
+	rep, err := r.Run(runCtx(t))
+	require.NoError(err)
+	require.Positive(rep.Requests)
+	require.Empty(rep.Counts, "findings: %v", rep.Examples)
+	require.True(rep.Decision.Ready, "reasons: %v", rep.Decision.Reasons)
+	require.Positive(rep.Run.Abandoned, "the workers in flight at the end were cut")
+}
+
+// TestRunnerRequestTimeoutIsMissing: a side that gives up because its own
+// request Timeout comes first is missing (a disagreement), not abandoned.
+func TestRunnerRequestTimeoutIsMissing(t *testing.T) {
+	require := require.New(t)
+	cfg := RunConfig{Ranges: RangeKeys("bucket", 1), Workers: 1, Requests: 5, Count: 1, Timeout: 10 * time.Millisecond}
+	r, err := NewRunner(Sides{Legacy: &counterLegacy{}, SChain: quittingSChain{newFakeSChain()}}, cfg, runnerComparatorConfig())
+	require.NoError(err)
+	rep, err := r.Run(runCtx(t))
+	require.NoError(err)
+	require.Equal(uint64(5), rep.Counts[KindMissing])
+	require.Zero(rep.Counts[KindOutcomeMismatch])
+	require.Zero(rep.Run.Abandoned)
 }

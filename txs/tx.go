@@ -19,7 +19,7 @@ import (
 type Header struct {
 	NetworkID    uint32     `json:"networkID"`
 	ChainID      ids.ID     `json:"chainID"`
-	PChainHeight uint64     `json:"epoch"`
+	PChainHeight uint64     `json:"pChainHeight"`
 	Fingerprint  ids.ID     `json:"fingerprint"`
 	Owner        ids.NodeID `json:"owner"`
 	// Nonce tells apart two otherwise identical intents of one owner in one

@@ -88,7 +88,7 @@ or revoked write token), 8 refused by a validators command's precondition
 		newAllocateCmd(g), newPutManifestCmd(g),
 		newReceiptCmd(g), newOwnerCmd(g), newMembershipCmd(g), newAllocCmd(g), newManifestCmd(g), newNodeCmd(g),
 		newLegacyCmd(g), newNetworkCmd(g), newDemoCmd(g), newTokenCmd(g), newShadowCmd(g), newBenchCmd(g),
-		newValidatorsCmd(g),
+		newValidatorsCmd(g), newSeaweedFSCmd(g),
 	)
 	return root
 }

@@ -214,6 +214,9 @@ func shadowSummary(rep shadow.Report, floors shadow.Floors) string {
 	}
 	fmt.Fprintf(&sb, "requests: %d, agreed: %d, clean window: %d requests over %s, resets: %d\n",
 		rep.Requests, rep.Agreed, rep.Decision.WindowRequests, rep.Decision.WindowDurationNS.Round(time.Millisecond), rep.Decision.Resets)
+	if rep.Run != nil && rep.Run.Abandoned > 0 {
+		fmt.Fprintf(&sb, "abandoned at the end of the run (not compared): %d\n", rep.Run.Abandoned)
+	}
 	var kinds []string
 	for k, n := range rep.Counts {
 		kinds = append(kinds, fmt.Sprintf("%s=%d", k, n))

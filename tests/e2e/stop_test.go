@@ -16,8 +16,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/s-chain/schain/eviction"
-	"github.com/s-chain/schain/subnet"
 	"github.com/s-chain/schain/localnet"
+	"github.com/s-chain/schain/subnet"
 	"github.com/s-chain/schain/vm/api"
 )
 
@@ -286,16 +286,16 @@ func TestZ_KillOwner(t *testing.T) {
 	code, out, errOut = schainCLI(ctx, t, liveURIs, "validators", "add", victim.NodeID.String(), "--wait", "--json", "--key-file", network.OwnerKeyPath())
 	require.Equal(0, code, errOut)
 	var added struct {
-		Plan            subnet.Plan     `json:"plan"`
-		Receipt         *subnet.Receipt `json:"receipt"`
-		EpochFollowedMs *int64          `json:"epochFollowedMs"`
+		Plan                 subnet.Plan     `json:"plan"`
+		Receipt              *subnet.Receipt `json:"receipt"`
+		MembershipFollowedMs *int64          `json:"membershipFollowedMs"`
 	}
 	require.NoError(json.Unmarshal([]byte(out), &added))
 	require.NotNil(added.Receipt)
-	require.NotNil(added.EpochFollowedMs)
+	require.NotNil(added.MembershipFollowedMs)
 	require.Equal(dry.Plan.Weight, added.Plan.Weight, "the default weight is the one the others have")
 	t.Logf("added %s back: S-Chain's membership view listed it %s after the commit, %s after its restart",
-		victim.NodeID, time.Duration(*added.EpochFollowedMs)*time.Millisecond, time.Since(restarted).Round(time.Second))
+		victim.NodeID, time.Duration(*added.MembershipFollowedMs)*time.Millisecond, time.Since(restarted).Round(time.Second))
 	agree(ctx, t)
 	// Its heartbeat lands in the epoch its addition reached S-Chain in;
 	// from the next one it owns its ranges again.

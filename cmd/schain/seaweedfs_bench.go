@@ -1,0 +1,147 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/s-chain/schain/localnet"
+	"github.com/s-chain/schain/seaweedfs/cluster"
+	"github.com/s-chain/schain/seaweedfs/weedbench"
+)
+
+func newWeedBenchCmd(g *globals, o *weedOptions) *cobra.Command {
+	s := weedbench.DefaultSettings()
+	var out string
+	cmd := &cobra.Command{
+		Use:   "bench",
+		Short: "Measure SeaweedFS assigns with the stock and the S-Chain sequencer side by side, then kill a leader and a validator",
+		Long: `Start, under --out, a fresh 3-node S-Chain network and two SeaweedFS clusters
+of <build-dir>/weed (3 masters, a volume server each): one with the stock
+sequencer, one with the S-Chain sequencer. Then:
+
+  1. steady assigns: --clients closed-loop clients, --rounds rounds of
+     --round-duration per cluster, interleaved (A B, B A, ...): assigns/s and
+     latency percentiles, and S-Chain/stock ratios against the targets
+     (throughput >= 0.95x, p99 <= 1.2x);
+  2. leader kill, each cluster: --uploaders clients upload and --assigners
+     only assign; kill -9 of the leader after --kill-before; the stall, failed
+     uploads, keys issued twice, every acknowledged upload read back;
+  3. validator kill, S-Chain cluster: kill -9 of the validator owning the
+     most of the cluster's key ranges while clients upload: failures and
+     stalls per volume, owner alive or not.
+
+Writes report.json and tables.md to --out and prints the tables. Every
+process started is stopped at the end, also on error or Ctrl-C.`,
+		Args: exactArgs(0, "no arguments"),
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return runWeedBench(cmd.Context(), g, o, s, out)
+		},
+	}
+	f := cmd.Flags()
+	f.IntVar(&s.Clients, "clients", s.Clients, "closed-loop assign clients of a steady round")
+	f.IntVar(&s.Rounds, "rounds", s.Rounds, "steady rounds per cluster")
+	f.DurationVar(&s.RoundDuration, "round-duration", s.RoundDuration, "length of one steady round")
+	f.IntVar(&s.Uploaders, "uploaders", s.Uploaders, "uploading clients of the kill phases")
+	f.IntVar(&s.Assigners, "assigners", s.Assigners, "assign-only clients of the leader kills")
+	f.DurationVar(&s.KillBefore, "kill-before", s.KillBefore, "load before a kill")
+	f.DurationVar(&s.MasterKillAfter, "leader-after", s.MasterKillAfter, "load after a leader kill")
+	f.DurationVar(&s.ValidatorKillAfter, "validator-after", s.ValidatorKillAfter, "load after the validator kill")
+	f.IntVar(&s.Volumes, "volumes", s.Volumes, "volumes of the S-Chain cluster before the validator kill")
+	f.StringVar(&out, "out", filepath.Join(defaultBuildDir(), "bench", "seaweedfs"), "directory for the network, the clusters, the report and the tables")
+	return cmd
+}
+
+func runWeedBench(ctx context.Context, g *globals, o *weedOptions, s weedbench.Settings, out string) error {
+	if s.Clients < 1 || s.Rounds < 1 || s.Uploaders < 1 || s.RoundDuration <= 0 || s.KillBefore <= 0 {
+		return usageError{fmt.Errorf("clients, rounds and uploaders must be positive, durations too")}
+	}
+	began := time.Now()
+	if err := os.MkdirAll(out, 0o755); err != nil {
+		return err
+	}
+	var stops []func(context.Context) error
+	defer func() {
+		sctx, cancel := context.WithTimeout(context.Background(), benchStopTimeout)
+		defer cancel()
+		for i := len(stops) - 1; i >= 0; i-- {
+			if err := stops[i](sctx); err != nil {
+				fmt.Fprintf(g.errOut, "bench: stopping: %v\n", err)
+			}
+		}
+		fmt.Fprintln(g.errOut, "bench: every process stopped")
+	}()
+
+	ncfg := localnet.DefaultConfig(o.buildDir)
+	ncfg.RootDir, ncfg.Progress = filepath.Join(out, "network"), g.errOut
+	_ = localnet.StopAll(ctx, ncfg.RootDir, nil) // what an earlier run left
+	if err := os.RemoveAll(ncfg.RootDir); err != nil {
+		return err
+	}
+	n, err := localnet.Start(ctx, ncfg)
+	if err != nil {
+		return fmt.Errorf("starting the S-Chain network: %w", err)
+	}
+	stops = append(stops, func(ctx context.Context) error { return localnet.StopAll(ctx, ncfg.RootDir, nil) })
+	if err := waitChainReady(ctx, g, n, 3*time.Minute); err != nil {
+		return err
+	}
+	prefix := fmt.Sprintf("bench-%d", time.Now().Unix())
+	if err := freshCutover(ctx, g, n, prefix); err != nil {
+		return err
+	}
+	start := func(name string, mode cluster.Mode) (*cluster.Cluster, error) {
+		dir := filepath.Join(out, name)
+		if err := os.RemoveAll(dir); err != nil {
+			return nil, err
+		}
+		cfg := cluster.DefaultConfig(filepath.Join(o.buildDir, "weed"), dir, mode)
+		cfg.Progress = g.errOut
+		cfg.SChain = cluster.SChain{URIs: n.ChainURIsBase(), Chain: n.ChainID.String(), TokenFile: n.TokenPath(), Prefix: prefix}
+		sctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
+		defer cancel()
+		c, err := cluster.Start(sctx, cfg)
+		if err != nil {
+			return nil, fmt.Errorf("starting the %s cluster: %w", name, err)
+		}
+		stops = append(stops, c.Stop)
+		return c, nil
+	}
+	stock, err := start("stock", cluster.ModeRaft)
+	if err != nil {
+		return err
+	}
+	sc, err := start("schain", cluster.ModeSChain)
+	if err != nil {
+		return err
+	}
+	rep, err := weedbench.Run(ctx, weedbench.Env{Stock: stock, SChain: sc, Network: n, Prefix: prefix}, s, g.errOut)
+	if err != nil {
+		return err
+	}
+	var tables strings.Builder
+	if err := weedbench.WriteTables(&tables, rep); err != nil {
+		return err
+	}
+	fmt.Fprintf(&tables, "\nMachine: %d CPUs (%s), %d MB RAM, %s %s/%s; bench wall time %s.\n",
+		rep.Machine.CPUs, rep.Machine.CPUModel, rep.Machine.MemoryMB, rep.Machine.Go, rep.Machine.GoOS, rep.Machine.GoArch, time.Since(began).Round(time.Second))
+	b, err := json.MarshalIndent(rep, "", "  ")
+	if err != nil {
+		return err
+	}
+	if err := os.WriteFile(filepath.Join(out, benchReportFile), b, 0o644); err != nil {
+		return err
+	}
+	if err := os.WriteFile(filepath.Join(out, benchTablesFile), []byte(tables.String()), 0o644); err != nil {
+		return err
+	}
+	fmt.Fprint(g.out, tables.String())
+	fmt.Fprintf(g.out, "outputs: %s/{%s,%s}\n", out, benchReportFile, benchTablesFile)
+	return nil
+}

@@ -1,0 +1,57 @@
+package cluster
+
+import (
+	"context"
+	"os/exec"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+)
+
+// TestProcessFoundInAStateFileIsOursOnlyIfItRunsOurCommand: `down` must
+// never signal a PID that another program took over.
+func TestProcessFoundInAStateFileIsOursOnlyIfItRunsOurCommand(t *testing.T) {
+	require := require.New(t)
+	sleep, err := exec.LookPath("sleep")
+	if err != nil {
+		t.Skip("no sleep binary")
+	}
+	dir := t.TempDir()
+	p := &proc{Name: "sleeper", Args: []string{"30"}, Log: filepath.Join(dir, "log"), Dir: dir}
+	require.NoError(p.start(sleep, false))
+	t.Cleanup(func() { _ = p.kill(context.Background()) })
+	require.True(p.alive())
+
+	found := &proc{Name: "sleeper", Args: p.Args, PID: p.PID} // as read from cluster.json
+	require.True(found.alive())
+	other := &proc{Name: "master1", Args: []string{"master", "-mdir=/elsewhere"}, PID: p.PID}
+	require.False(other.alive(), "a PID running another command line is not ours")
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	require.NoError(other.stop(ctx), "stopping a process that is not ours signals nothing")
+	require.True(p.alive())
+
+	require.NoError(p.kill(ctx))
+	require.False(p.alive())
+	require.False(found.alive())
+}
+
+func TestMasterToml(t *testing.T) {
+	got := MasterToml(ModeSChain, SChain{URIs: []string{"http://a:1", "http://b:2"}, Chain: "C", TokenFile: "/t", Prefix: "p"},
+		map[string]string{"schain_horizon": "45s"})
+	require.Equal(t, `# Written by schain (seaweedfs/cluster): the masters' sequencer.
+[master.sequencer]
+type = "schain"
+schain_rpc = "http://a:1,http://b:2"
+schain_chain = "C"
+schain_token_file = "/t"
+schain_prefix = "p"
+schain_horizon = "45s"
+`, got)
+	require.Equal(t, "# Written by schain (seaweedfs/cluster): the masters' sequencer.\n[master.sequencer]\ntype = \"raft\"\nfile_key_floor = \"9\"\n",
+		MasterToml(ModeRaft, SChain{URIs: []string{"x"}}, map[string]string{"file_key_floor": "9"}))
+	_, err := ParseMode("bogus")
+	require.ErrorIs(t, err, errBadMode)
+}

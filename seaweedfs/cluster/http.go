@@ -1,0 +1,36 @@
+package cluster
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"time"
+)
+
+// maxBody bounds what is read of a master's or volume server's answer.
+const maxBody = 8 << 20
+
+var httpClient = &http.Client{Timeout: 5 * time.Second}
+
+// httpGet fetches url; a status other than 200 is an error with the body's
+// start.
+func httpGet(ctx context.Context, url string) ([]byte, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return nil, err
+	}
+	resp, err := httpClient.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(io.LimitReader(resp.Body, maxBody))
+	if err != nil {
+		return nil, err
+	}
+	if resp.StatusCode != http.StatusOK {
+		return body, fmt.Errorf("GET %s: HTTP %d: %.200s", url, resp.StatusCode, body)
+	}
+	return body, nil
+}

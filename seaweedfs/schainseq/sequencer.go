@@ -1,0 +1,167 @@
+package schainseq
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// ErrNoCutover: S-Chain holds no cutover floor for this cluster's prefix, so
+// nothing says which ids the legacy allocator already used. Type schain
+// refuses to hand out ids until `schain seaweedfs cutover` recorded one.
+var ErrNoCutover = errors.New("no cutover recorded on S-Chain")
+
+// SChain is the sequencer of type schain: file keys from the committed
+// reservations of each volume's range, volume ids from the volume range's.
+type SChain struct {
+	cfg    Config
+	client *Client
+	logf   func(string, ...any)
+	ctx    context.Context
+	stop   context.CancelFunc
+
+	mu      sync.RWMutex     // guards keys
+	keys    map[uint32]*pool // by band (volume id / VolumeBand)
+	volumes *pool
+
+	heartbeatMax atomic.Uint64
+}
+
+var (
+	_ Stock           = (*SChain)(nil)
+	_ VolumeSequencer = (*SChain)(nil)
+	_ VolumeAllocator = (*SChain)(nil)
+)
+
+func newSChain(cfg Config, logf func(string, ...any)) (*SChain, error) {
+	c, err := NewClient(ClientConfig{URIs: cfg.RPC, Chain: cfg.Chain, Token: cfg.Token, Timeout: cfg.RequestTimeout})
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", errConfig, err)
+	}
+	ctx, stop := context.WithCancel(context.Background())
+	s := &SChain{cfg: cfg, client: c, logf: logf, ctx: ctx, stop: stop, keys: make(map[uint32]*pool)}
+	s.volumes = newPool(ctx, VolumeRange(cfg.Prefix), s.reserver(VolumeRange(cfg.Prefix), VolumeFloorRange(cfg.Prefix)),
+		sizing{min: cfg.VolumeBatch, max: cfg.VolumeBatch}, cfg.RefillTimeout, logf)
+	logf("type %s: file keys from %s/keys/<volume/%d>, volume ids from %s, through %d S-Chain nodes of chain %s",
+		TypeSChain, cfg.Prefix, cfg.VolumeBand, VolumeRange(cfg.Prefix), len(cfg.RPC), cfg.Chain)
+	go s.report()
+	return s, nil
+}
+
+// Close stops background reservations.
+func (s *SChain) Close() { s.stop() }
+
+// reserver reserves ids of rng above both the cutover floor recorded in
+// floorRange and `above`.
+func (s *SChain) reserver(rng, floorRange string) reserveFunc {
+	return func(ctx context.Context, count, above uint64) (Reservation, error) {
+		floor, err := s.client.NextMax(ctx, floorRange)
+		if err != nil {
+			return Reservation{}, fmt.Errorf("reading the cutover floor %s: %w", floorRange, err)
+		}
+		if floor == 0 {
+			return Reservation{}, fmt.Errorf("%w for prefix %q (range %s is empty): run `schain seaweedfs cutover`", ErrNoCutover, s.cfg.Prefix, floorRange)
+		}
+		return s.client.Reserve(ctx, rng, count, max(floor, above+1))
+	}
+}
+
+func (s *SChain) keyPool(vid uint32) *pool {
+	band := vid / s.cfg.VolumeBand
+	s.mu.RLock()
+	p, ok := s.keys[band]
+	s.mu.RUnlock()
+	if ok {
+		return p
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	p, ok = s.keys[band]
+	if !ok {
+		rng := KeyRange(s.cfg.Prefix, vid, s.cfg.VolumeBand)
+		p = newPool(s.ctx, rng, s.reserver(rng, KeyFloorRange(s.cfg.Prefix)),
+			sizing{min: s.cfg.ReservationMin, max: MaxReservation, horizon: s.cfg.Horizon}, s.cfg.RefillTimeout, s.logf)
+		s.keys[band] = p
+	}
+	return p
+}
+
+// NextFileIdForVolume implements VolumeSequencer: count consecutive keys
+// of volume vid's range, from a committed reservation. With none left it
+// waits for the reservation in flight at most Config.Wait, then fails with
+// ErrNoKeys naming the range and why; it never makes a key up.
+func (s *SChain) NextFileIdForVolume(vid uint32, count uint64) (uint64, error) {
+	key, err := s.keyPool(vid).take(max(count, 1), 0, s.cfg.Wait)
+	if err != nil {
+		return 0, fmt.Errorf("schain sequencer: volume %d: %w", vid, err)
+	}
+	return key, nil
+}
+
+// NextVolumeId implements VolumeAllocator: a committed volume id above
+// currentMax (ids at or below it, which only a missing cutover leaves, are
+// skipped), and a first key reservation for the new volume, so that its
+// first assign does not wait.
+func (s *SChain) NextVolumeId(currentMax uint32) (uint32, error) {
+	id, err := s.volumes.take(1, uint64(currentMax), s.cfg.RefillTimeout)
+	if err != nil {
+		return 0, fmt.Errorf("schain sequencer: new volume id: %w", err)
+	}
+	if id > math.MaxUint32 {
+		return 0, fmt.Errorf("schain sequencer: S-Chain volume id %d does not fit 32 bits", id)
+	}
+	s.keyPool(uint32(id)).prime()
+	return uint32(id), nil
+}
+
+// NextFileId is never called by the patched master: PickForWrite calls
+// NextFileIdForVolume (and the build checks that nothing else in SeaweedFS
+// calls NextFileId). It cannot return an error, so it panics rather than
+// make a key up.
+func (s *SChain) NextFileId(count uint64) uint64 {
+	panic("schainseq: NextFileId without a volume: this SeaweedFS calls the sequencer outside the patched PickForWrite; rebuild with scripts/build-weed.sh")
+}
+
+// SetMax records the highest key volume servers report written. S-Chain
+// keys do not need it (the cutover floor is on chain); it is logged.
+func (s *SChain) SetMax(seen uint64) { raise(&s.heartbeatMax, seen) }
+
+// report logs the pools' counters every minute while they change.
+func (s *SChain) report() {
+	t := time.NewTicker(time.Minute)
+	defer t.Stop()
+	var last poolStats
+	for {
+		select {
+		case <-s.ctx.Done():
+			return
+		case <-t.C:
+		}
+		var sum poolStats
+		var left uint64
+		s.mu.RLock()
+		pools := make([]*pool, 0, len(s.keys))
+		for _, p := range s.keys {
+			pools = append(pools, p)
+		}
+		s.mu.RUnlock()
+		for _, p := range pools {
+			st, l := p.snapshot()
+			sum.Taken += st.Taken
+			sum.Skipped += st.Skipped
+			sum.Refills += st.Refills
+			sum.Failures += st.Failures
+			sum.Waits += st.Waits
+			left += l
+		}
+		if sum != last {
+			s.logf("%d key ranges: %d keys handed out, %d reservations, %d failed, %d waits, %d keys reserved and unused, heartbeat max key %d",
+				len(pools), sum.Taken, sum.Refills, sum.Failures, sum.Waits, left, s.heartbeatMax.Load())
+			last = sum
+		}
+	}
+}

@@ -1,0 +1,326 @@
+// Package schaintest is a fake S-Chain for the tests of the SeaweedFS
+// integration: n nodes on 127.0.0.1 serving the real JSON-RPC contract
+// (vm/api types, gorilla/rpc with avalanchego's codec, as the VM), with
+// counters per range, committed receipts, per-owner pools, write tokens, and
+// faults to inject (a node down, NotReady, slow blocks). It records every
+// allocation it answered, so a test can check that no id was issued twice.
+package schaintest
+
+import (
+	"fmt"
+	"hash/crc32"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/ava-labs/avalanchego/ids"
+	"github.com/gorilla/rpc/v2"
+	"github.com/gorilla/rpc/v2/json2"
+
+	avajson "github.com/ava-labs/avalanchego/utils/json"
+
+	"github.com/s-chain/schain/state"
+	"github.com/s-chain/schain/vm/api"
+)
+
+// Token is the write token the fake accepts.
+const Token = "schaintest-token"
+
+// PoolChunk is how many ids an owner's pool reserves at a time.
+const PoolChunk = 1024
+
+// Chain is the fake. Its methods are safe for concurrent use.
+type Chain struct {
+	ChainID ids.ID
+	NodeIDs []ids.NodeID
+	URIs    []string
+	servers []*httptest.Server
+
+	mu        sync.Mutex
+	down      map[int]bool
+	counters  map[string]uint64
+	pools     map[poolKey][2]uint64 // [next, end) of each owner's pool
+	receipts  map[ids.ID]api.ReceiptReply
+	issued    []Allocation
+	notReady  int           // the next notReady write calls answer NotReady
+	blockTime time.Duration // a waited allocation takes this long
+	delay     time.Duration // every allocation takes at least this long
+	owner     func(rng string, alive []int) int
+	calls     map[string]int
+}
+
+type poolKey struct {
+	node int
+	rng  string
+}
+
+// Allocation is one answered allocation: ids [Base, Base+Count) of Range by
+// node Node; Pooled if cut from a pool.
+type Allocation struct {
+	Range  string
+	Base   uint64
+	Count  uint64
+	Node   int
+	Pooled bool
+}
+
+// New starts n nodes; they stop when the test ends. A range's owner is
+// CRC32(range) modulo the nodes that are up, so killing a node moves its
+// ranges at once (the real chain waits for a liveness epoch).
+func New(t testing.TB, n int) *Chain {
+	c := &Chain{
+		ChainID: ids.GenerateTestID(), down: map[int]bool{}, counters: map[string]uint64{},
+		pools: map[poolKey][2]uint64{}, receipts: map[ids.ID]api.ReceiptReply{}, calls: map[string]int{},
+		owner: func(rng string, alive []int) int { return alive[crc32.ChecksumIEEE([]byte(rng))%uint32(len(alive))] },
+	}
+	for i := range n {
+		c.NodeIDs = append(c.NodeIDs, ids.GenerateTestNodeID())
+		server := rpc.NewServer()
+		server.RegisterCodec(avajson.NewCodec(), "application/json")
+		if err := server.RegisterService(&service{c: c, i: i}, api.Service); err != nil {
+			t.Fatalf("schaintest: %v", err)
+		}
+		mux := http.NewServeMux()
+		mux.Handle("/ext/bc/"+c.ChainID.String(), c.gate(i, server))
+		srv := httptest.NewServer(mux)
+		t.Cleanup(srv.Close)
+		c.servers = append(c.servers, srv)
+		c.URIs = append(c.URIs, srv.URL)
+	}
+	return c
+}
+
+// gate answers 503 without a JSON-RPC body while node i is down, like a
+// proxy in front of a dead node, and counts calls.
+func (c *Chain) gate(i int, next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		c.mu.Lock()
+		down := c.down[i]
+		c.mu.Unlock()
+		if down {
+			// Drop the connection: what a killed node looks like.
+			if hj, ok := w.(http.Hijacker); ok {
+				if conn, _, err := hj.Hijack(); err == nil {
+					_ = conn.Close()
+					return
+				}
+			}
+			http.Error(w, "down", http.StatusServiceUnavailable)
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// SetDown marks node i down (connections are dropped) or up.
+func (c *Chain) SetDown(i int, down bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.down[i] = down
+}
+
+// SetNotReady makes the next n write calls answer NotReady.
+func (c *Chain) SetNotReady(n int) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.notReady = n
+}
+
+// SetBlockTime makes every waited allocation take d (a block's latency).
+func (c *Chain) SetBlockTime(d time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.blockTime = d
+}
+
+// SetDelay makes every allocation, pooled ones included, take d.
+func (c *Chain) SetDelay(d time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.delay = d
+}
+
+// SetCounter sets a range's counter, as if allocated up to next.
+func (c *Chain) SetCounter(rng string, next uint64) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.counters[rng] = next
+}
+
+// Counter is a range's next unissued id.
+func (c *Chain) Counter(rng string) uint64 {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.counters[rng]
+}
+
+// Owner is the node owning rng now.
+func (c *Chain) Owner(rng string) int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.ownerLocked(rng)
+}
+
+func (c *Chain) ownerLocked(rng string) int {
+	var alive []int
+	for i := range c.NodeIDs {
+		if !c.down[i] {
+			alive = append(alive, i)
+		}
+	}
+	if len(alive) == 0 {
+		return 0
+	}
+	return c.owner(rng, alive)
+}
+
+// Issued returns every allocation answered so far.
+func (c *Chain) Issued() []Allocation {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return append([]Allocation(nil), c.issued...)
+}
+
+// Calls is how many times method was answered (by any node).
+func (c *Chain) Calls(method string) int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.calls[method]
+}
+
+// CheckUnique returns an error naming the first id of a range handed out
+// twice by the fake (pools are cut from committed chunks, so a chunk and the
+// pieces cut from it are not both counted).
+func (c *Chain) CheckUnique() error {
+	type iv struct{ lo, hi uint64 }
+	byRange := map[string][]iv{}
+	for _, a := range c.Issued() {
+		if a.Pooled {
+			continue // cut from a chunk recorded as its own allocation
+		}
+		for _, o := range byRange[a.Range] {
+			if a.Base < o.hi && o.lo < a.Base+a.Count {
+				return fmt.Errorf("range %s: [%d,%d) overlaps [%d,%d)", a.Range, a.Base, a.Base+a.Count, o.lo, o.hi)
+			}
+		}
+		byRange[a.Range] = append(byRange[a.Range], iv{a.Base, a.Base + a.Count})
+	}
+	return nil
+}
+
+type service struct {
+	c *Chain
+	i int
+}
+
+func authorized(r *http.Request) error {
+	if r.Header.Get("Authorization") != "Bearer "+Token {
+		return &json2.Error{Code: api.CodeUnauthorized, Message: "unauthorized", Data: api.UnauthorizedData{Reason: api.ReasonInvalid}}
+	}
+	return nil
+}
+
+func (s *service) count(method string) {
+	s.c.mu.Lock()
+	s.c.calls[method]++
+	s.c.mu.Unlock()
+}
+
+func (s *service) GetNode(_ *http.Request, _ *api.Empty, reply *api.NodeReply) error {
+	s.count("getNode")
+	*reply = api.NodeReply{NodeID: s.c.NodeIDs[s.i], NetworkID: 1337, ChainID: s.c.ChainID}
+	return nil
+}
+
+func (s *service) GetOwner(_ *http.Request, args *api.RangeArgs, reply *api.OwnerReply) error {
+	s.count("getOwner")
+	*reply = api.OwnerReply{Range: args.Range, Owner: s.c.NodeIDs[s.c.Owner(args.Range)], Epoch: 7}
+	return nil
+}
+
+func (s *service) GetAllocation(_ *http.Request, args *api.RangeArgs, reply *api.AllocationReply) error {
+	s.count("getAllocation")
+	*reply = api.AllocationReply{Range: args.Range, Next: s.c.Counter(args.Range)}
+	return nil
+}
+
+func (s *service) GetReceipt(_ *http.Request, args *api.TxIDArgs, reply *api.ReceiptReply) error {
+	s.count("getReceipt")
+	s.c.mu.Lock()
+	defer s.c.mu.Unlock()
+	rc, ok := s.c.receipts[args.TxID]
+	if !ok {
+		rc = api.ReceiptReply{TxID: args.TxID, Status: api.StatusUnknown}
+	}
+	*reply = rc
+	return nil
+}
+
+func (s *service) Allocate(r *http.Request, args *api.AllocateArgs, reply *api.AllocateReply) error {
+	s.count("allocate")
+	if err := authorized(r); err != nil {
+		return err
+	}
+	if args.Count == 0 || args.Count > 1<<20 || strings.ContainsAny(args.Range, " \t") {
+		return &json2.Error{Code: api.CodeInvalidParams, Message: fmt.Sprintf("bad allocate %+v", *args)}
+	}
+	c := s.c
+	c.mu.Lock()
+	delay := c.delay
+	c.mu.Unlock()
+	if delay > 0 {
+		time.Sleep(delay)
+	}
+	c.mu.Lock()
+	if c.notReady > 0 {
+		c.notReady--
+		c.mu.Unlock()
+		return &json2.Error{Code: api.CodeNotReady, Message: "not ready", Data: api.RetryData{RetryAfterMs: 10}}
+	}
+	if owner := c.ownerLocked(args.Range); owner != s.i {
+		c.mu.Unlock()
+		return &json2.Error{Code: api.CodeNotOwner, Message: fmt.Sprintf("not the owner of %q", args.Range),
+			Data: api.NotOwnerData{Range: args.Range, Owner: c.NodeIDs[owner], Epoch: 7}}
+	}
+	if args.Pooled {
+		defer c.mu.Unlock()
+		k := poolKey{s.i, args.Range}
+		p := c.pools[k]
+		if p[1]-p[0] < args.Count {
+			base := c.counters[args.Range]
+			c.counters[args.Range] = base + PoolChunk
+			c.issued = append(c.issued, Allocation{Range: args.Range, Base: base, Count: PoolChunk, Node: s.i})
+			p = [2]uint64{base, base + PoolChunk}
+		}
+		c.pools[k] = [2]uint64{p[0] + args.Count, p[1]}
+		c.issued = append(c.issued, Allocation{Range: args.Range, Base: p[0], Count: args.Count, Node: s.i, Pooled: true})
+		*reply = api.AllocateReply{TxID: ids.GenerateTestID(), Owner: c.NodeIDs[s.i], Pooled: true, Base: p[0], Count: args.Count}
+		return nil
+	}
+	base := max(c.counters[args.Range], args.Floor)
+	c.counters[args.Range] = base + args.Count
+	c.issued = append(c.issued, Allocation{Range: args.Range, Base: base, Count: args.Count, Node: s.i})
+	txID := ids.GenerateTestID()
+	rc := api.ReceiptReply{TxID: txID, Status: api.StatusAccepted, Height: 3,
+		Entries: []state.ReceiptEntry{{Range: "other", Base: 1, Count: 1}, {Range: args.Range, Base: base, Count: args.Count}}}
+	c.receipts[txID] = rc
+	wait := c.blockTime
+	c.mu.Unlock()
+	*reply = api.AllocateReply{TxID: txID, Index: 1, Epoch: 7, Owner: c.NodeIDs[s.i]}
+	if args.Wait {
+		if wait > 0 {
+			t := time.NewTimer(wait)
+			select {
+			case <-r.Context().Done():
+				t.Stop()
+				return r.Context().Err()
+			case <-t.C:
+			}
+		}
+		reply.Receipt = &rc
+	}
+	return nil
+}

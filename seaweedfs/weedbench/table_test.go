@@ -1,0 +1,36 @@
+package weedbench
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/s-chain/schain/benchmark"
+	"github.com/s-chain/schain/seaweedfs/workload"
+)
+
+func TestWriteTablesJudgesTheTargets(t *testing.T) {
+	rep := &Report{
+		Settings: DefaultSettings(),
+		Systems: []Steady{
+			{Name: "seaweedfs-stock", MedianReqPerSec: 10000, Pooled: benchmark.Summary{P50: time.Millisecond, P99: 4 * time.Millisecond}},
+			{Name: "seaweedfs-schain", MedianReqPerSec: 9600, Pooled: benchmark.Summary{P50: time.Millisecond, P99: 5 * time.Millisecond}},
+		},
+		ThroughputRatio: 0.96, P99Ratio: 1.25,
+		MasterKills: []MasterKill{{Name: "seaweedfs-schain", Killed: "127.0.0.1:1", FirstAfter: -1, Check: workload.Check{Uploads: 10, ReadBack: 10}}},
+		ValidatorKill: &ValidatorKill{Killed: "NodeID-x", Owned: 1, Volumes: []VolumeResult{
+			{Volume: 1, OwnerDead: true, Uploads: 3, FailedAttempts: 2},
+			{Volume: 2, Uploads: 9},
+		}},
+	}
+	var b strings.Builder
+	require.NoError(t, WriteTables(&b, rep))
+	out := b.String()
+	require.Contains(t, out, "throughput 0.96x (target >= 0.95x: met), p99 1.25x (target <= 1.2x: not met)")
+	require.Contains(t, out, "| owner alive (1) | 9 | 0 |")
+	require.Contains(t, out, "| owner killed (1) | 3 | 2 |")
+	require.Contains(t, out, "Zero failed uploads on volumes whose owner is alive: met")
+	require.Contains(t, out, "| none |")
+}
