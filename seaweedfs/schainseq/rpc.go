@@ -131,7 +131,8 @@ type Reservation struct {
 	Count uint64 `json:"count"`
 	TxID  string `json:"txID"`
 	Owner string `json:"owner"`
-	Epoch uint64 `json:"epoch"`
+	// PChainHeight the reservation was pinned to.
+	PChainHeight uint64 `json:"pChainHeight"`
 }
 
 // End is the first id after the reservation.
@@ -160,14 +161,14 @@ type receipt struct {
 }
 
 type allocateReply struct {
-	TxID    string   `json:"txID"`
-	Index   int      `json:"index"`
-	Epoch   uint64   `json:"epoch"`
-	Owner   string   `json:"owner"`
-	Receipt *receipt `json:"receipt"`
-	Pooled  bool     `json:"pooled"`
-	Base    uint64   `json:"base"`
-	Count   uint64   `json:"count"`
+	TxID         string   `json:"txID"`
+	Index        int      `json:"index"`
+	PChainHeight uint64   `json:"pChainHeight"`
+	Owner        string   `json:"owner"`
+	Receipt      *receipt `json:"receipt"`
+	Pooled       bool     `json:"pooled"`
+	Base         uint64   `json:"base"`
+	Count        uint64   `json:"count"`
 }
 
 // Reserve reserves count ids of rng at or above floor and waits until the
@@ -219,7 +220,7 @@ var errResend = errors.New("transaction rejected without effect")
 
 // reservationOf reads this request's entry out of the reply.
 func reservationOf(args allocateArgs, rep allocateReply) (Reservation, error) {
-	res := Reservation{Range: args.Range, TxID: rep.TxID, Owner: rep.Owner, Epoch: rep.Epoch}
+	res := Reservation{Range: args.Range, TxID: rep.TxID, Owner: rep.Owner, PChainHeight: rep.PChainHeight}
 	if args.Pooled {
 		if !rep.Pooled || rep.Count != args.Count {
 			return Reservation{}, fmt.Errorf("%w: pooled answer %+v for %d ids", ErrRefused, rep, args.Count)
