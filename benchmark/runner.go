@@ -41,7 +41,7 @@ type Settings struct {
 	// StallFloor is the smallest stall threshold (see StallThreshold).
 	StallFloor time.Duration `json:"stall_floor_ns"`
 	// WarmUpTimeout bounds the warm-up: one allocation per range and
-	// system before the first round (S-Chain opens its first epoch then).
+	// system before the first round (S-Chain opens its first membership then).
 	WarmUpTimeout time.Duration `json:"warm_up_timeout_ns"`
 }
 
@@ -186,7 +186,7 @@ func (r *Runner) steady(ctx context.Context, rep *Report) {
 }
 
 // warmUp allocates once per range until each answers: connections open,
-// owners resolved, S-Chain's first epoch open.
+// owners resolved, S-Chain's first membership open.
 func (r *Runner) warmUp(ctx context.Context, i int) error {
 	t := r.targets[i]
 	r.logf("warming up %s: one allocation per range", t.Name)

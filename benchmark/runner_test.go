@@ -10,6 +10,7 @@ import (
 
 	"github.com/s-chain/schain/benchmark"
 	"github.com/s-chain/schain/benchmark/benchmarktest"
+	"github.com/s-chain/schain/internal/buffer"
 )
 
 // quick are settings that run the whole bench in about two seconds.
@@ -81,7 +82,7 @@ func TestRunnerStopsOnCancel(t *testing.T) {
 	s := quick()
 	s.RoundDuration = time.Hour
 	ctx, cancel := context.WithCancel(context.Background())
-	var progress syncBuffer
+	var progress buffer.Buffer
 	r, err := benchmark.NewRunner(s, []benchmark.Target{{Name: "fake", Cluster: benchmarktest.New(2, 0, false)}}, &progress)
 	require.NoError(err)
 	done := make(chan error, 1)

@@ -8,7 +8,7 @@ import (
 	"github.com/ava-labs/avalanchego/ids"
 
 	"github.com/s-chain/schain/client"
-	"github.com/s-chain/schain/tests/localnet"
+	"github.com/s-chain/schain/localnet"
 	"github.com/s-chain/schain/vm/api"
 )
 
@@ -41,7 +41,7 @@ func (c *SChainCluster) Pooled() *SChainCluster {
 
 // StartSChain starts a network (cfg.RootDir should be the bench's own, not
 // the one `make run` uses) and returns it; on failure it stops what it
-// started. The chain opens its first epoch on the first requests (the
+// started. The chain opens its first membership on the first requests (the
 // runner's warm-up retries until every range allocated once).
 func StartSChain(ctx context.Context, cfg localnet.Config) (*SChainCluster, error) {
 	// A network a killed bench left behind holds ports and processes.
@@ -106,24 +106,14 @@ func (c *SChainCluster) Allocate(ctx context.Context, rangeKey string, count uin
 		}
 		return rep.Base, rep.Count, nil
 	}
-	rep, err := c.router.Allocate(ctx, api.AllocateArgs{Range: rangeKey, Count: count, Wait: true})
+	committed, err := c.router.AllocateCommitted(ctx, api.AllocateArgs{Range: rangeKey, Count: count})
 	if err != nil {
 		return 0, 0, err
 	}
-	rc := rep.Receipt
-	if rc == nil || rc.Status != api.StatusAccepted {
-		if rc, err = c.router.WaitForReceipt(ctx, rep.TxID); err != nil {
-			return 0, 0, err
-		}
-	}
-	if rep.Index >= len(rc.Entries) || rc.Entries[rep.Index].Range != rangeKey {
-		return 0, 0, fmt.Errorf("%w: tx %s, index %d of %d entries, range %s", errShortReceipt, rc.TxID, rep.Index, len(rc.Entries), rangeKey)
-	}
-	e := rc.Entries[rep.Index]
-	return e.Base, e.Count, nil
+	return committed.Entry.Base, committed.Entry.Count, nil
 }
 
-// Owners implements Cluster: each range's owner in the current epoch.
+// Owners implements Cluster: each range's owner in the membership the next block will have.
 func (c *SChainCluster) Owners(ctx context.Context, ranges []string) ([]string, error) {
 	out := make([]string, len(ranges))
 	for i, rk := range ranges {

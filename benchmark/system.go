@@ -16,7 +16,7 @@ type System interface {
 type Cluster interface {
 	System
 	// Owners names, for each range key, the node that serves its writes now
-	// (the legacy leader of its raft group; the S-Chain owner of its epoch).
+	// (the legacy leader of its raft group; the S-Chain owner of its membership).
 	Owners(ctx context.Context, ranges []string) ([]string, error)
 	// Kill crashes node (SIGKILL, no shutdown: the signal is sent at once)
 	// and returns once the process is gone; the cluster keeps running
@@ -39,7 +39,7 @@ type Target struct {
 	SharedKeySpace bool
 	// FailoverAfter is how long the failover phase runs after the kill: long
 	// enough for the system's own recovery (a raft election; S-Chain
-	// re-pinning a dead owner's ranges after a few epochs). Zero skips the
+	// re-pinning a dead owner's ranges after a few liveness rounds). Zero skips the
 	// system's failover phase.
 	FailoverAfter time.Duration
 	// Network, if set, names the ids' source: targets with the same Network

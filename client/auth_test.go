@@ -14,6 +14,7 @@ import (
 
 	"github.com/s-chain/schain/client"
 	"github.com/s-chain/schain/vm/api"
+	"github.com/s-chain/schain/vm/api/apitest"
 )
 
 // TestTokenSentAsBearerHeader: the token travels in the Authorization
@@ -71,12 +72,12 @@ func TestTokenValidated(t *testing.T) {
 func TestAccessErrorCodes(t *testing.T) {
 	require := require.New(t)
 	ctx := testCtx(t)
-	f := newFakeNet(t, 1)
+	f := apitest.New(t, 1)
 	r := newRouter(t, f)
-	owner := f.nodes[0]
+	owner := f.Nodes[0]
 
 	// Unauthorized and RequestTooLarge are final.
-	owner.failNext("allocate", rpcErr(api.CodeUnauthorized, "no token", api.UnauthorizedData{Reason: api.ReasonMissing}))
+	owner.FailNext("allocate", apitest.RPCError(api.CodeUnauthorized, "no token", api.UnauthorizedData{Reason: api.ReasonMissing}))
 	_, err := r.Allocate(ctx, api.AllocateArgs{Range: "a", Count: 1})
 	require.ErrorIs(err, client.ErrUnauthorized)
 	d, ok := client.IsUnauthorized(err)
@@ -84,20 +85,20 @@ func TestAccessErrorCodes(t *testing.T) {
 	require.Equal(api.ReasonMissing, d.Reason)
 	e, _ := client.AsError(err)
 	require.Equal("unauthorized", e.Name())
-	require.Equal(1, owner.count("allocate"), "not retried")
+	require.Equal(1, owner.Count("allocate"), "not retried")
 
-	owner.failNext("allocate", rpcErr(api.CodeRequestTooLarge, "big", api.LimitData{Limit: "maxRequestBytes", Max: 4096}))
+	owner.FailNext("allocate", apitest.RPCError(api.CodeRequestTooLarge, "big", api.LimitData{Limit: "maxRequestBytes", Max: 4096}))
 	_, err = r.Allocate(ctx, api.AllocateArgs{Range: "a", Count: 1})
 	require.ErrorIs(err, client.ErrRequestTooLarge)
-	require.Equal(2, owner.count("allocate"), "not retried")
+	require.Equal(2, owner.Count("allocate"), "not retried")
 
 	// TooManyRequests is retried after the node's hint.
-	owner.failNext("allocate", rpcErr(api.CodeTooManyRequests, "slow down", api.RetryData{RetryAfterMs: 40}))
+	owner.FailNext("allocate", apitest.RPCError(api.CodeTooManyRequests, "slow down", api.RetryData{RetryAfterMs: 40}))
 	began := time.Now()
 	_, err = r.Allocate(ctx, api.AllocateArgs{Range: "a", Count: 1})
 	require.NoError(err)
 	require.GreaterOrEqual(time.Since(began), 40*time.Millisecond, "RetryAfterMs honoured")
-	require.Equal(4, owner.count("allocate"))
+	require.Equal(4, owner.Count("allocate"))
 	hint, ok := client.IsTooManyRequests(rpcErrAsClient(api.CodeTooManyRequests, `{"retryAfterMs":7}`))
 	require.True(ok)
 	require.Equal(uint64(7), hint.RetryAfterMs)

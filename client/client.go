@@ -139,7 +139,7 @@ func (c *Client) URI() string { return c.uri }
 func (c *Client) Endpoint() string { return c.endpoint }
 
 // Allocate asks the node to reserve ids; it answers NotOwner unless it owns
-// args.Range in its current epoch.
+// args.Range in the membership its next block will have.
 func (c *Client) Allocate(ctx context.Context, args api.AllocateArgs) (*api.AllocateReply, error) {
 	reply := new(api.AllocateReply)
 	return reply, c.call(ctx, "allocate", args, reply, args.Wait)
@@ -169,16 +169,17 @@ func (c *Client) GetManifest(ctx context.Context, bucket, key string) (*api.Mani
 	return reply, c.call(ctx, "getManifest", api.ManifestArgs{Bucket: bucket, Key: key}, reply, false)
 }
 
-// GetOwner names a range's owner in the node's current epoch.
+// GetOwner names a range's owner in the membership the node's next block
+// will have.
 func (c *Client) GetOwner(ctx context.Context, rangeKey string) (*api.OwnerReply, error) {
 	reply := new(api.OwnerReply)
 	return reply, c.call(ctx, "getOwner", api.RangeArgs{Range: rangeKey}, reply, false)
 }
 
-// GetEpoch describes the node's current epoch.
-func (c *Client) GetEpoch(ctx context.Context) (*api.EpochReply, error) {
-	reply := new(api.EpochReply)
-	return reply, c.call(ctx, "getEpoch", api.Empty{}, reply, false)
+// GetMembership describes the membership the node's next block will have.
+func (c *Client) GetMembership(ctx context.Context) (*api.MembershipReply, error) {
+	reply := new(api.MembershipReply)
+	return reply, c.call(ctx, "getMembership", api.Empty{}, reply, false)
 }
 
 // GetNode identifies the node behind the endpoint.

@@ -15,6 +15,7 @@ import (
 	"github.com/s-chain/schain/client"
 	"github.com/s-chain/schain/txs"
 	"github.com/s-chain/schain/vm/api"
+	"github.com/s-chain/schain/vm/api/apitest"
 )
 
 func testCtx(t *testing.T) context.Context {
@@ -32,28 +33,28 @@ func newClient(t *testing.T, uri string, chainID string) *client.Client {
 func TestClientMethods(t *testing.T) {
 	require := require.New(t)
 	ctx := testCtx(t)
-	f := newFakeNet(t, 1)
-	c := newClient(t, f.nodes[0].srv.URL+"/", f.chainID.String())
-	require.Equal(f.nodes[0].srv.URL+"/ext/bc/"+f.chainID.String(), c.Endpoint())
+	f := apitest.New(t, 1)
+	c := newClient(t, f.Nodes[0].URI+"/", f.ChainID.String())
+	require.Equal(f.Nodes[0].URI+"/ext/bc/"+f.ChainID.String(), c.Endpoint())
 
 	node, err := c.GetNode(ctx)
 	require.NoError(err)
-	require.Equal(f.nodes[0].id, node.NodeID)
-	require.Equal(f.chainID, node.ChainID)
+	require.Equal(f.Nodes[0].ID, node.NodeID)
+	require.Equal(f.ChainID, node.ChainID)
 
-	epoch, err := c.GetEpoch(ctx)
+	epoch, err := c.GetMembership(ctx)
 	require.NoError(err)
 	require.Equal(uint64(7), epoch.PChainHeight)
 	require.Len(epoch.Members, 1)
 
 	owner, err := c.GetOwner(ctx, "photos")
 	require.NoError(err)
-	require.Equal(f.nodes[0].id, owner.Owner)
-	require.Equal(uint64(7), owner.Epoch)
+	require.Equal(f.Nodes[0].ID, owner.Owner)
+	require.Equal(uint64(7), owner.PChainHeight)
 
 	alloc, err := c.Allocate(ctx, api.AllocateArgs{Range: "photos", Count: 10, Floor: 100, Wait: true})
 	require.NoError(err)
-	require.Equal(f.nodes[0].id, alloc.Owner)
+	require.Equal(f.Nodes[0].ID, alloc.Owner)
 	require.NotNil(alloc.Receipt)
 	require.Equal(uint64(100), alloc.Receipt.Entries[0].Base)
 
@@ -82,9 +83,9 @@ func TestClientMethods(t *testing.T) {
 // TestClientErrorCodes checks that every code of the contract comes back as
 // an *Error that matches its sentinel and decodes its data.
 func TestClientErrorCodes(t *testing.T) {
-	f := newFakeNet(t, 2)
-	f.setOwner("elsewhere", 1)
-	c := newClient(t, f.nodes[0].srv.URL, f.chainID.String())
+	f := apitest.New(t, 2)
+	f.SetOwner("elsewhere", 1)
+	c := newClient(t, f.Nodes[0].URI, f.ChainID.String())
 	tests := []struct {
 		name   string
 		inject error
@@ -94,27 +95,27 @@ func TestClientErrorCodes(t *testing.T) {
 		{name: "not owner", want: client.ErrNotOwner, check: func(r *require.Assertions, err error) {
 			d, ok := client.IsNotOwner(err)
 			r.True(ok)
-			r.Equal(api.NotOwnerData{Range: "elsewhere", Owner: f.nodes[1].id, Epoch: 8}, d)
+			r.Equal(api.NotOwnerData{Range: "elsewhere", Owner: f.Nodes[1].ID, PChainHeight: 8}, d)
 		}},
-		{name: "not ready", inject: rpcErr(api.CodeNotReady, "no epoch", nil), want: client.ErrNotReady, check: func(r *require.Assertions, err error) {
+		{name: "not ready", inject: apitest.RPCError(api.CodeNotReady, "no epoch", nil), want: client.ErrNotReady, check: func(r *require.Assertions, err error) {
 			r.True(client.IsNotReady(err))
 		}},
-		{name: "mempool full", inject: rpcErr(api.CodeMempoolFull, "full", api.RetryData{RetryAfterMs: 250}), want: client.ErrMempoolFull, check: func(r *require.Assertions, err error) {
+		{name: "mempool full", inject: apitest.RPCError(api.CodeMempoolFull, "full", api.RetryData{RetryAfterMs: 250}), want: client.ErrMempoolFull, check: func(r *require.Assertions, err error) {
 			d, ok := client.IsMempoolFull(err)
 			r.True(ok)
 			r.Equal(uint64(250), d.RetryAfterMs)
 		}},
-		{name: "rejected", inject: rpcErr(api.CodeRejected, "no", api.RejectedData{Reason: "unallocated_chunk"}), want: client.ErrRejected, check: func(r *require.Assertions, err error) {
+		{name: "rejected", inject: apitest.RPCError(api.CodeRejected, "no", api.RejectedData{Reason: "unallocated_chunk"}), want: client.ErrRejected, check: func(r *require.Assertions, err error) {
 			d, ok := client.IsRejected(err)
 			r.True(ok)
 			r.Equal("unallocated_chunk", d.Reason)
 		}},
-		{name: "invalid params", inject: rpcErr(api.CodeInvalidParams, "count", nil), want: client.ErrInvalidParams, check: func(r *require.Assertions, err error) {
+		{name: "invalid params", inject: apitest.RPCError(api.CodeInvalidParams, "count", nil), want: client.ErrInvalidParams, check: func(r *require.Assertions, err error) {
 			e, ok := client.AsError(err)
 			r.True(ok)
 			r.Nil(e.Data) // JSON null is no data
 		}},
-		{name: "timeout", inject: rpcErr(api.CodeTimeout, "wait ran out", nil), want: client.ErrTimeout},
+		{name: "timeout", inject: apitest.RPCError(api.CodeTimeout, "wait ran out", nil), want: client.ErrTimeout},
 		{name: "unknown", inject: errors.New("disk on fire"), want: client.ErrServer, check: func(r *require.Assertions, err error) {
 			e, _ := client.AsError(err)
 			r.Equal(api.CodeUnknown, e.Code)
@@ -126,7 +127,7 @@ func TestClientErrorCodes(t *testing.T) {
 			r := require.New(t)
 			rng := "photos"
 			if tt.inject != nil {
-				f.nodes[0].failNext("allocate", tt.inject)
+				f.Nodes[0].FailNext("allocate", tt.inject)
 			} else {
 				rng = "elsewhere"
 			}
@@ -193,7 +194,7 @@ func TestClientTransportAndContext(t *testing.T) {
 	uri := srv.URL
 	srv.Close()
 	c := newClient(t, uri, "chain")
-	_, err := c.GetEpoch(testCtx(t))
+	_, err := c.GetMembership(testCtx(t))
 	r.ErrorIs(err, client.ErrTransport)
 
 	block := make(chan struct{})
@@ -204,12 +205,12 @@ func TestClientTransportAndContext(t *testing.T) {
 	cfg.Timeout = 50 * time.Millisecond
 	c, err = client.New(slow.URL, "chain", cfg)
 	r.NoError(err)
-	_, err = c.GetEpoch(testCtx(t))
+	_, err = c.GetMembership(testCtx(t))
 	r.ErrorIs(err, client.ErrTransport, "a per-request timeout is a transport failure: another try may work")
 
 	ctx, cancel := context.WithCancel(testCtx(t))
 	cancel()
-	_, err = c.GetEpoch(ctx)
+	_, err = c.GetMembership(ctx)
 	r.ErrorIs(err, context.Canceled)
 	r.NotErrorIs(err, client.ErrTransport, "the caller's own cancellation is not retryable")
 }

@@ -5,47 +5,44 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/s-chain/schain/errcode"
+
 	"github.com/s-chain/schain/vm/api"
 )
 
-// Standard JSON-RPC 2.0 codes a gorilla/rpc server also produces (for
-// example for an unknown method or an unreadable request).
-const (
-	codeParseError     = -32700
-	codeInvalidRequest = -32600
-	codeMethodNotFound = -32601
-	codeInternalError  = -32603
-)
-
-// Sentinels for errors.Is. An *Error matches the sentinel of its code, so a
-// caller can branch on the class without a type assertion; the transport
-// sentinels classify failures that never produced a JSON-RPC answer.
+// Sentinels for errors.Is: the classes of package errcode. An *Error
+// matches the class of its code, so a caller can branch on the class
+// without a type assertion (errors.Is(err, client.ErrNotOwner)); the
+// transport sentinels classify failures that never produced a JSON-RPC
+// answer.
 var (
 	// ErrNotOwner matches api.CodeNotOwner.
-	ErrNotOwner = errors.New("not owner")
+	ErrNotOwner = errcode.NotOwner.Class()
 	// ErrNotReady matches api.CodeNotReady.
-	ErrNotReady = errors.New("not ready")
+	ErrNotReady = errcode.NotReady.Class()
 	// ErrMempoolFull matches api.CodeMempoolFull.
-	ErrMempoolFull = errors.New("mempool full")
+	ErrMempoolFull = errcode.MempoolFull.Class()
 	// ErrRejected matches api.CodeRejected.
-	ErrRejected = errors.New("rejected")
+	ErrRejected = errcode.Rejected.Class()
 	// ErrInvalidParams matches api.CodeInvalidParams.
-	ErrInvalidParams = errors.New("invalid params")
+	ErrInvalidParams = errcode.InvalidParams.Class()
 	// ErrTimeout matches api.CodeTimeout: a server-side wait ran out; the
 	// transaction may still be decided later.
-	ErrTimeout = errors.New("timeout")
+	ErrTimeout = errcode.Timeout.Class()
 	// ErrUnauthorized matches api.CodeUnauthorized: a write without a valid
 	// token (IsUnauthorized says why). Not retried.
-	ErrUnauthorized = errors.New("unauthorized")
+	ErrUnauthorized = errcode.Unauthorized.Class()
 	// ErrTooManyRequests matches api.CodeTooManyRequests: this token has
 	// too many writes in flight on the node. Retried after the node's hint.
-	ErrTooManyRequests = errors.New("too many requests")
+	ErrTooManyRequests = errcode.TooManyRequests.Class()
 	// ErrRequestTooLarge matches api.CodeRequestTooLarge: the request body
 	// exceeds the node's maxRequestBytes. Not retried.
-	ErrRequestTooLarge = errors.New("request too large")
+	ErrRequestTooLarge = errcode.RequestTooLarge.Class()
+	// ErrNotFound matches api.CodeNotFound.
+	ErrNotFound = errcode.NotFound.Class()
 	// ErrServer matches every other code (api.CodeUnknown and the JSON-RPC
 	// protocol codes).
-	ErrServer = errors.New("server error")
+	ErrServer = errcode.Unknown.Class()
 
 	// ErrTransport wraps failures to exchange a request with a node at all:
 	// connection errors, per-request timeouts, and HTTP statuses that carry
@@ -85,73 +82,15 @@ func (e *Error) Error() string {
 
 // Is lets errors.Is(err, ErrNotOwner) and friends match by code.
 func (e *Error) Is(target error) bool {
-	return target == sentinel(e.Code)
+	return target == errcode.Code(e.Code).Class()
 }
 
 // Name is CodeName(e.Code).
 func (e *Error) Name() string { return CodeName(e.Code) }
 
-func sentinel(code int) error {
-	switch code {
-	case api.CodeNotOwner:
-		return ErrNotOwner
-	case api.CodeNotReady:
-		return ErrNotReady
-	case api.CodeMempoolFull:
-		return ErrMempoolFull
-	case api.CodeRejected:
-		return ErrRejected
-	case api.CodeInvalidParams:
-		return ErrInvalidParams
-	case api.CodeTimeout:
-		return ErrTimeout
-	case api.CodeUnauthorized:
-		return ErrUnauthorized
-	case api.CodeTooManyRequests:
-		return ErrTooManyRequests
-	case api.CodeRequestTooLarge:
-		return ErrRequestTooLarge
-	default:
-		return ErrServer
-	}
-}
-
 // CodeName is a stable lowercase identifier of a code, for messages and
 // machine output ("not_owner", "mempool_full", ...).
-func CodeName(code int) string {
-	switch code {
-	case api.CodeNotOwner:
-		return "not_owner"
-	case api.CodeNotReady:
-		return "not_ready"
-	case api.CodeMempoolFull:
-		return "mempool_full"
-	case api.CodeRejected:
-		return "rejected"
-	case api.CodeInvalidParams:
-		return "invalid_params"
-	case api.CodeTimeout:
-		return "timeout"
-	case api.CodeUnauthorized:
-		return "unauthorized"
-	case api.CodeTooManyRequests:
-		return "too_many_requests"
-	case api.CodeRequestTooLarge:
-		return "request_too_large"
-	case api.CodeUnknown:
-		return "unknown"
-	case codeParseError:
-		return "parse_error"
-	case codeInvalidRequest:
-		return "invalid_request"
-	case codeMethodNotFound:
-		return "method_not_found"
-	case codeInternalError:
-		return "internal_error"
-	default:
-		return fmt.Sprintf("code_%d", code)
-	}
-}
+func CodeName(code int) string { return errcode.Code(code).Name() }
 
 // AsError returns the node's *Error inside err, if any.
 func AsError(err error) (*Error, bool) {

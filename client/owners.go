@@ -7,11 +7,12 @@ import (
 	"github.com/ava-labs/avalanchego/ids"
 )
 
-// ownerKey is one range in one epoch: an owner is only valid for the epoch
-// it was computed in, so a new epoch invalidates every entry at once.
+// ownerKey is one range at one P-chain height: an owner is only valid for
+// the height it was computed at, so a new height invalidates every entry at
+// once (a membership change at one height is caught by NotOwner hints).
 type ownerKey struct {
-	rangeKey string
-	epoch    uint64
+	rangeKey     string
+	pChainHeight uint64
 }
 
 type ownerEntry struct {
@@ -19,29 +20,29 @@ type ownerEntry struct {
 	owner ids.NodeID
 }
 
-// ownerCache is a bounded LRU of owners per (range, epoch) plus the newest
-// epoch seen, which is the one lookups use. It is safe for concurrent use.
+// ownerCache is a bounded LRU of owners per (range, P-chain height) plus the newest
+// P-chain height seen, which is the one lookups use. It is safe for concurrent use.
 type ownerCache struct {
-	mu     sync.Mutex
-	size   int
-	epoch  uint64                     // guarded by mu; newest epoch any node reported
-	order  *list.List                 // guarded by mu; front = most recently used
-	byKey  map[ownerKey]*list.Element // guarded by mu
-	hasAny bool                       // guarded by mu; epoch is meaningful
+	mu           sync.Mutex
+	size         int
+	pChainHeight uint64                     // guarded by mu; newest P-chain height any node reported
+	order        *list.List                 // guarded by mu; front = most recently used
+	byKey        map[ownerKey]*list.Element // guarded by mu
+	hasAny       bool                       // guarded by mu; pChainHeight is meaningful
 }
 
 func newOwnerCache(size int) *ownerCache {
 	return &ownerCache{size: size, order: list.New(), byKey: make(map[ownerKey]*list.Element)}
 }
 
-// get returns the cached owner of rangeKey in the newest epoch seen.
+// get returns the cached owner of rangeKey at the newest P-chain height seen.
 func (c *ownerCache) get(rangeKey string) (ids.NodeID, bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if !c.hasAny {
 		return ids.EmptyNodeID, false
 	}
-	el, ok := c.byKey[ownerKey{rangeKey, c.epoch}]
+	el, ok := c.byKey[ownerKey{rangeKey, c.pChainHeight}]
 	if !ok {
 		return ids.EmptyNodeID, false
 	}
@@ -49,21 +50,21 @@ func (c *ownerCache) get(rangeKey string) (ids.NodeID, bool) {
 	return el.Value.(*ownerEntry).owner, true
 }
 
-// put records an owner a node reported. A lagging node's older epoch is
-// dropped: lookups use the newest epoch, so it would only take room.
-func (c *ownerCache) put(rangeKey string, epoch uint64, owner ids.NodeID) {
+// put records an owner a node reported. A lagging node's older P-chain height is
+// dropped: lookups use the newest P-chain height, so it would only take room.
+func (c *ownerCache) put(rangeKey string, pChainHeight uint64, owner ids.NodeID) {
 	if owner == ids.EmptyNodeID || c.size <= 0 {
 		return
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.hasAny && epoch < c.epoch {
+	if c.hasAny && pChainHeight < c.pChainHeight {
 		return
 	}
-	if !c.hasAny || epoch > c.epoch {
-		c.epoch, c.hasAny = epoch, true
+	if !c.hasAny || pChainHeight > c.pChainHeight {
+		c.pChainHeight, c.hasAny = pChainHeight, true
 	}
-	k := ownerKey{rangeKey, epoch}
+	k := ownerKey{rangeKey, pChainHeight}
 	if el, ok := c.byKey[k]; ok {
 		el.Value.(*ownerEntry).owner = owner
 		c.order.MoveToFront(el)
@@ -77,11 +78,11 @@ func (c *ownerCache) put(rangeKey string, epoch uint64, owner ids.NodeID) {
 	}
 }
 
-// forget drops rangeKey's entry in the newest epoch, after its owner failed.
+// forget drops rangeKey's entry at the newest P-chain height, after its owner failed.
 func (c *ownerCache) forget(rangeKey string) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	k := ownerKey{rangeKey, c.epoch}
+	k := ownerKey{rangeKey, c.pChainHeight}
 	if el, ok := c.byKey[k]; ok {
 		c.order.Remove(el)
 		delete(c.byKey, k)

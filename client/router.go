@@ -8,6 +8,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/s-chain/schain/state"
+
 	"github.com/ava-labs/avalanchego/ids"
 
 	"github.com/s-chain/schain/vm/api"
@@ -22,10 +24,10 @@ type RouterConfig struct {
 	// Retry bounds retries of NotReady, MempoolFull and transport failures.
 	Retry Retry
 	// MaxHops caps the NotOwner hints followed by one call; ownership moves
-	// only at epoch boundaries, so more than a few hops means the nodes
+	// only when a membership changes, so more than a few hops means the nodes
 	// disagree and retrying blindly would not help.
 	MaxHops int
-	// OwnerCacheSize caps the cached (range, epoch) owners.
+	// OwnerCacheSize caps the cached (range, P-chain height) owners.
 	OwnerCacheSize int
 }
 
@@ -75,7 +77,7 @@ func (e *endpoint) nodeID() (ids.NodeID, bool) {
 // each read to any healthy endpoint, retrying what the contract marks as
 // transient. It never sends a write to a node it believes is not the owner
 // except to learn the owner: the chain has exactly one writer per range and
-// epoch, so there is nothing to fail over to.
+// membership, so there is nothing to fail over to.
 //
 // A retried Allocate may reserve a second block of ids if the first request
 // reached the owner before the failure; ids are then wasted, never issued
@@ -132,6 +134,43 @@ func (r *Router) Allocate(ctx context.Context, args api.AllocateArgs) (*api.Allo
 	})
 }
 
+// Committed is an allocation whose ids are committed: the owner's answer,
+// the accepted receipt, and this request's entry in it.
+type Committed struct {
+	Reply   *api.AllocateReply
+	Receipt *api.ReceiptReply
+	Entry   state.ReceiptEntry
+}
+
+// AllocateCommitted allocates through the range's owner and returns once
+// the ids are committed: it waits for the owner's transaction (following a
+// re-pin to its replacement) and returns this request's entry of the
+// accepted receipt. A transaction the chain rejected is ErrTxRejected with
+// its receipt. args.Wait and args.Pooled are set by the call.
+func (r *Router) AllocateCommitted(ctx context.Context, args api.AllocateArgs) (*Committed, error) {
+	args.Wait, args.Pooled = true, false
+	rep, err := r.Allocate(ctx, args)
+	var late api.TimeoutData
+	if decodeData(err, api.CodeTimeout, &late) && late.TxID != ids.Empty {
+		// The owner's wait ran out: the transaction exists, so keep
+		// following it rather than signing another.
+		rep, err = &api.AllocateReply{TxID: late.TxID, Index: late.Index}, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	rc := rep.Receipt
+	if rc == nil || rc.Status != api.StatusAccepted {
+		if rc, err = r.WaitForReceipt(ctx, rep.TxID); err != nil {
+			return nil, err
+		}
+	}
+	if rep.Index >= len(rc.Entries) || rc.Entries[rep.Index].Range != args.Range {
+		return nil, fmt.Errorf("%w: receipt of %s has no entry %d for range %q (%d entries)", ErrMalformedResponse, rc.TxID, rep.Index, args.Range, len(rc.Entries))
+	}
+	return &Committed{Reply: rep, Receipt: rc, Entry: rc.Entries[rep.Index]}, nil
+}
+
 // PutManifest commits a manifest at args.Bucket's owner.
 func (r *Router) PutManifest(ctx context.Context, args api.PutManifestArgs) (*api.PutManifestReply, error) {
 	return write(ctx, r, args.Bucket, func(ctx context.Context, c *Client) (*api.PutManifestReply, error) {
@@ -166,10 +205,10 @@ func (r *Router) GetOwner(ctx context.Context, rangeKey string) (*api.OwnerReply
 	return reply, err
 }
 
-// GetEpoch asks any healthy endpoint.
-func (r *Router) GetEpoch(ctx context.Context) (*api.EpochReply, error) {
-	return readAny(ctx, r, func(ctx context.Context, e *endpoint) (*api.EpochReply, error) {
-		return e.c.GetEpoch(ctx)
+// GetMembership asks any healthy endpoint.
+func (r *Router) GetMembership(ctx context.Context) (*api.MembershipReply, error) {
+	return readAny(ctx, r, func(ctx context.Context, e *endpoint) (*api.MembershipReply, error) {
+		return e.c.GetMembership(ctx)
 	})
 }
 
@@ -182,7 +221,7 @@ func (r *Router) GetNode(ctx context.Context) (*api.NodeReply, error) {
 
 // WaitForReceipt polls any healthy endpoint until txID is accepted or
 // rejected, following re-pins: when the owner re-signs a stale transaction
-// for a new epoch, the old receipt names the replacement, and the returned
+// for a new membership, the old receipt names the replacement, and the returned
 // receipt is the replacement's (its TxID tells which). A rejected
 // transaction returns its receipt and an error wrapping ErrTxRejected. An
 // "unknown" transaction is polled too (it may not have been gossiped yet),
@@ -205,7 +244,7 @@ func (r *Router) getOwner(ctx context.Context, rangeKey string) (*api.OwnerReply
 	if err != nil {
 		return nil, nil, err
 	}
-	r.owners.put(rangeKey, reply.Epoch, reply.Owner)
+	r.owners.put(rangeKey, reply.PChainHeight, reply.Owner)
 	return reply, from, nil
 }
 
@@ -377,7 +416,7 @@ func readAny[T any](ctx context.Context, r *Router, op func(context.Context, *en
 
 // write sends op to rangeKey's owner, following NotOwner hints and retrying
 // transient failures. A transport failure or NotReady re-resolves the owner
-// before the next attempt, since both may mean the epoch moved on.
+// before the next attempt, since both may mean the membership moved on.
 func write[T any](ctx context.Context, r *Router, rangeKey string, op func(context.Context, *Client) (T, error)) (T, error) {
 	var (
 		zero   T
@@ -412,7 +451,7 @@ func write[T any](ctx context.Context, r *Router, rangeKey string, op func(conte
 				continue
 			}
 			// The owner we were sent to names itself (or is unreachable to
-			// identify): our view and its view of the epoch disagree for now.
+			// identify): our view and its view of the membership disagree for now.
 		}
 		if !retryable(err) && !errors.Is(err, ErrNotOwner) {
 			return zero, withLast(ctx, err, last)
@@ -438,14 +477,14 @@ func (r *Router) follow(ctx context.Context, rangeKey string, hint api.NotOwnerD
 	if *hops > r.cfg.MaxHops {
 		return nil, fmt.Errorf("%w: range %q: more than %d NotOwner hops: %w", ErrNoRoute, rangeKey, r.cfg.MaxHops, notOwner)
 	}
-	r.owners.put(rangeKey, hint.Epoch, hint.Owner)
+	r.owners.put(rangeKey, hint.PChainHeight, hint.Owner)
 	next, err := r.findByID(ctx, hint.Owner)
 	if err != nil {
 		return nil, err
 	}
 	if next == nil {
-		return nil, fmt.Errorf("%w: range %q is owned by %s in epoch %d, which is not one of the %d endpoints: %w",
-			ErrNoRoute, rangeKey, hint.Owner, hint.Epoch, len(r.nodes), notOwner)
+		return nil, fmt.Errorf("%w: range %q is owned by %s at P-chain height %d, which is not one of the %d endpoints: %w",
+			ErrNoRoute, rangeKey, hint.Owner, hint.PChainHeight, len(r.nodes), notOwner)
 	}
 	return next, nil
 }

@@ -10,7 +10,9 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/s-chain/schain/client"
+	"github.com/s-chain/schain/state"
 	"github.com/s-chain/schain/vm/api"
+	"github.com/s-chain/schain/vm/api/apitest"
 )
 
 // fastRouterConfig keeps back-offs in milliseconds so retry tests stay fast.
@@ -20,8 +22,8 @@ func fastRouterConfig() client.RouterConfig {
 	return cfg
 }
 
-func newRouter(t *testing.T, f *fakeNet) *client.Router {
-	r, err := client.NewRouter(f.uris(), f.chainID.String(), fastRouterConfig())
+func newRouter(t *testing.T, f *apitest.Net) *client.Router {
+	r, err := client.NewRouter(f.URIs(), f.ChainID.String(), fastRouterConfig())
 	require.NoError(t, err)
 	return r
 }
@@ -31,31 +33,31 @@ func newRouter(t *testing.T, f *fakeNet) *client.Router {
 func TestRouterRoutesToOwner(t *testing.T) {
 	require := require.New(t)
 	ctx := testCtx(t)
-	f := newFakeNet(t, 3)
-	f.setOwner("b", 1)
-	f.setOwner("c", 2)
+	f := apitest.New(t, 3)
+	f.SetOwner("b", 1)
+	f.SetOwner("c", 2)
 	r := newRouter(t, f)
 
 	for i, rng := range []string{"a", "b", "c"} {
 		reply, err := r.Allocate(ctx, api.AllocateArgs{Range: rng, Count: 1})
 		require.NoError(err)
-		require.Equal(f.nodes[i].id, reply.Owner)
+		require.Equal(f.Nodes[i].ID, reply.Owner)
 	}
-	for i := range f.nodes {
-		require.Equal(1, f.nodes[i].count("allocate"), "no request reached a non-owner")
+	for i := range f.Nodes {
+		require.Equal(1, f.Nodes[i].Count("allocate"), "no request reached a non-owner")
 	}
 	getOwners := 0
-	for _, n := range f.nodes {
-		getOwners += n.count("getOwner")
+	for _, n := range f.Nodes {
+		getOwners += n.Count("getOwner")
 	}
 	_, err := r.Allocate(ctx, api.AllocateArgs{Range: "c", Count: 1})
 	require.NoError(err)
 	after := 0
-	for _, n := range f.nodes {
-		after += n.count("getOwner")
+	for _, n := range f.Nodes {
+		after += n.Count("getOwner")
 	}
 	require.Equal(getOwners, after, "the owner is cached")
-	require.Equal(2, f.nodes[2].count("allocate"))
+	require.Equal(2, f.Nodes[2].Count("allocate"))
 }
 
 // TestRouterFollowsNotOwner: after an epoch change the cached owner is
@@ -63,67 +65,65 @@ func TestRouterRoutesToOwner(t *testing.T) {
 func TestRouterFollowsNotOwner(t *testing.T) {
 	require := require.New(t)
 	ctx := testCtx(t)
-	f := newFakeNet(t, 3)
+	f := apitest.New(t, 3)
 	r := newRouter(t, f)
 	_, err := r.Allocate(ctx, api.AllocateArgs{Range: "hot", Count: 1})
 	require.NoError(err)
-	require.Equal(1, f.nodes[0].count("allocate"))
+	require.Equal(1, f.Nodes[0].Count("allocate"))
 
-	f.setOwner("hot", 2)
+	f.SetOwner("hot", 2)
 	reply, err := r.PutManifest(ctx, api.PutManifestArgs{Bucket: "hot", Key: "k", ContentHash: ids.GenerateTestID()})
 	require.NoError(err)
-	require.Equal(f.nodes[2].id, reply.Owner)
-	require.Equal(1, f.nodes[0].count("putManifest"), "the stale owner was asked once")
-	require.Equal(1, f.nodes[2].count("putManifest"))
+	require.Equal(f.Nodes[2].ID, reply.Owner)
+	require.Equal(1, f.Nodes[0].Count("putManifest"), "the stale owner was asked once")
+	require.Equal(1, f.Nodes[2].Count("putManifest"))
 
 	// The hint's epoch is now cached: the next write goes straight there.
 	_, err = r.Allocate(ctx, api.AllocateArgs{Range: "hot", Count: 1})
 	require.NoError(err)
-	require.Equal(1, f.nodes[0].count("allocate"))
-	require.Equal(1, f.nodes[2].count("allocate"))
+	require.Equal(1, f.Nodes[0].Count("allocate"))
+	require.Equal(1, f.Nodes[2].Count("allocate"))
 }
 
 // TestRouterOwnerNotConfigured: with only some nodes' URIs the client cannot
 // reach the owner; it says who the owner is instead of writing elsewhere.
 func TestRouterOwnerNotConfigured(t *testing.T) {
 	require := require.New(t)
-	f := newFakeNet(t, 2)
-	f.setOwner("x", 1)
-	r, err := client.NewRouter(f.uris()[:1], f.chainID.String(), fastRouterConfig())
+	f := apitest.New(t, 2)
+	f.SetOwner("x", 1)
+	r, err := client.NewRouter(f.URIs()[:1], f.ChainID.String(), fastRouterConfig())
 	require.NoError(err)
 	_, err = r.Allocate(testCtx(t), api.AllocateArgs{Range: "x", Count: 1})
 	require.ErrorIs(err, client.ErrNoRoute)
 	hint, ok := client.IsNotOwner(err)
 	require.True(ok)
-	require.Equal(f.nodes[1].id, hint.Owner)
-	require.Equal(1, f.nodes[0].count("allocate"))
+	require.Equal(f.Nodes[1].ID, hint.Owner)
+	require.Equal(1, f.Nodes[0].Count("allocate"))
 }
 
 func TestRouterRetriesTransient(t *testing.T) {
 	require := require.New(t)
 	ctx := testCtx(t)
-	f := newFakeNet(t, 2)
+	f := apitest.New(t, 2)
 	r := newRouter(t, f)
-	owner := f.nodes[0]
+	owner := f.Nodes[0]
 
-	owner.failNext("allocate", rpcErr(api.CodeNotReady, "no epoch", nil), rpcErr(api.CodeNotReady, "no epoch", nil))
+	owner.FailNext("allocate", apitest.RPCError(api.CodeNotReady, "no epoch", nil), apitest.RPCError(api.CodeNotReady, "no epoch", nil))
 	_, err := r.Allocate(ctx, api.AllocateArgs{Range: "a", Count: 1})
 	require.NoError(err)
-	require.Equal(3, owner.count("allocate"))
+	require.Equal(3, owner.Count("allocate"))
 
-	owner.failNext("allocate", rpcErr(api.CodeMempoolFull, "full", api.RetryData{RetryAfterMs: 40}))
+	owner.FailNext("allocate", apitest.RPCError(api.CodeMempoolFull, "full", api.RetryData{RetryAfterMs: 40}))
 	start := time.Now()
 	_, err = r.Allocate(ctx, api.AllocateArgs{Range: "a", Count: 1})
 	require.NoError(err)
 	require.GreaterOrEqual(time.Since(start), 40*time.Millisecond, "RetryAfterMs honoured")
-	require.Equal(5, owner.count("allocate"))
+	require.Equal(5, owner.Count("allocate"))
 
-	owner.mu.Lock()
-	owner.httpFail = 2
-	owner.mu.Unlock()
+	owner.FailHTTP(2)
 	_, err = r.Allocate(ctx, api.AllocateArgs{Range: "a", Count: 1})
 	require.NoError(err, "an owner briefly answering 503 is retried, never replaced")
-	require.Equal(0, f.nodes[1].count("allocate"))
+	require.Equal(0, f.Nodes[1].Count("allocate"))
 }
 
 func TestRouterFinalErrorsNotRetried(t *testing.T) {
@@ -132,33 +132,33 @@ func TestRouterFinalErrorsNotRetried(t *testing.T) {
 		err  error
 		want error
 	}{
-		{"rejected", rpcErr(api.CodeRejected, "no", api.RejectedData{Reason: "unallocated_chunk"}), client.ErrRejected},
-		{"invalid params", rpcErr(api.CodeInvalidParams, "bad", nil), client.ErrInvalidParams},
-		{"timeout", rpcErr(api.CodeTimeout, "ran out", nil), client.ErrTimeout},
+		{"rejected", apitest.RPCError(api.CodeRejected, "no", api.RejectedData{Reason: "unallocated_chunk"}), client.ErrRejected},
+		{"invalid params", apitest.RPCError(api.CodeInvalidParams, "bad", nil), client.ErrInvalidParams},
+		{"timeout", apitest.RPCError(api.CodeTimeout, "ran out", nil), client.ErrTimeout},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			f := newFakeNet(t, 1)
+			f := apitest.New(t, 1)
 			r := newRouter(t, f)
-			f.nodes[0].failNext("putManifest", tt.err)
+			f.Nodes[0].FailNext("putManifest", tt.err)
 			_, err := r.PutManifest(testCtx(t), api.PutManifestArgs{Bucket: "b", Key: "k"})
 			require.ErrorIs(t, err, tt.want)
-			require.Equal(t, 1, f.nodes[0].count("putManifest"))
+			require.Equal(t, 1, f.Nodes[0].Count("putManifest"))
 		})
 	}
 }
 
 func TestRouterDeadline(t *testing.T) {
 	require := require.New(t)
-	f := newFakeNet(t, 1)
+	f := apitest.New(t, 1)
 	cfg := fastRouterConfig()
 	cfg.Retry.MaxAttempts = 1 << 20
-	r, err := client.NewRouter(f.uris(), f.chainID.String(), cfg)
+	r, err := client.NewRouter(f.URIs(), f.ChainID.String(), cfg)
 	require.NoError(err)
 	notReady := make([]error, 10000)
 	for i := range notReady {
-		notReady[i] = rpcErr(api.CodeNotReady, "no epoch", nil)
+		notReady[i] = apitest.RPCError(api.CodeNotReady, "no epoch", nil)
 	}
-	f.nodes[0].failNext("allocate", notReady...)
+	f.Nodes[0].FailNext("allocate", notReady...)
 
 	ctx, cancel := context.WithTimeout(testCtx(t), 150*time.Millisecond)
 	defer cancel()
@@ -169,7 +169,7 @@ func TestRouterDeadline(t *testing.T) {
 	require.Less(time.Since(start), time.Second)
 
 	// A back-off longer than the time left is not slept through.
-	f.nodes[0].setInject("allocate", rpcErr(api.CodeMempoolFull, "full", api.RetryData{RetryAfterMs: 5000}))
+	f.Nodes[0].SetInject("allocate", apitest.RPCError(api.CodeMempoolFull, "full", api.RetryData{RetryAfterMs: 5000}))
 	ctx, cancel = context.WithTimeout(testCtx(t), time.Second)
 	defer cancel()
 	start = time.Now()
@@ -180,30 +180,30 @@ func TestRouterDeadline(t *testing.T) {
 }
 
 func TestRouterMaxAttempts(t *testing.T) {
-	f := newFakeNet(t, 1)
+	f := apitest.New(t, 1)
 	r := newRouter(t, f)
 	errs := make([]error, 20)
 	for i := range errs {
-		errs[i] = rpcErr(api.CodeNotReady, "no epoch", nil)
+		errs[i] = apitest.RPCError(api.CodeNotReady, "no epoch", nil)
 	}
-	f.nodes[0].failNext("getEpoch", errs...)
-	_, err := r.GetEpoch(testCtx(t))
+	f.Nodes[0].FailNext("getMembership", errs...)
+	_, err := r.GetMembership(testCtx(t))
 	require.ErrorIs(t, err, client.ErrNotReady)
 	require.ErrorContains(t, err, "gave up after 10 attempts")
-	require.Equal(t, 10, f.nodes[0].count("getEpoch"))
+	require.Equal(t, 10, f.Nodes[0].Count("getMembership"))
 }
 
 // TestRouterReadsSkipDeadNodes: reads go to any node that answers.
 func TestRouterReadsSkipDeadNodes(t *testing.T) {
 	require := require.New(t)
-	f := newFakeNet(t, 3)
-	f.nodes[0].srv.Close()
-	f.nodes[1].srv.Close()
+	f := apitest.New(t, 3)
+	f.Nodes[0].Close()
+	f.Nodes[1].Close()
 	r := newRouter(t, f)
 	for range 5 {
-		e, err := r.GetEpoch(testCtx(t))
+		e, err := r.GetMembership(testCtx(t))
 		require.NoError(err)
-		require.Equal(f.nodes[2].id, e.NodeID)
+		require.Equal(f.Nodes[2].ID, e.NodeID)
 	}
 	// Writes to a dead owner fail (no other node may write its range).
 	_, err := r.Allocate(testCtx(t), api.AllocateArgs{Range: "owned-by-dead-node-0", Count: 1})
@@ -212,23 +212,21 @@ func TestRouterReadsSkipDeadNodes(t *testing.T) {
 
 // TestRouterWrongChain: a node serving another chain at the path is refused.
 func TestRouterWrongChain(t *testing.T) {
-	f := newFakeNet(t, 1)
+	f := apitest.New(t, 1)
 	r := newRouter(t, f)
-	f.mu.Lock()
-	f.chainID = ids.GenerateTestID() // what getNode reports from now on
-	f.mu.Unlock()
+	f.ReportChain(ids.GenerateTestID()) // what getNode reports from now on
 	_, err := r.GetNode(testCtx(t))
 	require.ErrorIs(t, err, client.ErrWrongChain)
 }
 
 func TestWaitForReceipt(t *testing.T) {
 	require := require.New(t)
-	f := newFakeNet(t, 2)
+	f := apitest.New(t, 2)
 	r := newRouter(t, f)
 	a, b, c := ids.GenerateTestID(), ids.GenerateTestID(), ids.GenerateTestID()
-	f.addReceipt(api.ReceiptReply{TxID: a, Status: api.StatusPending, ReplacedBy: &b}, 1)
-	f.addReceipt(api.ReceiptReply{TxID: b, Status: api.StatusPending, ReplacedBy: &c}, 0)
-	f.addReceipt(api.ReceiptReply{TxID: c, Status: api.StatusAccepted, Height: 9}, 3)
+	f.AddReceipt(api.ReceiptReply{TxID: a, Status: api.StatusPending, ReplacedBy: &b}, 1)
+	f.AddReceipt(api.ReceiptReply{TxID: b, Status: api.StatusPending, ReplacedBy: &c}, 0)
+	f.AddReceipt(api.ReceiptReply{TxID: c, Status: api.StatusAccepted, Height: 9}, 3)
 
 	rc, err := r.WaitForReceipt(testCtx(t), a)
 	require.NoError(err)
@@ -236,7 +234,7 @@ func TestWaitForReceipt(t *testing.T) {
 	require.Equal(api.StatusAccepted, rc.Status)
 
 	d := ids.GenerateTestID()
-	f.addReceipt(api.ReceiptReply{TxID: d, Status: api.StatusRejected, Error: "wrong epoch"}, 2)
+	f.AddReceipt(api.ReceiptReply{TxID: d, Status: api.StatusRejected, Error: "wrong epoch"}, 2)
 	rc, err = r.WaitForReceipt(testCtx(t), d)
 	require.ErrorIs(err, client.ErrTxRejected)
 	require.ErrorContains(err, "wrong epoch")
@@ -244,8 +242,8 @@ func TestWaitForReceipt(t *testing.T) {
 
 	// A loop of replacements is reported, not followed forever.
 	x, y := ids.GenerateTestID(), ids.GenerateTestID()
-	f.addReceipt(api.ReceiptReply{TxID: x, Status: api.StatusPending, ReplacedBy: &y}, 0)
-	f.addReceipt(api.ReceiptReply{TxID: y, Status: api.StatusPending, ReplacedBy: &x}, 0)
+	f.AddReceipt(api.ReceiptReply{TxID: x, Status: api.StatusPending, ReplacedBy: &y}, 0)
+	f.AddReceipt(api.ReceiptReply{TxID: y, Status: api.StatusPending, ReplacedBy: &x}, 0)
 	_, err = r.WaitForReceipt(testCtx(t), x)
 	require.ErrorContains(err, "loops")
 
@@ -261,10 +259,10 @@ func TestWaitForReceipt(t *testing.T) {
 // every request reaches its owner and ids never overlap (run with -race).
 func TestRouterConcurrent(t *testing.T) {
 	require := require.New(t)
-	f := newFakeNet(t, 3)
+	f := apitest.New(t, 3)
 	ranges := []string{"r0", "r1", "r2", "r3"}
 	for i, rng := range ranges {
-		f.setOwner(rng, i%3)
+		f.SetOwner(rng, i%3)
 	}
 	r := newRouter(t, f)
 	ctx := testCtx(t)
@@ -291,8 +289,25 @@ func TestRouterConcurrent(t *testing.T) {
 		require.Equal(uint64(2*16), a.Next)
 	}
 	total := 0
-	for _, n := range f.nodes {
-		total += n.count("allocate")
+	for _, n := range f.Nodes {
+		total += n.Count("allocate")
 	}
 	require.Equal(64, total, "no NotOwner detours: the owner was known before each write")
+}
+
+// TestAllocateCommitted: the committed ids are the entry of the accepted
+// receipt, through the range's owner.
+func TestAllocateCommitted(t *testing.T) {
+	require := require.New(t)
+	f := apitest.New(t, 2)
+	f.SetOwner("photos", 1)
+	r := newRouter(t, f)
+	first, err := r.AllocateCommitted(testCtx(t), api.AllocateArgs{Range: "photos", Count: 4, Floor: 10})
+	require.NoError(err)
+	require.Equal(state.ReceiptEntry{Range: "photos", Base: 10, Count: 4}, first.Entry)
+	require.Equal(api.StatusAccepted, first.Receipt.Status)
+	require.Equal(f.Nodes[1].ID, first.Reply.Owner)
+	next, err := r.AllocateCommitted(testCtx(t), api.AllocateArgs{Range: "photos", Count: 2})
+	require.NoError(err)
+	require.Equal(uint64(14), next.Entry.Base, "continues from the committed counter")
 }

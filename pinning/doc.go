@@ -1,7 +1,7 @@
 // Package pinning decides, without an election, which validator writes a range.
 //
 // Every node evaluates the same pure function over the validator set frozen at
-// an epoch (a P-chain height) and gets the same single owner for each range:
+// a P-chain height and gets the same single owner for each range:
 // weighted rendezvous hashing (HRW). A member with weight w wins a range with
 // probability w / W, and adding or removing a member moves only the ranges that
 // member gains or loses.

@@ -3,10 +3,11 @@ package pinning
 import (
 	"crypto/sha256"
 	"encoding/binary"
-	"errors"
 	"fmt"
 	"math/bits"
 	"slices"
+
+	"github.com/s-chain/schain/errcode"
 
 	"github.com/ava-labs/avalanchego/ids"
 )
@@ -15,12 +16,12 @@ var (
 	// ErrEmptySet is returned when no member could own a range: the set is
 	// empty or every member has weight zero. Callers must treat it as "not
 	// ready" and never fall back to an arbitrary node.
-	ErrEmptySet = errors.New("pinning: no member with positive weight")
+	ErrEmptySet = errcode.New(errcode.NotReady, "empty_set", "pinning: no member with positive weight")
 	// ErrDuplicateMember is returned when a NodeID appears twice: a set with
 	// duplicates has no single meaning, so it is refused rather than merged.
-	ErrDuplicateMember = errors.New("pinning: duplicate member")
+	ErrDuplicateMember = errcode.New(errcode.Rejected, "duplicate_member", "pinning: duplicate member")
 	// ErrWeightOverflow is returned when the total weight exceeds 2^64-1.
-	ErrWeightOverflow = errors.New("pinning: total weight overflows uint64")
+	ErrWeightOverflow = errcode.New(errcode.Rejected, "weight_overflow", "pinning: total weight overflows uint64")
 )
 
 // Hash-input domains. Changing either changes every owner and fingerprint,
@@ -38,7 +39,7 @@ type Member struct {
 }
 
 // Owner returns the member that owns rangeKey among members. It validates the
-// set on every call; for many lookups under one set build an Epoch instead.
+// set on every call; for many lookups under one set build a Set instead.
 func Owner(rangeKey string, members []Member) (ids.NodeID, error) {
 	if err := validate(members); err != nil {
 		return ids.EmptyNodeID, err
@@ -56,10 +57,10 @@ func IsOwner(rangeKey string, self ids.NodeID, members []Member) (bool, error) {
 	return o == self, nil
 }
 
-// EpochFingerprint digests (height, members) so two nodes can tell in one
+// SetFingerprint digests (height, members) so two nodes can tell in one
 // comparison whether they pinned against the same set. It is independent of
 // the order of members and rejects duplicates.
-func EpochFingerprint(height uint64, members []Member) (ids.ID, error) {
+func SetFingerprint(height uint64, members []Member) (ids.ID, error) {
 	sorted := slices.Clone(members)
 	slices.SortFunc(sorted, compareMembers)
 	if err := validateSorted(sorted); err != nil {

@@ -64,7 +64,7 @@ func TestEmptyAndZeroWeightSets(t *testing.T) {
 	require.ErrorIs(err, ErrEmptySet)
 	_, err = Owner("r", members(0, 0, 0))
 	require.ErrorIs(err, ErrEmptySet)
-	_, err = NewEpoch(1, nil)
+	_, err = NewSet(1, nil)
 	require.ErrorIs(err, ErrEmptySet)
 	_, err = IsOwner("r", nodeID("x"), nil)
 	require.ErrorIs(err, ErrEmptySet)
@@ -76,9 +76,9 @@ func TestDuplicateMembersRejected(t *testing.T) {
 	ms = append(ms, Member{NodeID: ms[1].NodeID, Weight: 5})
 	_, err := Owner("r", ms)
 	require.ErrorIs(err, ErrDuplicateMember)
-	_, err = EpochFingerprint(1, ms)
+	_, err = SetFingerprint(1, ms)
 	require.ErrorIs(err, ErrDuplicateMember)
-	_, err = NewEpoch(1, ms)
+	_, err = NewSet(1, ms)
 	require.ErrorIs(err, ErrDuplicateMember)
 }
 
@@ -94,7 +94,7 @@ func TestDeterministicAndOrderIndependent(t *testing.T) {
 	for i, m := range ms {
 		reversed[len(ms)-1-i] = m
 	}
-	e, err := NewEpoch(7, ms)
+	e, err := NewSet(7, ms)
 	require.NoError(err)
 	for i := 0; i < 2000; i++ {
 		k := rangeKey(i)
@@ -105,9 +105,9 @@ func TestDeterministicAndOrderIndependent(t *testing.T) {
 		require.Equal(a, b, "range %s", k)
 		require.Equal(a, e.Owner(k), "range %s", k)
 	}
-	fa, err := EpochFingerprint(7, ms)
+	fa, err := SetFingerprint(7, ms)
 	require.NoError(err)
-	fb, err := EpochFingerprint(7, reversed)
+	fb, err := SetFingerprint(7, reversed)
 	require.NoError(err)
 	require.Equal(fa, fb)
 	require.Equal(fa, e.Fingerprint())
@@ -132,13 +132,13 @@ func TestExactlyOneOwner(t *testing.T) {
 
 func TestFingerprintSeparatesInputs(t *testing.T) {
 	require := require.New(t)
-	base, err := EpochFingerprint(10, members(1, 2, 3))
+	base, err := SetFingerprint(10, members(1, 2, 3))
 	require.NoError(err)
 	for name, fp := range map[string]func() (ids.ID, error){
-		"height":  func() (ids.ID, error) { return EpochFingerprint(11, members(1, 2, 3)) },
-		"weight":  func() (ids.ID, error) { return EpochFingerprint(10, members(1, 2, 4)) },
-		"member":  func() (ids.ID, error) { return EpochFingerprint(10, members(1, 2)) },
-		"nonzero": func() (ids.ID, error) { return EpochFingerprint(10, members(1, 2, 3, 0)) },
+		"height":  func() (ids.ID, error) { return SetFingerprint(11, members(1, 2, 3)) },
+		"weight":  func() (ids.ID, error) { return SetFingerprint(10, members(1, 2, 4)) },
+		"member":  func() (ids.ID, error) { return SetFingerprint(10, members(1, 2)) },
+		"nonzero": func() (ids.ID, error) { return SetFingerprint(10, members(1, 2, 3, 0)) },
 	} {
 		got, err := fp()
 		require.NoError(err, name)
@@ -149,7 +149,7 @@ func TestFingerprintSeparatesInputs(t *testing.T) {
 func TestWeightedShares(t *testing.T) {
 	require := require.New(t)
 	ms := members(1, 2, 3, 4, 1, 2, 3, 4)
-	e, err := NewEpoch(1, ms)
+	e, err := NewSet(1, ms)
 	require.NoError(err)
 	const keys = 200_000
 	counts := make(map[ids.NodeID]int)
@@ -166,7 +166,7 @@ func TestWeightedShares(t *testing.T) {
 func TestZeroWeightNeverOwns(t *testing.T) {
 	require := require.New(t)
 	ms := members(0, 1, 0, 2, 0)
-	e, err := NewEpoch(1, ms)
+	e, err := NewSet(1, ms)
 	require.NoError(err)
 	for i := 0; i < 20000; i++ {
 		w, ok := e.Weight(e.Owner(rangeKey(i)))
@@ -181,9 +181,9 @@ func TestMinimalDisruption(t *testing.T) {
 	before := members(1, 2, 3, 4, 2)
 	extra := Member{NodeID: nodeID("newcomer"), Weight: 3}
 	after := append(append([]Member(nil), before...), extra)
-	eBefore, err := NewEpoch(1, before)
+	eBefore, err := NewSet(1, before)
 	require.NoError(err)
-	eAfter, err := NewEpoch(2, after)
+	eAfter, err := NewSet(2, after)
 	require.NoError(err)
 
 	// Add: a range either keeps its owner or moves to the newcomer.
@@ -206,7 +206,7 @@ func TestMinimalDisruption(t *testing.T) {
 			rest = append(rest, m)
 		}
 	}
-	eRest, err := NewEpoch(3, rest)
+	eRest, err := NewSet(3, rest)
 	require.NoError(err)
 	moved := 0
 	for i := 0; i < keys; i++ {
@@ -292,7 +292,7 @@ func TestKnownAnswers(t *testing.T) {
 	if *update {
 		vf := vectorFile{Comment: "HRW owners and epoch fingerprints; regenerate only on a deliberate, versioned rule change (go test ./pinning -run KnownAnswers -update)"}
 		for _, set := range knownAnswerSets() {
-			fp, err := EpochFingerprint(set.Height, set.Members)
+			fp, err := SetFingerprint(set.Height, set.Members)
 			require.NoError(err)
 			set.Fingerprint = fp
 			for _, k := range knownAnswerKeys() {
@@ -313,10 +313,10 @@ func TestKnownAnswers(t *testing.T) {
 	require.Len(vf.Sets, len(knownAnswerSets()))
 	checked := 0
 	for _, set := range vf.Sets {
-		fp, err := EpochFingerprint(set.Height, set.Members)
+		fp, err := SetFingerprint(set.Height, set.Members)
 		require.NoError(err)
 		require.Equal(set.Fingerprint, fp, "fingerprint at height %d", set.Height)
-		e, err := NewEpoch(set.Height, set.Members)
+		e, err := NewSet(set.Height, set.Members)
 		require.NoError(err)
 		require.Len(set.Owners, len(knownAnswerKeys()))
 		for k, want := range set.Owners {
@@ -361,7 +361,7 @@ func BenchmarkOwner(b *testing.B) {
 			for i := range ws {
 				ws[i] = uint64(i%4 + 1)
 			}
-			e, err := NewEpoch(1, members(ws...))
+			e, err := NewSet(1, members(ws...))
 			require.NoError(b, err)
 			keys := make([]string, 1024)
 			for i := range keys {

@@ -33,6 +33,7 @@ import (
 	"github.com/s-chain/schain/txs/txstest"
 	"github.com/s-chain/schain/vm"
 	"github.com/s-chain/schain/vm/api"
+	"github.com/s-chain/schain/vm/config"
 )
 
 // TestMain doubles as the plugin process: with SCHAIN_PLUGIN_SERVE=1 the
@@ -99,7 +100,7 @@ func TestOverRPCChainVM(t *testing.T) {
 	}
 	// The chain config reaches the plugin: one write token.
 	const token = "schain_plugin-test-token"
-	chainConfig := []byte(`{"writeTokens":[{"name":"plugin-test","sha256":"` + vm.TokenHash(token) + `"}]}`)
+	chainConfig := []byte(`{"writeTokens":[{"name":"plugin-test","sha256":"` + config.TokenHash(token) + `"}]}`)
 	require.NoError(client.Initialize(ctx, snowCtx, memdb.New(), []byte(`{}`), nil, chainConfig, nil, noSender{}))
 	t.Cleanup(func() { _ = client.Shutdown(context.Background()) })
 
@@ -130,7 +131,7 @@ func TestOverRPCChainVM(t *testing.T) {
 	var alloc api.AllocateReply
 	callWith(t, srv.URL, token, "allocate", api.AllocateArgs{Range: "photos", Count: 3}, &alloc)
 	require.Equal(keys[0].NodeID, alloc.Owner)
-	require.Equal(uint64(7), alloc.Epoch)
+	require.Equal(uint64(7), alloc.PChainHeight)
 
 	msg, err = client.WaitForEvent(ctx)
 	require.NoError(err)

@@ -205,8 +205,8 @@ func (c *Comparator) checkSChainIDs(d *detector, rs *rangeState) {
 		return
 	}
 	if ov := rs.schain.insert(s.Result.Base, s.Result.End(), 0); ov.any() {
-		d.add(KindSChainOverlap, SideSChain, "ids [%d,%d) overlap [%d,%d) issued before (tx %s, epoch %d, owner %s)",
-			s.Result.Base, s.Result.End(), ov.first.lo, ov.first.hi, s.Result.TxID, s.Result.Epoch, s.Result.Owner)
+		d.add(KindSChainOverlap, SideSChain, "ids [%d,%d) overlap [%d,%d) issued before (tx %s, P-chain height %d, owner %s)",
+			s.Result.Base, s.Result.End(), ov.first.lo, ov.first.hi, s.Result.TxID, s.Result.PChainHeight, s.Result.Owner)
 	} else if s.Result.Base < rs.schainEnd {
 		d.add(KindSChainNonMonotonic, SideSChain, "base %d below previous end %d (tx %s)", s.Result.Base, rs.schainEnd, s.Result.TxID)
 	}

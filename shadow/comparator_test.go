@@ -37,7 +37,7 @@ func (s *stream) next(rangeKey string, count uint64) Observation {
 func (s *stream) ok(rangeKey string, count, first, term, base uint64) Observation {
 	o := s.next(rangeKey, count)
 	o.Legacy.Result = legacy.Result{First: first, Count: count, Leader: "n0", Term: term}
-	o.SChain.Result = SChainResult{Base: base, Count: count, TxID: "tx", Epoch: 1, Owner: "v1"}
+	o.SChain.Result = SChainResult{Base: base, Count: count, TxID: "tx", PChainHeight: 1, Owner: "v1"}
 	return o
 }
 

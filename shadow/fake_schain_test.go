@@ -32,7 +32,7 @@ func (f *fakeSChain) Allocate(ctx context.Context, rangeKey string, count, floor
 	base := max(f.counter[rangeKey], floor, 1)
 	f.counter[rangeKey] = base + count
 	f.tx++
-	res := SChainResult{Base: base, Count: count, TxID: fmt.Sprintf("tx%d", f.tx), Epoch: 1, Owner: "v0"}
+	res := SChainResult{Base: base, Count: count, TxID: fmt.Sprintf("tx%d", f.tx), PChainHeight: 1, Owner: "v0"}
 	f.issued[rangeKey] = append(f.issued[rangeKey], res)
 	return res, nil
 }

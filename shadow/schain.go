@@ -15,11 +15,11 @@ type SChain interface {
 
 // SChainResult is one accepted S-Chain allocation.
 type SChainResult struct {
-	Base  uint64 `json:"base"`
-	Count uint64 `json:"count"`
-	TxID  string `json:"tx_id"`
-	Epoch uint64 `json:"epoch"`
-	Owner string `json:"owner"`
+	Base         uint64 `json:"base"`
+	Count        uint64 `json:"count"`
+	TxID         string `json:"tx_id"`
+	PChainHeight uint64 `json:"pchain_height"`
+	Owner        string `json:"owner"`
 }
 
 // End returns the first id after the allocation.

@@ -13,8 +13,8 @@
 //	'c' range                      -> u64 next unissued id        (rooted)
 //	'm' str bucket | key           -> manifest (txs encoding)     (rooted)
 //	'x' txID                       -> receipt                     (rooted)
-//	'r' u64 epoch | signing hash   -> {}   replay index           (rooted)
-//	'e'                            -> u64 oldest epoch kept in 'r' (rooted)
+//	'r' u64 round | signing hash   -> {}   replay index           (rooted)
+//	'e'                            -> u64 round below which 'r' is empty (rooted)
 //	'b' blockID                    -> block bytes                 (index)
 //	'h' u64 height                 -> blockID                     (index)
 //	'a'                            -> last accepted {id, height, root}

@@ -35,7 +35,7 @@ func manifestKey(bucket, key string) []byte {
 
 func receiptKey(txID ids.ID) []byte { return append([]byte{tagReceipt}, txID[:]...) }
 
-// replayKey orders the replay index by liveness epoch, so pruning deletes
+// replayKey orders the replay index by liveness round, so pruning deletes
 // a prefix.
 func replayKey(round uint64, signingHash ids.ID) []byte {
 	b := make([]byte, 0, 1+8+32)
@@ -44,7 +44,7 @@ func replayKey(round uint64, signingHash ids.ID) []byte {
 	return append(b, signingHash[:]...)
 }
 
-// replayRound is the liveness epoch of a replay key.
+// replayRound is the liveness round of a replay key.
 func replayRound(k []byte) uint64 { return binary.BigEndian.Uint64(k[1:9]) }
 
 func blockKey(id ids.ID) []byte { return append([]byte{tagBlock}, id[:]...) }

@@ -47,7 +47,7 @@ type Changes struct {
 	// deletion is itself a committed fact).
 	Manifests []*txs.Manifest
 	Receipt   *Receipt
-	// Round (the liveness epoch the transaction was signed in) and
+	// Round (the liveness round the transaction was signed in) and
 	// SigningHash enter the replay index.
 	Round       uint64
 	SigningHash ids.ID
@@ -128,10 +128,10 @@ func (l *Layer) putLiveness(us []LivenessUpdate) error {
 	return nil
 }
 
-// PruneReplay forgets at most limit replay entries of liveness epochs
+// PruneReplay forgets at most limit replay entries of liveness rounds
 // before round, oldest first, and returns how many it deleted. A
-// transaction expires a fixed number of epochs after the one it was signed
-// in and block epochs never decrease, so an entry below the caller's bound
+// transaction expires a fixed number of rounds after the one it was signed
+// in and block rounds never decrease, so an entry below the caller's bound
 // can never match again. Deleting at most limit per block keeps every
 // block's cost bounded, whatever burst came before: with limit above the
 // entries one block can add, the backlog only shrinks.
@@ -168,7 +168,7 @@ func (l *Layer) PruneReplay(round uint64, limit int) (int, error) {
 		}
 	}
 	// Everything below the bound is gone when the scan completed;
-	// otherwise everything below the last deleted entry's epoch is.
+	// otherwise everything below the last deleted entry's round is.
 	if !complete {
 		round = replayRound(stale[len(stale)-1])
 	}

@@ -99,7 +99,7 @@ func decodeAccepted(b []byte) (Accepted, error) {
 }
 
 // Liveness is what the chain knows of one validator's liveness, in liveness
-// epochs (rounds of the genesis epoch duration).
+// rounds (of the genesis round duration).
 type Liveness struct {
 	// FirstSeen is the round of the first membership computed while the
 	// validator was in the P-chain set: its grace period starts there.
@@ -134,8 +134,8 @@ func decodeLiveness(b []byte) (Liveness, error) {
 }
 
 // Membership is the set ranges are pinned to, frozen by the first block of
-// a liveness epoch (Round) from the state its parent left, so that every
-// later block of the epoch, every node and every restart use the same one.
+// a liveness round (Round) from the state its parent left, so that every
+// later block of the round, every node and every restart use the same one.
 type Membership struct {
 	// PChainHeight is the height of the validator set the members were
 	// taken from (the first block's P-chain context).

@@ -43,16 +43,16 @@ type Reader interface {
 	Counter(rangeKey string) (uint64, error)
 	Manifest(bucket, key string) (*txs.Manifest, error)
 	Receipt(txID ids.ID) (*Receipt, error)
-	// Applied reports whether a transaction signed in liveness epoch round
+	// Applied reports whether a transaction signed in liveness round round
 	// with this signing hash was applied.
 	Applied(round uint64, signingHash ids.ID) (bool, error)
-	// ReplayPruned is the liveness epoch below which the replay index holds
+	// ReplayPruned is the liveness round below which the replay index holds
 	// nothing any more.
 	ReplayPruned() (uint64, error)
 	// Liveness is a validator's liveness record; ok is false if the chain
 	// never recorded it.
 	Liveness(nodeID ids.NodeID) (rec Liveness, ok bool, err error)
-	// Membership is the frozen membership of the newest liveness epoch, or
+	// Membership is the frozen membership of the newest liveness round, or
 	// ErrNotFound before the first block with a P-chain context.
 	Membership() (*Membership, error)
 }

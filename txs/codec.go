@@ -26,7 +26,7 @@ func encodeUnsigned(u Unsigned) []byte {
 	w.U8(u.kind())
 	w.U32(h.NetworkID)
 	w.Raw(h.ChainID[:])
-	w.U64(h.Epoch)
+	w.U64(h.PChainHeight)
 	w.Raw(h.Fingerprint[:])
 	w.Raw(h.Owner[:])
 	w.U64(h.Nonce)
@@ -123,7 +123,7 @@ func Parse(b []byte, l Limits) (*Tx, error) {
 	var h Header
 	h.NetworkID = r.U32()
 	r.Fixed(h.ChainID[:])
-	h.Epoch = r.U64()
+	h.PChainHeight = r.U64()
 	r.Fixed(h.Fingerprint[:])
 	r.Fixed(h.Owner[:])
 	h.Nonce = r.U64()

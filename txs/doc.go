@@ -12,7 +12,7 @@
 //
 // # Wire format (version 2, all integers big endian)
 //
-//	u16 version | u8 kind | u32 networkID | [32] chainID | u64 epoch
+//	u16 version | u8 kind | u32 networkID | [32] chainID | u64 pChainHeight
 //	[32] fingerprint | [20] owner | u64 nonce | u64 round | u32 entries
 //	entries... | [96] signature
 //

@@ -14,21 +14,21 @@ import (
 )
 
 // Header is what every transaction commits to besides its entries: where it
-// is valid (network, chain), which epoch and validator set it was pinned
+// is valid (network, chain), which P-chain height and membership it was pinned
 // against, when it was signed, and who signs it.
 type Header struct {
-	NetworkID   uint32     `json:"networkID"`
-	ChainID     ids.ID     `json:"chainID"`
-	Epoch       uint64     `json:"epoch"`
-	Fingerprint ids.ID     `json:"fingerprint"`
-	Owner       ids.NodeID `json:"owner"`
+	NetworkID    uint32     `json:"networkID"`
+	ChainID      ids.ID     `json:"chainID"`
+	PChainHeight uint64     `json:"pChainHeight"`
+	Fingerprint  ids.ID     `json:"fingerprint"`
+	Owner        ids.NodeID `json:"owner"`
 	// Nonce tells apart two otherwise identical intents of one owner in one
-	// epoch (say, two separate requests for one id in the same range): BLS
+	// round (say, two separate requests for one id in the same range): BLS
 	// signatures are deterministic, so without it the second would be the
 	// same transaction and rejected as a replay.
 	Nonce uint64 `json:"nonce"`
-	// Round is the liveness epoch the owner signed in. A heartbeat counts
-	// for exactly this epoch; any other transaction expires a few epochs
+	// Round is the liveness round the owner signed in. A heartbeat counts
+	// for exactly this round; any other transaction expires a few rounds
 	// later (execute.Liveness.TxLifetime), which is what bounds the replay
 	// index to recent transactions however long a membership lasts.
 	Round uint64 `json:"round"`
@@ -97,7 +97,7 @@ type PutManifestTx struct {
 }
 
 // HeartbeatTx is a validator's statement that it is alive in one liveness
-// epoch (the header's Round). Epoch names the P-chain height whose validator
+// round (the header's Round). PChainHeight names the P-chain height whose validator
 // set holds the signer's key; Fingerprint is zero, because the heartbeat is
 // what decides the set ranges are pinned to, not something pinned to it. It
 // has no entries and touches no counter: its only effect is the signer's

@@ -18,7 +18,7 @@ var (
 )
 
 func header(owner ids.NodeID) txs.Header {
-	return txs.Header{NetworkID: networkID, ChainID: chainID, Epoch: 77, Fingerprint: ids.ID{'f', 'p'}, Owner: owner, Round: 1_234_567}
+	return txs.Header{NetworkID: networkID, ChainID: chainID, PChainHeight: 77, Fingerprint: ids.ID{'f', 'p'}, Owner: owner, Round: 1_234_567}
 }
 
 func sampleAllocate(owner ids.NodeID) *txs.AllocateTx {

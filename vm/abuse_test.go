@@ -15,8 +15,8 @@ import (
 	"github.com/ava-labs/avalanchego/ids"
 	"github.com/stretchr/testify/require"
 
-	"github.com/s-chain/schain/vm"
 	"github.com/s-chain/schain/vm/api"
+	"github.com/s-chain/schain/vm/config"
 )
 
 // TestAbusiveBurst: oversized bodies, 1000 concurrent connections (held
@@ -27,8 +27,8 @@ import (
 func TestAbusiveBurst(t *testing.T) {
 	require := require.New(t)
 	tok, a := tokenFor(t, "alpha")
-	cc := vm.DefaultChainConfig()
-	cc.WriteTokens = []vm.WriteToken{a}
+	cc := config.DefaultChainConfig()
+	cc.WriteTokens = []config.WriteToken{a}
 	cc.MaxRequestBytes = 16 << 10
 	an := newAuthNet(t, 3, cc)
 	an.ready(10)
@@ -47,13 +47,13 @@ func TestAbusiveBurst(t *testing.T) {
 	require.NoError(err)
 	receipts := map[ids.ID]*api.ReceiptReply{}
 	for _, r := range before {
-		rc, err := an.vms[0].Receipt(r.TxID)
+		rc, err := an.vms[0].Writer().Receipt(r.TxID)
 		require.NoError(err)
 		require.Equal(api.StatusAccepted, rc.Status)
 		receipts[r.TxID] = rc
 	}
 	const accepted = 1 + 2 + 3 + 4 + 5
-	root := an.vms[0].State()
+	root := an.vms[0].Chain().State()
 	next, err := root.Counter(mine)
 	require.NoError(err)
 	require.Equal(uint64(accepted), next)
@@ -167,16 +167,16 @@ func TestAbusiveBurst(t *testing.T) {
 	for i := range an.vms {
 		e, _ := authCall(t, an.url(i), "", "getNode", api.Empty{}, &node)
 		require.Nil(e)
-		next, err := an.vms[i].State().Counter(mine)
+		next, err := an.vms[i].Chain().State().Counter(mine)
 		require.NoError(err)
 		require.Equal(uint64(accepted+7), next, "node %d: only the accepted allocations moved the counter", i)
 		for id, want := range receipts {
-			rc, err := an.vms[i].Receipt(id)
+			rc, err := an.vms[i].Writer().Receipt(id)
 			require.NoError(err)
 			require.Equal(want, rc, "node %d: accepted receipt %s intact", i, id)
 		}
 	}
-	rc, err := an.vms[1].Receipt(during.TxID)
+	rc, err := an.vms[1].Writer().Receipt(during.TxID)
 	require.NoError(err)
 	require.Equal(api.StatusAccepted, rc.Status)
 	require.Equal(uint64(accepted), rc.Entries[during.Index].Base)

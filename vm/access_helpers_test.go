@@ -8,7 +8,6 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
-	"sync"
 	"testing"
 	"time"
 
@@ -19,41 +18,23 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/stretchr/testify/require"
 
+	"github.com/s-chain/schain/internal/buffer"
 	"github.com/s-chain/schain/vm"
+	"github.com/s-chain/schain/vm/config"
 )
 
 // authNet is a net whose VMs run with a chain config, their own metrics
 // registries and a captured log.
 type authNet struct {
 	*net
-	cc   vm.ChainConfig
+	cc   config.ChainConfig
 	regs []*prometheus.Registry
-	logs *syncBuffer
+	logs *buffer.Buffer
 	urls map[*vm.VM]string
 }
 
-// syncBuffer is a log sink safe for concurrent writers.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (*syncBuffer) Close() error { return nil }
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
-
 // newAuthNet starts n VMs sharing the chain config cc.
-func newAuthNet(t *testing.T, n int, cc vm.ChainConfig) *authNet {
+func newAuthNet(t *testing.T, n int, cc config.ChainConfig) *authNet {
 	keys, err := newKeys(t, n)
 	require.NoError(t, err)
 	all := map[ids.NodeID]*validators.GetValidatorOutput{}
@@ -63,7 +44,7 @@ func newAuthNet(t *testing.T, n int, cc vm.ChainConfig) *authNet {
 	an := &authNet{
 		net:  &net{t: t, keys: keys, sets: validatorSets{10: all, 20: all}},
 		cc:   cc,
-		logs: &syncBuffer{},
+		logs: &buffer.Buffer{},
 		urls: map[*vm.VM]string{},
 	}
 	for i := range keys {
@@ -75,7 +56,7 @@ func newAuthNet(t *testing.T, n int, cc vm.ChainConfig) *authNet {
 }
 
 // startWith (re)starts VM i on its database with chain config cc.
-func (an *authNet) startWith(i int, cc vm.ChainConfig) *vm.VM {
+func (an *authNet) startWith(i int, cc config.ChainConfig) *vm.VM {
 	an.regs[i] = prometheus.NewRegistry()
 	v := &vm.VM{}
 	require.NoError(an.t, v.Init(vm.Config{
@@ -104,12 +85,12 @@ func (an *authNet) url(i int) string {
 	return srv.URL
 }
 
-// rejects reads schain_api_rejects{reason, token} of VM i.
+// rejects reads api_rejects_total{reason, token} of VM i.
 func (an *authNet) rejects(i int, reason, token string) float64 {
 	mfs, err := an.regs[i].Gather()
 	require.NoError(an.t, err)
 	for _, mf := range mfs {
-		if mf.GetName() != "schain_api_rejects" {
+		if mf.GetName() != "api_rejects_total" {
 			continue
 		}
 		for _, m := range mf.GetMetric() {
@@ -126,10 +107,10 @@ func (an *authNet) rejects(i int, reason, token string) float64 {
 }
 
 // tokenFor returns a fresh token and its chain config entry.
-func tokenFor(t *testing.T, name string) (string, vm.WriteToken) {
-	tok, err := vm.GenerateToken()
+func tokenFor(t *testing.T, name string) (string, config.WriteToken) {
+	tok, err := config.GenerateToken()
 	require.NoError(t, err)
-	wt, err := vm.NewWriteToken(name, tok)
+	wt, err := config.NewWriteToken(name, tok)
 	require.NoError(t, err)
 	return tok, wt
 }

@@ -21,14 +21,16 @@ import (
 	"github.com/s-chain/schain/txs"
 	"github.com/s-chain/schain/vm"
 	"github.com/s-chain/schain/vm/api"
+	"github.com/s-chain/schain/vm/config"
+	"github.com/s-chain/schain/vm/rpc"
 )
 
 func TestWriteAuthorization(t *testing.T) {
 	require := require.New(t)
 	tokA, a := tokenFor(t, "alpha")
 	tokB, b := tokenFor(t, "beta")
-	cc := vm.DefaultChainConfig()
-	cc.WriteTokens = []vm.WriteToken{a, b}
+	cc := config.DefaultChainConfig()
+	cc.WriteTokens = []config.WriteToken{a, b}
 	an := newAuthNet(t, 3, cc)
 	an.ready(10)
 	mine := an.rangeOf(0, "auth")
@@ -94,8 +96,8 @@ func TestWriteAuthorization(t *testing.T) {
 	}
 
 	// Revocation: node 0 restarts with alpha removed from its chain config.
-	revoked := vm.DefaultChainConfig()
-	revoked.WriteTokens = []vm.WriteToken{b}
+	revoked := config.DefaultChainConfig()
+	revoked.WriteTokens = []config.WriteToken{b}
 	require.NoError(an.vms[0].Shutdown(context.Background()))
 	an.vms[0] = an.startWith(0, revoked)
 	url = an.url(0)
@@ -108,7 +110,7 @@ func TestWriteAuthorization(t *testing.T) {
 
 	// A node whose chain config lists no token has its writes disabled.
 	require.NoError(an.vms[0].Shutdown(context.Background()))
-	an.vms[0] = an.startWith(0, vm.DefaultChainConfig())
+	an.vms[0] = an.startWith(0, config.DefaultChainConfig())
 	url = an.url(0)
 	for _, auth := range []string{"", bearerOf(tokA), bearerOf(tokB)} {
 		e, _ = authCall(t, url, auth, "allocate", alloc, nil)
@@ -127,11 +129,11 @@ func TestWriteAuthorization(t *testing.T) {
 // method that makes the node sign cannot be exposed by accident.
 func TestEveryNonReadMethodNeedsAToken(t *testing.T) {
 	_, a := tokenFor(t, "alpha")
-	cc := vm.DefaultChainConfig()
-	cc.WriteTokens = []vm.WriteToken{a}
+	cc := config.DefaultChainConfig()
+	cc.WriteTokens = []config.WriteToken{a}
 	an := newAuthNet(t, 2, cc)
 	url := an.url(0)
-	st := reflect.TypeOf(&vm.Service{})
+	st := reflect.TypeOf(&rpc.Service{})
 	writes := 0
 	for i := 0; i < st.NumMethod(); i++ {
 		name := st.Method(i).Name
@@ -156,7 +158,7 @@ func TestEveryNonReadMethodNeedsAToken(t *testing.T) {
 func TestTokenCompareIsConstantTime(t *testing.T) {
 	require := require.New(t)
 	fset := token.NewFileSet()
-	f, err := parser.ParseFile(fset, "access.go", nil, 0)
+	f, err := parser.ParseFile(fset, "rpc/access.go", nil, 0)
 	require.NoError(err)
 	var match *ast.FuncDecl
 	for _, d := range f.Decls {
@@ -199,22 +201,22 @@ func TestTokenCompareIsConstantTime(t *testing.T) {
 		require.NotContains([]string{"bytes.Equal", "strings.EqualFold", "reflect.DeepEqual", "hmac.Equal"}, c)
 	}
 	// And the gate uses it for every token check.
-	src := readFile(t, "access.go")
+	src := readFile(t, "rpc/access.go")
 	require.Equal(1, strings.Count(src, "matchToken(g.tokens"), "authenticate goes through matchToken")
 	require.NotContains(src, "bytes.Equal")
 }
 
 func TestInitializeReadsTheChainConfig(t *testing.T) {
 	err := (&vm.VM{}).Initialize(context.Background(), &snow.Context{}, nil, nil, nil, []byte(`{"writeToken": []}`), nil, nil)
-	require.ErrorIs(t, err, vm.ErrBadChainConfig)
+	require.ErrorIs(t, err, config.ErrBadChainConfig)
 	require.Contains(t, err.Error(), `unknown field "writeToken"`)
 }
 
 func TestLimits(t *testing.T) {
 	require := require.New(t)
 	tok, a := tokenFor(t, "alpha")
-	cc := vm.DefaultChainConfig()
-	cc.WriteTokens = []vm.WriteToken{a}
+	cc := config.DefaultChainConfig()
+	cc.WriteTokens = []config.WriteToken{a}
 	cc.MaxRequestBytes = 64 << 10
 	an := newAuthNet(t, 3, cc)
 	an.ready(10)
@@ -272,8 +274,8 @@ func TestLimits(t *testing.T) {
 func TestBoundedWait(t *testing.T) {
 	require := require.New(t)
 	tok, a := tokenFor(t, "alpha")
-	cc := vm.DefaultChainConfig()
-	cc.WriteTokens = []vm.WriteToken{a}
+	cc := config.DefaultChainConfig()
+	cc.WriteTokens = []config.WriteToken{a}
 	cc.MaxWaitMs = 300
 	an := newAuthNet(t, 3, cc)
 	an.ready(10)
@@ -307,8 +309,8 @@ func TestFloodDoesNotStarveOtherTokens(t *testing.T) {
 	require := require.New(t)
 	tokA, a := tokenFor(t, "alpha")
 	tokB, b := tokenFor(t, "beta")
-	cc := vm.DefaultChainConfig()
-	cc.WriteTokens = []vm.WriteToken{a, b}
+	cc := config.DefaultChainConfig()
+	cc.WriteTokens = []config.WriteToken{a, b}
 	cc.MaxPendingPerToken = 4
 	an := newAuthNet(t, 3, cc)
 	an.ready(10)
@@ -374,18 +376,18 @@ func TestFloodDoesNotStarveOtherTokens(t *testing.T) {
 	e, _ := authCall(t, url, bearerOf(tokA), "allocate", api.AllocateArgs{Range: mine, Count: 1}, nil)
 	require.Nil(e, "alpha writes again once its calls returned")
 	for _, r := range got {
-		rc, err := an.vms[0].Receipt(r.TxID)
+		rc, err := an.vms[0].Writer().Receipt(r.TxID)
 		require.NoError(err)
 		require.Equal(api.StatusAccepted, rc.Status)
 	}
 }
 
-// pending reads schain_api_pending{token="alpha"} of VM i.
+// pending reads api_pending{token="alpha"} of VM i.
 func pending(an *authNet, i int) int {
 	mfs, err := an.regs[i].Gather()
 	require.NoError(an.t, err)
 	for _, mf := range mfs {
-		if mf.GetName() == "schain_api_pending" {
+		if mf.GetName() == "api_pending" {
 			for _, m := range mf.GetMetric() {
 				if m.GetLabel()[0].GetValue() == "alpha" {
 					return int(m.GetGauge().GetValue())
@@ -404,8 +406,8 @@ func mustJSON(t *testing.T, method string, params any) []byte {
 
 func TestChainConfigBadAuthHeaderNeverLogged(t *testing.T) {
 	_, a := tokenFor(t, "alpha")
-	cc := vm.DefaultChainConfig()
-	cc.WriteTokens = []vm.WriteToken{a}
+	cc := config.DefaultChainConfig()
+	cc.WriteTokens = []config.WriteToken{a}
 	an := newAuthNet(t, 2, cc)
 	secret := fmt.Sprintf("schain_guess-%d", time.Now().UnixNano())
 	e, _ := authCall(t, an.url(0), bearerOf(secret), "allocate", api.AllocateArgs{Range: "r", Count: 1}, nil)

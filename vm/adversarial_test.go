@@ -13,8 +13,9 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/s-chain/schain/txs"
-	"github.com/s-chain/schain/vm"
 	"github.com/s-chain/schain/vm/api"
+	"github.com/s-chain/schain/vm/builder"
+	"github.com/s-chain/schain/vm/chain"
 )
 
 // driver plays the consensus engine for several VMs in adversarial orders:
@@ -27,10 +28,10 @@ type driver struct {
 	// per VM: block ID -> that VM's instance, verified and undecided
 	seen []map[ids.ID]snowman.Block
 	// all blocks ever built, by ID (the proposer's instance)
-	built map[ids.ID]*vm.Block
+	built map[ids.ID]*chain.Block
 }
 
-func (d *driver) deliver(i int, b *vm.Block) {
+func (d *driver) deliver(i int, b *chain.Block) {
 	if _, ok := d.seen[i][b.ID()]; ok {
 		return
 	}
@@ -44,8 +45,8 @@ func (d *driver) deliver(i int, b *vm.Block) {
 	}
 	inst, err := d.nw.vms[i].ParseBlock(ctx, b.Bytes())
 	require.NoError(d.t, err)
-	if b.HasEpoch {
-		require.NoError(d.t, inst.(snowblock.WithVerifyContext).VerifyWithContext(ctx, &snowblock.Context{PChainHeight: b.Epoch}))
+	if b.HasPChainHeight {
+		require.NoError(d.t, inst.(snowblock.WithVerifyContext).VerifyWithContext(ctx, &snowblock.Context{PChainHeight: b.PChainHeight}))
 	} else {
 		require.NoError(d.t, inst.Verify(ctx))
 	}
@@ -54,14 +55,14 @@ func (d *driver) deliver(i int, b *vm.Block) {
 
 // decide accepts the path from the last accepted block to target on every
 // VM and rejects everything that conflicts with it.
-func (d *driver) decide(target *vm.Block) {
+func (d *driver) decide(target *chain.Block) {
 	ctx := context.Background()
-	var path []*vm.Block
+	var path []*chain.Block
 	last, err := d.nw.vms[0].LastAccepted(ctx)
 	require.NoError(d.t, err)
 	for b := target; ; b = d.built[b.Parent()] {
 		require.NotNil(d.t, b, "target %s (height %d) does not descend from the last accepted %s", target.ID(), target.Height(), last)
-		path = append([]*vm.Block{b}, path...)
+		path = append([]*chain.Block{b}, path...)
 		if b.Parent() == last {
 			break
 		}
@@ -112,7 +113,7 @@ func runAdversarial(t *testing.T, seed uint64) {
 	ctx := context.Background()
 	nw := newNet(t, 4)
 	nw.ready(10)
-	d := &driver{t: t, nw: nw, rng: rand.New(rand.NewPCG(seed, 7)), built: map[ids.ID]*vm.Block{}}
+	d := &driver{t: t, nw: nw, rng: rand.New(rand.NewPCG(seed, 7)), built: map[ids.ID]*chain.Block{}}
 	for range nw.vms {
 		d.seen = append(d.seen, map[ids.ID]snowman.Block{})
 	}
@@ -132,12 +133,12 @@ func runAdversarial(t *testing.T, seed uint64) {
 		for i, v := range nw.vms {
 			for k := d.rng.IntN(3); k > 0; k-- {
 				rk := ranges[i][d.rng.IntN(2)]
-				tx, err := v.Allocate(ctx, []txs.AllocateEntry{{Range: rk, Count: uint64(1 + d.rng.IntN(4))}})
+				tx, err := v.Writer().Allocate(ctx, []txs.AllocateEntry{{Range: rk, Count: uint64(1 + d.rng.IntN(4))}})
 				require.NoError(err)
 				requests = append(requests, request{tx.ID(), 0})
 				for j, other := range nw.vms {
 					if j != i && d.rng.IntN(3) > 0 {
-						_ = other.SubmitTx(tx)
+						_ = other.Writer().SubmitTx(tx)
 					}
 				}
 			}
@@ -145,7 +146,7 @@ func runAdversarial(t *testing.T, seed uint64) {
 		// Competing proposers, some on unaccepted parents.
 		last, err := nw.vms[0].LastAccepted(ctx)
 		require.NoError(err)
-		var candidates []*vm.Block
+		var candidates []*chain.Block
 		for p := 0; p < 1+d.rng.IntN(3); p++ {
 			proposer := d.rng.IntN(len(nw.vms))
 			parent := last
@@ -161,10 +162,10 @@ func runAdversarial(t *testing.T, seed uint64) {
 			require.NoError(nw.vms[proposer].SetPreference(ctx, parent))
 			b, err := nw.vms[proposer].BuildBlockWithContext(ctx, &snowblock.Context{PChainHeight: 10})
 			if err != nil {
-				require.ErrorIs(err, vm.ErrNoWork)
+				require.ErrorIs(err, builder.ErrNoWork)
 				continue
 			}
-			blk := b.(*vm.Block)
+			blk := b.(*chain.Block)
 			d.built[blk.ID()] = blk
 			d.seen[proposer][blk.ID()] = b
 			candidates = append(candidates, blk)
@@ -207,7 +208,7 @@ func runAdversarial(t *testing.T, seed uint64) {
 		if err != nil {
 			continue
 		}
-		blk := b.(*vm.Block)
+		blk := b.(*chain.Block)
 		d.built[blk.ID()] = blk
 		d.seen[proposer][blk.ID()] = b
 		d.decide(blk)
@@ -231,7 +232,7 @@ func runAdversarial(t *testing.T, seed uint64) {
 	type iv struct{ lo, hi uint64 }
 	byRange := map[string][]iv{}
 	for _, r := range requests {
-		rc, err := nw.vms[0].Receipt(r.txID)
+		rc, err := nw.vms[0].Writer().Receipt(r.txID)
 		require.NoError(err)
 		require.Equal(api.StatusAccepted, rc.Status, "request %s", r.txID)
 		e := rc.Entries[r.index]

@@ -15,23 +15,25 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/s-chain/schain/txs"
-	"github.com/s-chain/schain/vm"
 	"github.com/s-chain/schain/vm/api"
+	"github.com/s-chain/schain/vm/builder"
+	"github.com/s-chain/schain/vm/chain"
 	"github.com/s-chain/schain/vm/execute"
+	"github.com/s-chain/schain/vm/writer"
 )
 
 var adversarySeeds = flag.Int("adversary.seeds", 4, "how many seeds TestAdversary runs (make test runs the default; raise it to search longer)")
 
-// advGenesis: 10 s liveness epochs with K=1, the most sensitive setting
+// advGenesis: 10 s liveness rounds with K=1, the most sensitive setting
 // (an honest validator missing one epoch's heartbeat drops out), a 1 s skew
 // bound and a pool large enough for the junk.
-var advGenesis = []byte(`{"timestamp": 1000, "epochDurationMs": 10000, "livenessEpochs": 1, "mempool": {"maxTxs": 512, "maxBytes": 4194304}}`)
+var advGenesis = []byte(`{"timestamp": 1000, "roundDurationMs": 10000, "livenessRounds": 1, "mempool": {"maxTxs": 512, "maxBytes": 4194304}}`)
 
 const (
 	byz       = 3 // the Byzantine validator; 0..2 are honest (3/4 of the stake)
 	advRounds = 6
 	advSteps  = 10
-	// advEpoch0 is the first liveness epoch of a run: clocks at a real date
+	// advEpoch0 is the first liveness round of a run: clocks at a real date
 	// (November 2026), so epoch numbers are as large as on a real network.
 	advEpoch0 = 179_600_000
 )
@@ -65,8 +67,8 @@ type adversary struct {
 	// accepted are transactions of accepted blocks, for replays.
 	accepted []*txs.Tx
 	// lagging are accepted blocks the Byzantine node has not verified yet.
-	lagging []*vm.Block
-	last    *vm.Block
+	lagging []*chain.Block
+	last    *chain.Block
 	stats   map[string]int
 }
 
@@ -105,7 +107,7 @@ func runAdversary(t *testing.T, seed uint64) {
 		a.checkAgreement()
 		for _, i := range honest {
 			for _, j := range honest {
-				_, member := nw.vms[i].InForce().Weight(nw.keys[j].NodeID)
+				_, member := nw.vms[i].Chain().InForce().Weight(nw.keys[j].NodeID)
 				require.True(t, member, "epoch %d: vm %d sees honest vm %d out of the membership", r, i, j)
 			}
 		}
@@ -119,10 +121,10 @@ func runAdversary(t *testing.T, seed uint64) {
 func (a *adversary) submit(tx *txs.Tx) []error {
 	var errs []error
 	for _, i := range honest {
-		errs = append(errs, a.nw.vms[i].SubmitTx(tx))
+		errs = append(errs, a.nw.vms[i].Writer().SubmitTx(tx))
 	}
 	if a.rng.IntN(2) == 0 {
-		_ = a.nw.vms[byz].SubmitTx(tx)
+		_ = a.nw.vms[byz].Writer().SubmitTx(tx)
 	}
 	return errs
 }
@@ -141,20 +143,20 @@ func (a *adversary) refused(tx *txs.Tx, target error, what string) {
 func (a *adversary) heartbeats(round uint64) {
 	ctx := context.Background()
 	for _, i := range honest {
-		hb, err := a.nw.vms[i].Heartbeat(ctx)
+		hb, err := a.nw.vms[i].Writer().Heartbeat(ctx)
 		require.NoError(a.t, err)
 		if hb == nil {
 			continue
 		}
 		for _, j := range honest {
 			if j != i {
-				require.NoError(a.t, a.nw.vms[j].SubmitTx(hb), "epoch %d: honest vm %d refused vm %d's heartbeat", round, j, i)
+				require.NoError(a.t, a.nw.vms[j].Writer().SubmitTx(hb), "epoch %d: honest vm %d refused vm %d's heartbeat", round, j, i)
 			}
 		}
-		_ = a.nw.vms[byz].SubmitTx(hb)
+		_ = a.nw.vms[byz].Writer().SubmitTx(hb)
 	}
 	if a.rng.IntN(4) > 0 {
-		if hb, err := a.nw.vms[byz].Heartbeat(ctx); err == nil && hb != nil {
+		if hb, err := a.nw.vms[byz].Writer().Heartbeat(ctx); err == nil && hb != nil {
 			a.submit(hb)
 		}
 	}
@@ -169,19 +171,19 @@ func (a *adversary) clientWork(round uint64) {
 	if owner == byz {
 		return // clients of the Byzantine owner get what it gives them
 	}
-	tx, err := a.nw.vms[owner].Allocate(ctx, []txs.AllocateEntry{{Range: rk, Count: uint64(1 + a.rng.IntN(8))}})
+	tx, err := a.nw.vms[owner].Writer().Allocate(ctx, []txs.AllocateEntry{{Range: rk, Count: uint64(1 + a.rng.IntN(8))}})
 	var noe *execute.NotOwnerError
-	if errors.Is(err, vm.ErrNotReady) || errors.As(err, &noe) {
+	if errors.Is(err, chain.ErrNotReady) || errors.As(err, &noe) {
 		return // the range is moving: the client retries elsewhere
 	}
 	require.NoError(a.t, err)
 	for _, j := range honest {
 		if j != owner {
-			require.NoError(a.t, a.nw.vms[j].SubmitTx(tx), "honest vm %d refused honest work", j)
+			require.NoError(a.t, a.nw.vms[j].Writer().SubmitTx(tx), "honest vm %d refused honest work", j)
 		}
 	}
 	if a.rng.IntN(2) == 0 {
-		_ = a.nw.vms[byz].SubmitTx(tx)
+		_ = a.nw.vms[byz].Writer().SubmitTx(tx)
 	}
 	a.requests = append(a.requests, advRequest{txID: tx.ID(), owner: owner, round: round})
 }
@@ -195,14 +197,14 @@ func (a *adversary) sign(u txs.Unsigned) *txs.Tx {
 
 // header is a Byzantine header pinned where honest ones are now.
 func (a *adversary) header(round uint64) txs.Header {
-	e := a.nw.vms[0].InForce()
-	return txs.Header{NetworkID: 5, ChainID: chainID, Epoch: e.Height(), Fingerprint: e.Fingerprint(),
+	e := a.nw.vms[0].Chain().InForce()
+	return txs.Header{NetworkID: 5, ChainID: chainID, PChainHeight: e.Height(), Fingerprint: e.Fingerprint(),
 		Owner: a.nw.keys[byz].NodeID, Nonce: a.rng.Uint64(), Round: round}
 }
 
 // junk is one Byzantine transaction move.
 func (a *adversary) junk(round uint64) {
-	e := a.nw.vms[0].InForce()
+	e := a.nw.vms[0].Chain().InForce()
 	byzRange, honestRange := "", ""
 	for _, rk := range a.ranges {
 		if e.Owner(rk) == a.nw.keys[byz].NodeID {
@@ -216,7 +218,7 @@ func (a *adversary) junk(round uint64) {
 		for k := uint64(2); k < 12; k++ {
 			h := a.header(round + k)
 			h.Fingerprint = ids.Empty
-			a.refused(a.sign(&txs.HeartbeatTx{Header: h}), vm.ErrOutsideWindow, "future heartbeat")
+			a.refused(a.sign(&txs.HeartbeatTx{Header: h}), writer.ErrOutsideWindow, "future heartbeat")
 		}
 	case 1: // copies of this epoch's heartbeat: one gets in, at most
 		for range 3 {
@@ -227,17 +229,17 @@ func (a *adversary) junk(round uint64) {
 		a.stats["duplicate heartbeat"]++
 	case 2: // pinned below the last accepted P-chain height
 		h := a.header(round)
-		h.Epoch--
-		a.refused(a.sign(&txs.AllocateTx{Header: h, Entries: []txs.AllocateEntry{{Range: "x", Count: 1}}}), vm.ErrOutsideWindow, "old height")
+		h.PChainHeight--
+		a.refused(a.sign(&txs.AllocateTx{Header: h, Entries: []txs.AllocateEntry{{Range: "x", Count: 1}}}), writer.ErrOutsideWindow, "old height")
 	case 3: // expired (signed four epochs ago, the last accepted block is at most one epoch old)
 		if byzRange == "" || round < advEpoch0+5 {
 			return
 		}
-		a.refused(a.sign(&txs.AllocateTx{Header: a.header(round - 4), Entries: []txs.AllocateEntry{{Range: byzRange, Count: 1}}}), vm.ErrStale, "expired")
+		a.refused(a.sign(&txs.AllocateTx{Header: a.header(round - 4), Entries: []txs.AllocateEntry{{Range: byzRange, Count: 1}}}), writer.ErrStale, "expired")
 	case 4: // a membership nobody computed
 		h := a.header(round)
 		h.Fingerprint = ids.ID{byte(a.rng.Uint32())}
-		a.refused(a.sign(&txs.AllocateTx{Header: h, Entries: []txs.AllocateEntry{{Range: "x", Count: 1}}}), vm.ErrUnknownMembership, "unknown membership")
+		a.refused(a.sign(&txs.AllocateTx{Header: h, Entries: []txs.AllocateEntry{{Range: "x", Count: 1}}}), writer.ErrUnknownMembership, "unknown membership")
 	case 5: // a range it does not own
 		if honestRange == "" {
 			return
@@ -300,7 +302,7 @@ func (a *adversary) malformedBlock() {
 		if blk.ID() == a.last.ID() {
 			return // the damage left the block as it was (cannot happen with a flip)
 		}
-		if wc, ok := blk.(snowblock.WithVerifyContext); ok && blk.(*vm.Block).HasEpoch {
+		if wc, ok := blk.(snowblock.WithVerifyContext); ok && blk.(*chain.Block).HasPChainHeight {
 			err = wc.VerifyWithContext(ctx, &snowblock.Context{PChainHeight: 10})
 		} else {
 			err = blk.Verify(ctx)
@@ -330,23 +332,23 @@ func (a *adversary) block() {
 	bctx := &snowblock.Context{PChainHeight: 10}
 	built, err := nw.vms[proposer].BuildBlockWithContext(ctx, bctx)
 	if err != nil {
-		require.ErrorIs(a.t, err, vm.ErrNoWork, "vm %d", proposer)
+		require.ErrorIs(a.t, err, builder.ErrNoWork, "vm %d", proposer)
 		return
 	}
 	var verdicts []error
-	var insts []*vm.Block
+	var insts []*chain.Block
 	for _, i := range honest {
 		inst, err := nw.vms[i].ParseBlock(ctx, built.Bytes())
 		require.NoError(a.t, err)
 		verdicts = append(verdicts, inst.(snowblock.WithVerifyContext).VerifyWithContext(ctx, bctx))
-		insts = append(insts, inst.(*vm.Block))
+		insts = append(insts, inst.(*chain.Block))
 	}
 	for k := range verdicts {
 		require.Equal(a.t, verdicts[0] == nil, verdicts[k] == nil, "honest verdicts differ on a block of vm %d: %v", proposer, verdicts)
 	}
 	if verdicts[0] != nil {
 		require.Equal(a.t, byz, proposer, "an honest block was refused: %v", verdicts[0])
-		require.ErrorIs(a.t, verdicts[0], vm.ErrTimeFuture)
+		require.ErrorIs(a.t, verdicts[0], chain.ErrTimeFuture)
 		require.NoError(a.t, built.Reject(ctx))
 		a.stats["block too far ahead"]++
 		return
@@ -354,7 +356,7 @@ func (a *adversary) block() {
 	for k := range insts {
 		require.NoError(a.t, insts[k].Accept(ctx))
 	}
-	blk := built.(*vm.Block)
+	blk := built.(*chain.Block)
 	if proposer == byz {
 		require.NoError(a.t, built.Accept(ctx))
 		a.stats["byzantine block"]++
@@ -407,7 +409,7 @@ func (a *adversary) honestBlock(proposer int) {
 	}
 	b, err := nw.vms[proposer].BuildBlockWithContext(ctx, &snowblock.Context{PChainHeight: 10})
 	if err != nil {
-		require.ErrorIs(a.t, err, vm.ErrNoWork)
+		require.ErrorIs(a.t, err, builder.ErrNoWork)
 		return
 	}
 	for _, i := range honest {
@@ -416,7 +418,7 @@ func (a *adversary) honestBlock(proposer int) {
 		require.NoError(a.t, inst.(snowblock.WithVerifyContext).VerifyWithContext(ctx, &snowblock.Context{PChainHeight: 10}))
 		require.NoError(a.t, inst.Accept(ctx))
 	}
-	blk := b.(*vm.Block)
+	blk := b.(*chain.Block)
 	a.lagging = append(a.lagging, blk)
 	nw.prefer(blk.ID())
 	a.accepted = append(a.accepted, blk.Txs...)
@@ -447,7 +449,7 @@ func (a *adversary) finish() {
 	for _, r := range a.requests {
 		id := r.txID
 		for {
-			rc, err := nw.vms[r.owner].Receipt(id)
+			rc, err := nw.vms[r.owner].Writer().Receipt(id)
 			require.NoError(a.t, err)
 			if rc.ReplacedBy != nil {
 				replaced = append(replaced, id)
@@ -464,7 +466,7 @@ func (a *adversary) finish() {
 					require.NoError(a.t, err)
 					blk, err := nw.vms[0].GetBlock(ctx, blkID)
 					require.NoError(a.t, err)
-					accepted := uint64(blk.(*vm.Block).Block.Timestamp) / 10_000
+					accepted := uint64(blk.(*chain.Block).Block.Timestamp) / 10_000
 					require.LessOrEqual(a.t, accepted, r.round+2, "request of epoch %d accepted in epoch %d", r.round, accepted)
 				}
 				break
@@ -477,7 +479,7 @@ func (a *adversary) finish() {
 	a.checkAgreement()
 	for _, id := range replaced {
 		for i, v := range nw.vms {
-			_, err := v.State().Receipt(id)
+			_, err := v.Chain().State().Receipt(id)
 			require.Error(a.t, err, "vm %d applied %s, which its owner replaced", i, id)
 		}
 	}
@@ -492,8 +494,8 @@ func (a *adversary) finish() {
 		require.NoError(a.t, err)
 		b, err := nw.vms[0].GetBlock(ctx, id)
 		require.NoError(a.t, err)
-		for _, tx := range b.(*vm.Block).Txs {
-			rc, err := nw.vms[0].State().Receipt(tx.ID())
+		for _, tx := range b.(*chain.Block).Txs {
+			rc, err := nw.vms[0].Chain().State().Receipt(tx.ID())
 			require.NoError(a.t, err)
 			for _, e := range rc.Entries {
 				if e.Range != "" {

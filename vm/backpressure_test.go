@@ -20,7 +20,7 @@ func TestMempoolFullOverRPC(t *testing.T) {
 	nw.ready(10)
 	mine := nw.rangeOf(0, "bp")
 	for i := 0; i < 16; i++ { // the test genesis bounds the pool at 16 txs
-		_, err := nw.vms[0].Allocate(ctx, []txs.AllocateEntry{{Range: mine, Count: 1}})
+		_, err := nw.vms[0].Writer().Allocate(ctx, []txs.AllocateEntry{{Range: mine, Count: 1}})
 		require.NoError(err)
 	}
 	e := rpcCall(t, nw.server(0), "allocate", api.AllocateArgs{Range: mine, Count: 1}, nil)

@@ -16,6 +16,9 @@ import (
 	"github.com/s-chain/schain/txs"
 	"github.com/s-chain/schain/vm"
 	"github.com/s-chain/schain/vm/api"
+	"github.com/s-chain/schain/vm/builder"
+	"github.com/s-chain/schain/vm/chain"
+	"github.com/s-chain/schain/vm/writer"
 )
 
 // TestVerifyChecksTheContextOfAVerifiedBlock: the proposer VM may wrap one
@@ -26,7 +29,7 @@ func TestVerifyChecksTheContextOfAVerifiedBlock(t *testing.T) {
 	ctx := context.Background()
 	nw := newNet(t, 2)
 	nw.ready(10)
-	tx, err := nw.vms[0].Allocate(ctx, []txs.AllocateEntry{{Range: nw.rangeOf(0, "ctx"), Count: 1}})
+	tx, err := nw.vms[0].Writer().Allocate(ctx, []txs.AllocateEntry{{Range: nw.rangeOf(0, "ctx"), Count: 1}})
 	require.NoError(t, err)
 	nw.gossip(0, tx)
 	b, err := nw.vms[0].BuildBlockWithContext(ctx, &snowblock.Context{PChainHeight: 10})
@@ -35,29 +38,10 @@ func TestVerifyChecksTheContextOfAVerifiedBlock(t *testing.T) {
 	fresh, err := nw.vms[1].ParseBlock(ctx, b.Bytes())
 	require.NoError(t, err)
 	wc := fresh.(snowblock.WithVerifyContext)
-	require.ErrorIs(t, wc.VerifyWithContext(ctx, &snowblock.Context{PChainHeight: 20}), vm.ErrEpochMismatch, "a node seeing only the other context")
+	require.ErrorIs(t, wc.VerifyWithContext(ctx, &snowblock.Context{PChainHeight: 20}), chain.ErrPChainHeightMismatch, "a node seeing only the other context")
 	require.NoError(t, wc.VerifyWithContext(ctx, &snowblock.Context{PChainHeight: 10}))
-	require.ErrorIs(t, wc.VerifyWithContext(ctx, &snowblock.Context{PChainHeight: 20}), vm.ErrEpochMismatch, "the same verdict after the block verified under its own context")
-	require.ErrorIs(t, b.(snowblock.WithVerifyContext).VerifyWithContext(ctx, &snowblock.Context{PChainHeight: 20}), vm.ErrEpochMismatch, "the builder's own instance too")
-}
-
-// TestGenesisRefusesASqueezableEpoch: a proposer may date a block up to the
-// skew bound ahead; with a liveness epoch not several times longer it could
-// end epochs early and eject validators that heartbeat on time.
-func TestGenesisRefusesASqueezableEpoch(t *testing.T) {
-	for _, g := range []string{
-		`{"epochDurationMs": 1000, "maxTimeSkewMs": 10000}`,
-		`{"epochDurationMs": 10000, "maxTimeSkewMs": 10000}`,
-		`{"epochDurationMs": 30000, "maxTimeSkewMs": 10000}`,
-	} {
-		_, err := vm.ParseGenesis([]byte(g))
-		require.ErrorIs(t, err, vm.ErrBadGenesis, g)
-		require.ErrorContains(t, err, "maxTimeSkewMs", g)
-	}
-	d, err := vm.ParseGenesis([]byte(`{}`))
-	require.NoError(t, err)
-	require.LessOrEqual(t, d.MaxTimeSkewMs*vm.EpochsPerSkew, d.EpochDurationMs, "the defaults keep the rule")
-	require.LessOrEqual(t, d.MaxTimeSkewMs, uint64(2000), "a tight default skew bound")
+	require.ErrorIs(t, wc.VerifyWithContext(ctx, &snowblock.Context{PChainHeight: 20}), chain.ErrPChainHeightMismatch, "the same verdict after the block verified under its own context")
+	require.ErrorIs(t, b.(snowblock.WithVerifyContext).VerifyWithContext(ctx, &snowblock.Context{PChainHeight: 20}), chain.ErrPChainHeightMismatch, "the builder's own instance too")
 }
 
 // TestGossipCannotDriveValidatorSetLookups: admission refuses a tx pinned
@@ -74,11 +58,11 @@ func TestGossipCannotDriveValidatorSetLookups(t *testing.T) {
 	for h := uint64(1000); h < 1100; h++ {
 		tx, err := nw.keys[0].Sign(&txs.AllocateTx{Header: nw.header(0, h, fp, h), Entries: []txs.AllocateEntry{{Range: "junk", Count: 1}}})
 		require.NoError(t, err)
-		require.ErrorIs(t, nw.vms[1].SubmitTx(tx), vm.ErrOutsideWindow)
+		require.ErrorIs(t, nw.vms[1].Writer().SubmitTx(tx), writer.ErrOutsideWindow)
 	}
 	below, err := nw.keys[0].Sign(&txs.AllocateTx{Header: nw.header(0, 9, fp, 1), Entries: []txs.AllocateEntry{{Range: "junk", Count: 1}}})
 	require.NoError(t, err)
-	require.ErrorIs(t, nw.vms[1].SubmitTx(below), vm.ErrOutsideWindow)
+	require.ErrorIs(t, nw.vms[1].Writer().SubmitTx(below), writer.ErrOutsideWindow)
 	require.Equal(t, before, nw.lookups.Load(), "no lookup for heights outside the window")
 }
 
@@ -152,7 +136,7 @@ func TestBuilderNeverWedgesOnAFullBlock(t *testing.T) {
 	for k := range maxTxs {
 		tx, err := nw.keys[0].Sign(&txs.AllocateTx{Header: nw.header(0, 10, fp, uint64(k+1)), Entries: entries(append(long, last))})
 		require.NoError(t, err)
-		require.NoError(t, nw.vms[1].SubmitTx(tx))
+		require.NoError(t, nw.vms[1].Writer().SubmitTx(tx))
 		all = append(all, tx)
 	}
 	included := 0
@@ -165,7 +149,7 @@ func TestBuilderNeverWedgesOnAFullBlock(t *testing.T) {
 	}
 	require.Equal(t, len(all), included, "every transaction went into a block")
 	for _, tx := range all {
-		_, err := nw.vms[0].State().Receipt(tx.ID())
+		_, err := nw.vms[0].Chain().State().Receipt(tx.ID())
 		require.NoError(t, err)
 	}
 }
@@ -178,7 +162,7 @@ func entries(ranges []string) []txs.AllocateEntry {
 	return out
 }
 
-// TestHealthNamesWhatIsWrong: a node is unhealthy while no epoch is open,
+// TestHealthNamesWhatIsWrong: a node is unhealthy while no membership open yet,
 // and while it is in the P-chain set but its heartbeats do not land (it is
 // about to lose its ranges); the error says which.
 func TestHealthNamesWhatIsWrong(t *testing.T) {
@@ -187,7 +171,7 @@ func TestHealthNamesWhatIsWrong(t *testing.T) {
 	nw.enterRound(0)
 	_, err := nw.vms[0].HealthCheck(ctx)
 	require.ErrorIs(t, err, vm.ErrUnhealthy)
-	require.ErrorContains(t, err, "no epoch")
+	require.ErrorContains(t, err, "no membership")
 	nw.ready(10)
 	for i := range nw.vms {
 		_, err := nw.vms[i].HealthCheck(ctx)
@@ -226,7 +210,7 @@ func TestReplacedTxIsNeverApplied(t *testing.T) {
 		nw.heartbeats(0, 0, 1, 2)
 	}
 	nw.enterRound(3)
-	late, err := nw.vms[2].Heartbeat(ctx) // signed in epoch 3, not yet landed
+	late, err := nw.vms[2].Writer().Heartbeat(ctx) // signed in epoch 3, not yet landed
 	require.NoError(t, err)
 	nw.heartbeats(0, 0, 1)
 
@@ -238,11 +222,11 @@ func TestReplacedTxIsNeverApplied(t *testing.T) {
 	var rk string
 	for k := 0; rk == ""; k++ {
 		r := fmt.Sprintf("replaced-%03d", k)
-		if full.Owner(r) == nw.keys[0].NodeID && nw.vms[0].InForce().Owner(r) == nw.keys[0].NodeID {
+		if full.Owner(r) == nw.keys[0].NodeID && nw.vms[0].Chain().InForce().Owner(r) == nw.keys[0].NodeID {
 			rk = r
 		}
 	}
-	orig, err := nw.vms[0].Allocate(ctx, []txs.AllocateEntry{{Range: rk, Count: 4}})
+	orig, err := nw.vms[0].Writer().Allocate(ctx, []txs.AllocateEntry{{Range: rk, Count: 4}})
 	require.NoError(t, err)
 	nw.gossip(0, orig)
 
@@ -257,7 +241,7 @@ func TestReplacedTxIsNeverApplied(t *testing.T) {
 	// allocation (included, or re-signed by its owner), it completes.
 	nw.enterRound(4)
 	for _, i := range []int{0, 1} {
-		hb, err := nw.vms[i].Heartbeat(ctx)
+		hb, err := nw.vms[i].Writer().Heartbeat(ctx)
 		require.NoError(t, err)
 		nw.gossip(i, hb)
 	}
@@ -271,10 +255,10 @@ func TestReplacedTxIsNeverApplied(t *testing.T) {
 	// (the one node 0 predicted in epoch 4) comes into force.
 	nw.enterRound(5)
 	nw.heartbeats(0, 0, 1)
-	require.Equal(t, 2, nw.vms[1].InForce().Len())
+	require.Equal(t, 2, nw.vms[1].Chain().InForce().Len())
 
 	// A peer relays the original transaction again.
-	_ = nw.vms[1].SubmitTx(orig)
+	_ = nw.vms[1].Writer().SubmitTx(orig)
 	_, _ = nw.round(1, 10)
 	for i, v := range nw.vms {
 		require.Equal(t, uint64(4), counter(t, v, rk), "vm %d: the allocation applied once (final receipt %s)", i, final.TxID)
@@ -289,7 +273,7 @@ func (nw *net) settle(proposer int, txID ids.ID) *api.ReceiptReply {
 	deadline := time.Now().Add(10 * time.Second)
 	v := nw.vms[proposer]
 	for {
-		rc, err := v.Receipt(txID)
+		rc, err := v.Writer().Receipt(txID)
 		require.NoError(nw.t, err)
 		switch {
 		case rc.ReplacedBy != nil:
@@ -303,14 +287,14 @@ func (nw *net) settle(proposer int, txID ids.ID) *api.ReceiptReply {
 		if tx, ok := v.Mempool().Get(txID); ok {
 			for j, other := range nw.vms {
 				if j != proposer && !other.Mempool().Has(txID) {
-					_ = other.SubmitTx(tx)
+					_ = other.Writer().SubmitTx(tx)
 				}
 			}
 			if _, err := nw.round(proposer, 10); err != nil {
 				// Nothing the block could take (say, stale work that waits
 				// for an accepted block to be re-pinned): blocks keep coming
 				// on a live chain, so make one.
-				require.ErrorIs(nw.t, err, vm.ErrNoWork)
+				require.ErrorIs(nw.t, err, builder.ErrNoWork)
 				nw.filler(proposer)
 			}
 			continue
@@ -320,7 +304,7 @@ func (nw *net) settle(proposer int, txID ids.ID) *api.ReceiptReply {
 }
 
 // TestHeartbeatFloodCannotEjectHonestValidators: one validator signs
-// heartbeats for far-future liveness epochs and many copies of valid ones.
+// heartbeats for far-future liveness rounds and many copies of valid ones.
 // Before the fix they were all admitted, never went stale, went first and
 // shared one small reserve: honest heartbeats then bounced off full pools,
 // honest validators left the membership after K+1 epochs and the attacker
@@ -338,22 +322,22 @@ func TestHeartbeatFloodCannotEjectHonestValidators(t *testing.T) {
 		for k := uint64(0); k < 400; k++ {
 			round := uint64(r) + k/4 // 4 copies per epoch, current and future epochs
 			tx, err := nw.keys[attacker].Sign(&txs.HeartbeatTx{Header: txs.Header{
-				NetworkID: 5, ChainID: chainID, Epoch: 10, Owner: nw.keys[attacker].NodeID, Nonce: 1<<50 + k, Round: round,
+				NetworkID: 5, ChainID: chainID, PChainHeight: 10, Owner: nw.keys[attacker].NodeID, Nonce: 1<<50 + k, Round: round,
 			}})
 			require.NoError(t, err)
 			for i := range 2 {
-				_ = nw.vms[i].SubmitTx(tx)
+				_ = nw.vms[i].Writer().SubmitTx(tx)
 			}
 		}
 		for i := range 2 {
 			require.LessOrEqual(t, nw.vms[i].Mempool().Len(), 3, "vm %d holds at most the attacker's previous, current and next epoch", i)
 		}
 		// Honest heartbeats and client work still get in, and into blocks.
-		tx, err := nw.vms[0].Allocate(ctx, []txs.AllocateEntry{{Range: mine, Count: 1}})
+		tx, err := nw.vms[0].Writer().Allocate(ctx, []txs.AllocateEntry{{Range: mine, Count: 1}})
 		require.NoError(t, err)
 		nw.gossip(0, tx)
 		for i := range 2 {
-			hb, err := nw.vms[i].Heartbeat(ctx)
+			hb, err := nw.vms[i].Writer().Heartbeat(ctx)
 			require.NoError(t, err)
 			require.NotNil(t, hb)
 			nw.gossip(i, hb)
@@ -362,7 +346,7 @@ func TestHeartbeatFloodCannotEjectHonestValidators(t *testing.T) {
 		require.NoError(t, err)
 		require.Contains(t, b.Txs, tx, "client work is built")
 		for i := range 2 {
-			_, member := nw.vms[1].InForce().Weight(nw.keys[i].NodeID)
+			_, member := nw.vms[1].Chain().InForce().Weight(nw.keys[i].NodeID)
 			require.True(t, member, "epoch %d: honest vm %d stays a member", r, i)
 		}
 	}
@@ -370,14 +354,14 @@ func TestHeartbeatFloodCannotEjectHonestValidators(t *testing.T) {
 
 // TestReplayIndexStaysBounded: on a quiet P-chain whose membership never
 // changes, the replay index holds only the transactions of the last few
-// liveness epochs, and a burst's backlog is deleted a bounded number of
+// liveness rounds, and a burst's backlog is deleted a bounded number of
 // entries per block. Before the fix it was pruned only when the P-chain
 // height moved: it grew by one key per transaction, and the first block at
 // a new height deleted them all in one Verify.
 func TestReplayIndexStaysBounded(t *testing.T) {
 	const maxTxs = 8 // a block deletes at most 2 x 8 expired entries
 	ctx := context.Background()
-	g := []byte(fmt.Sprintf(`{"timestamp": 1000, "epochDurationMs": 10000, "livenessEpochs": 1, "blockLimits": {"maxTxs": %d}, "mempool": {"maxTxs": 256, "maxBytes": 1048576}}`, maxTxs))
+	g := []byte(fmt.Sprintf(`{"timestamp": 1000, "roundDurationMs": 10000, "livenessRounds": 1, "blockLimits": {"maxTxs": %d}, "mempool": {"maxTxs": 256, "maxBytes": 1048576}}`, maxTxs))
 	nw := newNetWith(t, 2, g)
 	nw.enterRound(0)
 	nw.ready(10)
@@ -393,7 +377,7 @@ func TestReplayIndexStaysBounded(t *testing.T) {
 	}
 	beat := func() {
 		for i := range nw.vms {
-			hb, err := nw.vms[i].Heartbeat(ctx)
+			hb, err := nw.vms[i].Writer().Heartbeat(ctx)
 			require.NoError(t, err)
 			if hb != nil {
 				nw.gossip(i, hb)
@@ -404,7 +388,7 @@ func TestReplayIndexStaysBounded(t *testing.T) {
 	nw.enterRound(1)
 	beat()
 	for range 64 {
-		tx, err := nw.vms[0].Allocate(ctx, []txs.AllocateEntry{{Range: mine, Count: 1}})
+		tx, err := nw.vms[0].Writer().Allocate(ctx, []txs.AllocateEntry{{Range: mine, Count: 1}})
 		require.NoError(t, err)
 		nw.gossip(0, tx)
 	}
@@ -420,7 +404,7 @@ func TestReplayIndexStaysBounded(t *testing.T) {
 		nw.enterRound(r)
 		beat()
 		for range 3 {
-			tx, err := nw.vms[0].Allocate(ctx, []txs.AllocateEntry{{Range: mine, Count: 1}})
+			tx, err := nw.vms[0].Writer().Allocate(ctx, []txs.AllocateEntry{{Range: mine, Count: 1}})
 			require.NoError(t, err)
 			nw.gossip(0, tx)
 			before := replayKeys()
@@ -436,7 +420,7 @@ func TestReplayIndexStaysBounded(t *testing.T) {
 // block: traffic that keeps blocks coming.
 func (nw *net) filler(i int) {
 	for k := 0; ; k++ {
-		tx, err := nw.vms[i].Allocate(context.Background(), []txs.AllocateEntry{{Range: fmt.Sprintf("filler-%d", k), Count: 1}})
+		tx, err := nw.vms[i].Writer().Allocate(context.Background(), []txs.AllocateEntry{{Range: fmt.Sprintf("filler-%d", k), Count: 1}})
 		if err != nil {
 			continue // not this node's range (or moving): try another
 		}

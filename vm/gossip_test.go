@@ -146,7 +146,7 @@ func TestGossipReachesEveryVM(t *testing.T) {
 
 	// Push: a tx submitted at its owner reaches the others on its own.
 	mine := nw.rangeOf(0, "gp")
-	tx, err := nw.vms[0].Allocate(ctx, []txs.AllocateEntry{{Range: mine, Count: 1}})
+	tx, err := nw.vms[0].Writer().Allocate(ctx, []txs.AllocateEntry{{Range: mine, Count: 1}})
 	require.NoError(err)
 	require.Eventually(func() bool {
 		return nw.vms[1].Mempool().Has(tx.ID()) && nw.vms[2].Mempool().Has(tx.ID())
@@ -154,7 +154,7 @@ func TestGossipReachesEveryVM(t *testing.T) {
 
 	// Pull: a node that missed the push fetches the tx when it is back.
 	r.setCut(nw.keys[2].NodeID, true)
-	tx2, err := nw.vms[0].Allocate(ctx, []txs.AllocateEntry{{Range: mine, Count: 2}})
+	tx2, err := nw.vms[0].Writer().Allocate(ctx, []txs.AllocateEntry{{Range: mine, Count: 2}})
 	require.NoError(err)
 	require.Eventually(func() bool { return nw.vms[1].Mempool().Has(tx2.ID()) }, 20*time.Second, 10*time.Millisecond)
 	require.False(nw.vms[2].Mempool().Has(tx2.ID()))

@@ -11,21 +11,21 @@ import (
 
 	"github.com/s-chain/schain/pinning"
 	"github.com/s-chain/schain/txs"
-	"github.com/s-chain/schain/vm"
+	"github.com/s-chain/schain/vm/builder"
 	"github.com/s-chain/schain/vm/execute"
 )
 
-// livenessGenesis: 10 s liveness epochs, a heartbeat lasts K=1 epoch.
-var livenessGenesis = []byte(`{"timestamp": 1000, "epochDurationMs": 10000, "livenessEpochs": 1, "mempool": {"maxTxs": 64, "maxBytes": 1048576}}`)
+// livenessGenesis: 10 s liveness rounds, a heartbeat lasts K=1 epoch.
+var livenessGenesis = []byte(`{"timestamp": 1000, "roundDurationMs": 10000, "livenessRounds": 1, "mempool": {"maxTxs": 64, "maxBytes": 1048576}}`)
 
-// enterRound moves every VM's clock into liveness epoch r.
+// enterRound moves every VM's clock into liveness round r.
 func (nw *net) enterRound(r int64) { nw.now.Store(r*10_000 + 5000) }
 
 // heartbeats has the VMs in alive send their heartbeat for the current
 // epoch, gossips them, and has proposer put them in a block.
 func (nw *net) heartbeats(proposer int, alive ...int) {
 	for _, i := range alive {
-		tx, err := nw.vms[i].Heartbeat(context.Background())
+		tx, err := nw.vms[i].Writer().Heartbeat(context.Background())
 		require.NoError(nw.t, err)
 		require.NotNil(nw.t, tx, "vm %d had no heartbeat to send", i)
 		nw.gossip(i, tx)
@@ -38,8 +38,8 @@ func (nw *net) heartbeats(proposer int, alive ...int) {
 	}
 }
 
-func (nw *net) snapshot(i int) *execute.Epoch {
-	e, err := nw.vms[i].Snapshot(context.Background())
+func (nw *net) snapshot(i int) *execute.Membership {
+	e, err := nw.vms[i].Chain().Snapshot(context.Background())
 	require.NoError(nw.t, err)
 	return e
 }
@@ -47,12 +47,12 @@ func (nw *net) snapshot(i int) *execute.Epoch {
 // allocateVia has node i allocate count ids of rk, puts the tx in a block
 // proposed by i and returns the reserved interval.
 func (nw *net) allocateVia(i int, rk string, count uint64) [2]uint64 {
-	tx, err := nw.vms[i].Allocate(context.Background(), []txs.AllocateEntry{{Range: rk, Count: count}})
+	tx, err := nw.vms[i].Writer().Allocate(context.Background(), []txs.AllocateEntry{{Range: rk, Count: count}})
 	require.NoError(nw.t, err)
 	nw.gossip(i, tx)
 	_, err = nw.round(i, 10)
 	require.NoError(nw.t, err)
-	rc, err := nw.vms[0].State().Receipt(tx.ID())
+	rc, err := nw.vms[0].Chain().State().Receipt(tx.ID())
 	require.NoError(nw.t, err, "allocation of %s via vm %d accepted", rk, i)
 	return [2]uint64{rc.Entries[0].Base, rc.Entries[0].Base + rc.Entries[0].Count}
 }
@@ -71,7 +71,7 @@ func TestDeadOwnerRangesMove(t *testing.T) {
 
 	full := nw.snapshot(0)
 	require.Equal(3, full.Len())
-	require.False(full.Membership().Fallback)
+	require.False(full.Record().Fallback)
 	ranges := make([]string, 90)
 	before := map[string]ids.NodeID{}
 	for k := range ranges {
@@ -139,7 +139,7 @@ func TestDeadOwnerRangesMove(t *testing.T) {
 	}
 	// The dead node cannot write its old ranges any more: its own view
 	// follows the chain.
-	_, err := nw.vms[dead].Allocate(context.Background(), []txs.AllocateEntry{{Range: deadRanges[0], Count: 1}})
+	_, err := nw.vms[dead].Writer().Allocate(context.Background(), []txs.AllocateEntry{{Range: deadRanges[0], Count: 1}})
 	var noe *execute.NotOwnerError
 	require.ErrorAs(err, &noe)
 
@@ -188,15 +188,15 @@ func TestNobodyLiveFallsBackToAll(t *testing.T) {
 	nw.enterRound(5)
 	// Any block opens epoch 5; nobody heartbeat since epoch 0.
 	rk := nw.rangeOf(0, "fallback")
-	tx, err := nw.vms[0].Allocate(context.Background(), []txs.AllocateEntry{{Range: rk, Count: 1}})
+	tx, err := nw.vms[0].Writer().Allocate(context.Background(), []txs.AllocateEntry{{Range: rk, Count: 1}})
 	require.NoError(err)
 	nw.gossip(0, tx)
 	_, err = nw.round(0, 10)
 	require.NoError(err)
 	e := nw.snapshot(1)
-	require.True(e.Membership().Fallback)
+	require.True(e.Record().Fallback)
 	require.Equal(full.Members(), e.Members())
-	_, err = nw.vms[0].State().Receipt(tx.ID())
+	_, err = nw.vms[0].Chain().State().Receipt(tx.ID())
 	require.NoError(err)
 }
 
@@ -209,31 +209,31 @@ func TestHeartbeatOncePerEpoch(t *testing.T) {
 	nw.ready(10)
 	nw.enterRound(1)
 	nw.heartbeats(0, 0)
-	tx, err := nw.vms[0].Heartbeat(context.Background())
+	tx, err := nw.vms[0].Writer().Heartbeat(context.Background())
 	require.NoError(err)
 	require.Nil(tx, "already recorded for this epoch")
 
 	forged, err := nw.keys[0].Sign(&txs.HeartbeatTx{
-		Header: txs.Header{NetworkID: 5, ChainID: chainID, Epoch: 10, Owner: nw.keys[0].NodeID, Nonce: 1 << 40, Round: 1},
+		Header: txs.Header{NetworkID: 5, ChainID: chainID, PChainHeight: 10, Owner: nw.keys[0].NodeID, Nonce: 1 << 40, Round: 1},
 	})
 	require.NoError(err)
-	require.NoError(nw.vms[1].SubmitTx(forged), "admission checks pins and the signature, not state")
+	require.NoError(nw.vms[1].Writer().SubmitTx(forged), "admission checks pins and the signature, not state")
 	_, err = nw.round(1, 10)
-	require.ErrorIs(err, vm.ErrNoWork, "execution refuses a second heartbeat in one epoch")
-	rc, err := nw.vms[1].Receipt(forged.ID())
+	require.ErrorIs(err, builder.ErrNoWork, "execution refuses a second heartbeat in one epoch")
+	rc, err := nw.vms[1].Writer().Receipt(forged.ID())
 	require.NoError(err)
 	require.Contains(rc.Error, execute.ErrDuplicateHeartbeat.Error())
 
 	// A heartbeat of a past epoch is refused as well.
 	nw.enterRound(2)
 	old, err := nw.keys[1].Sign(&txs.HeartbeatTx{
-		Header: txs.Header{NetworkID: 5, ChainID: chainID, Epoch: 10, Owner: nw.keys[1].NodeID, Nonce: 1 << 41, Round: 1},
+		Header: txs.Header{NetworkID: 5, ChainID: chainID, PChainHeight: 10, Owner: nw.keys[1].NodeID, Nonce: 1 << 41, Round: 1},
 	})
 	require.NoError(err)
-	require.NoError(nw.vms[1].SubmitTx(old))
+	require.NoError(nw.vms[1].Writer().SubmitTx(old))
 	_, err = nw.round(1, 10)
-	require.ErrorIs(err, vm.ErrNoWork)
-	rc, err = nw.vms[1].Receipt(old.ID())
+	require.ErrorIs(err, builder.ErrNoWork)
+	rc, err = nw.vms[1].Writer().Receipt(old.ID())
 	require.NoError(err)
 	require.Contains(rc.Error, execute.ErrWrongRound.Error())
 }
@@ -265,7 +265,7 @@ func TestMembershipChangeRepinsPendingWork(t *testing.T) {
 		}
 	}
 	before := nw.snapshot(0)
-	old, err := nw.vms[0].Allocate(ctx, []txs.AllocateEntry{{Range: rk, Count: 4}})
+	old, err := nw.vms[0].Writer().Allocate(ctx, []txs.AllocateEntry{{Range: rk, Count: 4}})
 	require.NoError(err)
 	require.Equal(before.Fingerprint(), old.Unsigned.Head().Fingerprint)
 
@@ -278,7 +278,7 @@ func TestMembershipChangeRepinsPendingWork(t *testing.T) {
 	require.Equal(2, nw.snapshot(0).Len())
 	var replacement ids.ID
 	require.Eventually(func() bool {
-		rc, err := nw.vms[0].Receipt(old.ID())
+		rc, err := nw.vms[0].Writer().Receipt(old.ID())
 		if err != nil || rc.ReplacedBy == nil {
 			return false
 		}
@@ -289,7 +289,7 @@ func TestMembershipChangeRepinsPendingWork(t *testing.T) {
 	require.NoError(err)
 	require.Len(b.Txs, 1)
 	require.Equal(replacement, b.Txs[0].ID())
-	rc, err := nw.vms[0].WaitReceipt(ctx, old.ID())
+	rc, err := nw.vms[0].Writer().WaitReceipt(ctx, old.ID())
 	require.NoError(err)
 	require.Equal("accepted", rc.Status)
 	require.Equal(uint64(4), counter(t, nw.vms[1], rk), "allocated once")

@@ -9,9 +9,9 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/s-chain/schain/txs"
-	"github.com/s-chain/schain/vm"
 	"github.com/s-chain/schain/vm/api"
 	"github.com/s-chain/schain/vm/execute"
+	"github.com/s-chain/schain/vm/writer"
 )
 
 var poolGenesis = []byte(`{"timestamp": 1000, "poolChunk": 64, "mempool": {"maxTxs": 64, "maxBytes": 1048576}}`)
@@ -19,19 +19,19 @@ var poolGenesis = []byte(`{"timestamp": 1000, "poolChunk": 64, "mempool": {"maxT
 // pooled runs n pooled requests of count ids on node i concurrently and
 // builds blocks on i until all are answered, as the engine would for the
 // reservations they wait for.
-func (nw *net) pooled(i int, rk string, n int, count uint64) []vm.Pooled {
+func (nw *net) pooled(i int, rk string, n int, count uint64) []writer.Pooled {
 	type result struct {
-		p   vm.Pooled
+		p   writer.Pooled
 		err error
 	}
 	out := make(chan result, n)
 	for k := 0; k < n; k++ {
 		go func() {
-			p, err := nw.vms[i].AllocatePooled(context.Background(), rk, count)
+			p, err := nw.vms[i].Writer().AllocatePooled(context.Background(), rk, count)
 			out <- result{p, err}
 		}()
 	}
-	var got []vm.Pooled
+	var got []writer.Pooled
 	deadline := time.Now().Add(20 * time.Second)
 	for len(got) < n {
 		select {
@@ -69,7 +69,7 @@ func TestPooledAllocations(t *testing.T) {
 
 	first := nw.pooled(0, rk, 1, 5)
 	require.Equal(uint64(0), first[0].Base, "the first reservation starts the range")
-	rc, err := nw.vms[1].Receipt(first[0].TxID)
+	rc, err := nw.vms[1].Writer().Receipt(first[0].TxID)
 	require.NoError(err)
 	require.Equal(api.StatusAccepted, rc.Status, "ids are handed out only from an accepted reservation")
 	require.Equal(uint64(64), rc.Entries[first[0].Index].Count)
@@ -78,7 +78,7 @@ func TestPooledAllocations(t *testing.T) {
 	var ivs [][2]uint64
 	ivs = append(ivs, [2]uint64{first[0].Base, first[0].Base + 5})
 	for k := 0; k < 5; k++ {
-		p, err := nw.vms[0].AllocatePooled(ctx, rk, 5)
+		p, err := nw.vms[0].Writer().AllocatePooled(ctx, rk, 5)
 		require.NoError(err)
 		ivs = append(ivs, [2]uint64{p.Base, p.Base + p.Count})
 	}
@@ -88,11 +88,11 @@ func TestPooledAllocations(t *testing.T) {
 	for _, p := range nw.pooled(0, rk, 40, 3) {
 		ivs = append(ivs, [2]uint64{p.Base, p.Base + p.Count})
 	}
-	tx, err := nw.vms[0].Allocate(ctx, []txs.AllocateEntry{{Range: rk, Count: 7}})
+	tx, err := nw.vms[0].Writer().Allocate(ctx, []txs.AllocateEntry{{Range: rk, Count: 7}})
 	require.NoError(err)
 	_, err = nw.round(0, 10)
 	require.NoError(err)
-	rc, err = nw.vms[0].WaitReceipt(ctx, tx.ID())
+	rc, err = nw.vms[0].Writer().WaitReceipt(ctx, tx.ID())
 	require.NoError(err)
 	e := rc.Entries[0]
 	ivs = append(ivs, [2]uint64{e.Base, e.Base + e.Count})
@@ -102,7 +102,7 @@ func TestPooledAllocations(t *testing.T) {
 	}
 
 	// Only the owner pools, and only small requests.
-	_, err = nw.vms[1].AllocatePooled(ctx, rk, 1)
+	_, err = nw.vms[1].Writer().AllocatePooled(ctx, rk, 1)
 	var noe *execute.NotOwnerError
 	require.ErrorAs(err, &noe)
 	var reply api.AllocateReply

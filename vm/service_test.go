@@ -16,14 +16,15 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/s-chain/schain/txs"
-	"github.com/s-chain/schain/vm"
 	"github.com/s-chain/schain/vm/api"
+	"github.com/s-chain/schain/vm/chain"
 	"github.com/s-chain/schain/vm/execute"
+	"github.com/s-chain/schain/vm/writer"
 )
 
 // round makes proposer build a block of epoch on the last accepted block and
 // has every VM verify and accept it.
-func (nw *net) round(proposer int, epoch uint64) (*vm.Block, error) {
+func (nw *net) round(proposer int, epoch uint64) (*chain.Block, error) {
 	ctx := context.Background()
 	last, err := nw.vms[proposer].LastAccepted(ctx)
 	require.NoError(nw.t, err)
@@ -36,7 +37,7 @@ func (nw *net) round(proposer int, epoch uint64) (*vm.Block, error) {
 	}
 	acceptAll(nw.t, nw.deliver(b, epoch))
 	nw.prefer(b.ID())
-	return b.(*vm.Block), nil
+	return b.(*chain.Block), nil
 }
 
 // prefer points every VM at id, as the engine does after a decision.
@@ -50,18 +51,18 @@ func (nw *net) prefer(id ids.ID) {
 // an empty block that opens epoch, accepted everywhere.
 func (nw *net) ready(epoch uint64) {
 	ctx := context.Background()
-	_, err := nw.vms[0].Allocate(ctx, []txs.AllocateEntry{{Range: "opening", Count: 1}})
-	require.ErrorIs(nw.t, err, vm.ErrNotReady, "a request before the first epoch asks for the opening blocks")
+	_, err := nw.vms[0].Writer().Allocate(ctx, []txs.AllocateEntry{{Range: "opening", Count: 1}})
+	require.ErrorIs(nw.t, err, chain.ErrNotReady, "a request before the first membership asks for the opening blocks")
 	b1, err := nw.vms[0].BuildBlock(ctx)
 	require.NoError(nw.t, err)
-	require.Empty(nw.t, b1.(*vm.Block).Txs)
+	require.Empty(nw.t, b1.(*chain.Block).Txs)
 	acceptAll(nw.t, nw.deliver(b1, 0))
 	nw.prefer(b1.ID())
 	opening, err := nw.round(0, epoch)
 	require.NoError(nw.t, err)
 	require.Empty(nw.t, opening.Txs)
 	for i, v := range nw.vms {
-		e, ok := v.CurrentEpoch()
+		e, ok := v.Chain().NewestHeight()
 		require.True(nw.t, ok, "vm %d learned the epoch", i)
 		require.Equal(nw.t, epoch, e)
 	}
@@ -145,7 +146,7 @@ func TestJSONRPC(t *testing.T) {
 	var hint api.NotOwnerData
 	require.NoError(json.Unmarshal(e.Data, &hint))
 	require.Equal(nw.keys[1].NodeID, hint.Owner)
-	require.Equal(uint64(10), hint.Epoch)
+	require.Equal(uint64(10), hint.PChainHeight)
 
 	// Invalid params: bad range, zero count, huge count, wrong types,
 	// unknown method, malformed JSON.
@@ -187,7 +188,7 @@ func TestJSONRPC(t *testing.T) {
 		var node api.NodeReply
 		require.Nil(rpcCall(t, url, "getNode", api.Empty{}, &node))
 		require.Equal(nw.keys[i].NodeID, node.NodeID)
-		var ep api.EpochReply
+		var ep api.MembershipReply
 		require.Nil(rpcCall(t, url, "getEpoch", api.Empty{}, &ep))
 		require.Equal(uint64(10), ep.PChainHeight)
 		require.Len(ep.Members, 3)
@@ -244,13 +245,13 @@ func TestGroupCommit(t *testing.T) {
 	r := nw.rangeOf(0, "gc")
 	const callers = 40
 	var wg sync.WaitGroup
-	subs := make([]vm.Submitted, callers)
+	subs := make([]writer.Submitted, callers)
 	errs := make([]error, callers)
 	for i := 0; i < callers; i++ {
 		wg.Add(1)
 		go func(i int) {
 			defer wg.Done()
-			subs[i], errs[i] = nw.vms[0].AllocateOne(context.Background(), txs.AllocateEntry{Range: r, Count: 1})
+			subs[i], errs[i] = nw.vms[0].Writer().AllocateOne(context.Background(), txs.AllocateEntry{Range: r, Count: 1})
 		}(i)
 	}
 	wg.Wait()
@@ -283,7 +284,7 @@ func TestRepinOnEpochChange(t *testing.T) {
 
 	// Node 0 pins an allocation to epoch 10 and keeps it to itself; the
 	// chain moves to epoch 20 first.
-	old, err := nw.vms[0].Allocate(ctx, []txs.AllocateEntry{{Range: kept, Count: 2}})
+	old, err := nw.vms[0].Writer().Allocate(ctx, []txs.AllocateEntry{{Range: kept, Count: 2}})
 	require.NoError(err)
 	adv, err := nw.round(0, 20)
 	require.NoError(err)
@@ -292,16 +293,16 @@ func TestRepinOnEpochChange(t *testing.T) {
 	// Node 0 re-signed it for epoch 20; the old ID points at the new one.
 	var rc *api.ReceiptReply
 	require.Eventually(func() bool {
-		rc, err = nw.vms[0].Receipt(old.ID())
+		rc, err = nw.vms[0].Writer().Receipt(old.ID())
 		return err == nil && rc.ReplacedBy != nil
 	}, 10*time.Second, 5*time.Millisecond)
 	fresh, ok := nw.vms[0].Mempool().Get(*rc.ReplacedBy)
 	require.True(ok)
-	require.Equal(uint64(20), fresh.Unsigned.Head().Epoch)
+	require.Equal(uint64(20), fresh.Unsigned.Head().PChainHeight)
 	require.False(nw.vms[0].Mempool().Has(old.ID()))
 	_, err = nw.round(0, 20)
 	require.NoError(err)
-	final, err := nw.vms[0].WaitReceipt(ctx, old.ID())
+	final, err := nw.vms[0].Writer().WaitReceipt(ctx, old.ID())
 	require.NoError(err)
 	require.Equal(api.StatusAccepted, final.Status)
 	for _, v := range nw.vms {
@@ -310,13 +311,13 @@ func TestRepinOnEpochChange(t *testing.T) {
 
 	// At epoch 30 node 0 owns nothing: its stale intent is rejected with
 	// the new owner named.
-	lost, err := nw.vms[0].Allocate(ctx, []txs.AllocateEntry{{Range: kept, Count: 1}})
+	lost, err := nw.vms[0].Writer().Allocate(ctx, []txs.AllocateEntry{{Range: kept, Count: 1}})
 	require.NoError(err)
 	nw.gossip(0, lost)
 	_, err = nw.round(1, 30)
 	require.NoError(err)
 	require.Eventually(func() bool {
-		rc, err = nw.vms[0].Receipt(lost.ID())
+		rc, err = nw.vms[0].Writer().Receipt(lost.ID())
 		return err == nil && rc.Status == api.StatusRejected
 	}, 10*time.Second, 5*time.Millisecond)
 	require.Contains(rc.Error, "owner changed")
@@ -324,7 +325,7 @@ func TestRepinOnEpochChange(t *testing.T) {
 		require.Equal(uint64(2), counter(t, v, kept))
 		require.False(v.Mempool().Has(lost.ID()))
 	}
-	_, err = nw.vms[0].Allocate(ctx, []txs.AllocateEntry{{Range: kept, Count: 1}})
+	_, err = nw.vms[0].Writer().Allocate(ctx, []txs.AllocateEntry{{Range: kept, Count: 1}})
 	var noe *execute.NotOwnerError
 	require.ErrorAs(err, &noe, "no fallback writer: node 0 is not a member any more")
 	require.NotEqual(nw.keys[0].NodeID, noe.Owner)

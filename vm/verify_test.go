@@ -9,8 +9,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/s-chain/schain/txs"
-	"github.com/s-chain/schain/vm"
 	"github.com/s-chain/schain/vm/block"
+	"github.com/s-chain/schain/vm/chain"
 	"github.com/s-chain/schain/vm/execute"
 )
 
@@ -25,20 +25,20 @@ func TestVerifyRejectsEachInvalidBlock(t *testing.T) {
 	require.NoError(t, err)
 	lb, err := v.GetBlock(ctx, lastID)
 	require.NoError(t, err)
-	last := lb.(*vm.Block)
+	last := lb.(*chain.Block)
 
 	// A valid block to learn the root a correct block would carry.
 	mine := nw.rangeOf(0, "verify")
-	tx, err := nw.vms[0].Allocate(ctx, []txs.AllocateEntry{{Range: mine, Count: 1}})
+	tx, err := nw.vms[0].Writer().Allocate(ctx, []txs.AllocateEntry{{Range: mine, Count: 1}})
 	require.NoError(t, err)
 	good, err := nw.vms[0].BuildBlockWithContext(ctx, &snowblock.Context{PChainHeight: 10})
 	require.NoError(t, err)
-	goodRoot := good.(*vm.Block).StateRoot
+	goodRoot := good.(*chain.Block).StateRoot
 
 	// A tx signed by a node for a range it does not own.
 	theirs := nw.rangeOf(1, "verify")
 	forged, err := nw.keys[0].Sign(&txs.AllocateTx{Header: txs.Header{
-		NetworkID: 5, ChainID: chainID, Epoch: 10, Fingerprint: tx.Unsigned.Head().Fingerprint, Owner: nw.keys[0].NodeID, Nonce: 99,
+		NetworkID: 5, ChainID: chainID, PChainHeight: 10, Fingerprint: tx.Unsigned.Head().Fingerprint, Owner: nw.keys[0].NodeID, Nonce: 99,
 	}, Entries: []txs.AllocateEntry{{Range: theirs, Count: 1}}})
 	require.NoError(t, err)
 
@@ -53,17 +53,17 @@ func TestVerifyRejectsEachInvalidBlock(t *testing.T) {
 	}{
 		{"unknown parent", func() (*block.Block, error) {
 			return block.New(ids.ID{'?'}, h, ts, true, 10, goodRoot, []*txs.Tx{tx}, l)
-		}, &snowblock.Context{PChainHeight: 10}, vm.ErrUnknownParent},
-		{"wrong height", func() (*block.Block, error) { return block.New(lastID, h+1, ts, true, 10, goodRoot, []*txs.Tx{tx}, l) }, &snowblock.Context{PChainHeight: 10}, vm.ErrWrongHeight},
-		{"time before parent", func() (*block.Block, error) { return block.New(lastID, h, ts-1, true, 10, goodRoot, []*txs.Tx{tx}, l) }, &snowblock.Context{PChainHeight: 10}, vm.ErrTimeBackward},
+		}, &snowblock.Context{PChainHeight: 10}, chain.ErrUnknownParent},
+		{"wrong height", func() (*block.Block, error) { return block.New(lastID, h+1, ts, true, 10, goodRoot, []*txs.Tx{tx}, l) }, &snowblock.Context{PChainHeight: 10}, chain.ErrWrongHeight},
+		{"time before parent", func() (*block.Block, error) { return block.New(lastID, h, ts-1, true, 10, goodRoot, []*txs.Tx{tx}, l) }, &snowblock.Context{PChainHeight: 10}, chain.ErrTimeBackward},
 		{"time too far ahead", func() (*block.Block, error) {
 			return block.New(lastID, h, ts+3_600_000, true, 10, goodRoot, []*txs.Tx{tx}, l)
-		}, &snowblock.Context{PChainHeight: 10}, vm.ErrTimeFuture},
-		{"epoch below parent", func() (*block.Block, error) { return block.New(lastID, h, ts, true, 9, goodRoot, nil, l) }, &snowblock.Context{PChainHeight: 9}, vm.ErrEpochBackward},
-		{"epoch not the context's", func() (*block.Block, error) { return block.New(lastID, h, ts, true, 10, goodRoot, []*txs.Tx{tx}, l) }, &snowblock.Context{PChainHeight: 11}, vm.ErrEpochMismatch},
-		{"epoch without context", func() (*block.Block, error) { return block.New(lastID, h, ts, true, 10, goodRoot, []*txs.Tx{tx}, l) }, nil, vm.ErrMissingContext},
-		{"context without epoch", func() (*block.Block, error) { return block.New(lastID, h, ts, false, 0, goodRoot, nil, l) }, &snowblock.Context{PChainHeight: 10}, vm.ErrUnexpectedEpoch},
-		{"wrong state root", func() (*block.Block, error) { return block.New(lastID, h, ts, true, 10, ids.ID{'r'}, []*txs.Tx{tx}, l) }, &snowblock.Context{PChainHeight: 10}, vm.ErrWrongRoot},
+		}, &snowblock.Context{PChainHeight: 10}, chain.ErrTimeFuture},
+		{"epoch below parent", func() (*block.Block, error) { return block.New(lastID, h, ts, true, 9, goodRoot, nil, l) }, &snowblock.Context{PChainHeight: 9}, chain.ErrPChainHeightBackward},
+		{"epoch not the context's", func() (*block.Block, error) { return block.New(lastID, h, ts, true, 10, goodRoot, []*txs.Tx{tx}, l) }, &snowblock.Context{PChainHeight: 11}, chain.ErrPChainHeightMismatch},
+		{"epoch without context", func() (*block.Block, error) { return block.New(lastID, h, ts, true, 10, goodRoot, []*txs.Tx{tx}, l) }, nil, chain.ErrMissingContext},
+		{"context without epoch", func() (*block.Block, error) { return block.New(lastID, h, ts, false, 0, goodRoot, nil, l) }, &snowblock.Context{PChainHeight: 10}, chain.ErrUnexpectedPChainHeight},
+		{"wrong state root", func() (*block.Block, error) { return block.New(lastID, h, ts, true, 10, ids.ID{'r'}, []*txs.Tx{tx}, l) }, &snowblock.Context{PChainHeight: 10}, chain.ErrWrongRoot},
 		{"tx from a non-owner", func() (*block.Block, error) {
 			return block.New(lastID, h, ts, true, 10, goodRoot, []*txs.Tx{forged}, l)
 		}, &snowblock.Context{PChainHeight: 10}, execute.ErrNotOwner},

@@ -1,17 +1,25 @@
-// Package vm is S-Chain's Snowman ChainVM: validators build and verify blocks
-// of owner-signed transactions against the validator set of the block's
-// epoch, and commit each accepted block in one database batch.
+// Package vm is S-Chain's Snowman ChainVM. It only wires the parts, each in
+// its own package, and answers the engine by delegating to them:
+//
+//   - config: the genesis and the node's chain config;
+//   - chain: blocks over state layers, Verify, Accept, Reject, the
+//     membership in force (one lock for all chain state);
+//   - builder: when to build a block and what goes into it;
+//   - writer: the owner's write path (signing, admission, group commit,
+//     pools, re-pinning, heartbeats, receipts);
+//   - gossip: transactions to and from the other validators;
+//   - rpc: the JSON-RPC API and its access gate.
+//
+// Dependencies point one way: rpc and gossip use writer and chain, writer
+// and builder use chain and mempool, chain uses config and the pure core
+// (state, execute, pinning, txs). docs/architecture.md draws it.
 package vm
 
 import (
 	"context"
-	"crypto/rand"
-	"crypto/sha256"
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"net/http"
-	"sync"
 	"time"
 
 	"github.com/ava-labs/avalanchego/database"
@@ -25,32 +33,39 @@ import (
 	"github.com/ava-labs/avalanchego/version"
 	"github.com/ava-labs/avalanchego/vms/platformvm/warp"
 	"github.com/prometheus/client_golang/prometheus"
+	"go.uber.org/zap"
 
-	"github.com/s-chain/schain/state"
-	"github.com/s-chain/schain/txs"
-	"github.com/s-chain/schain/vm/block"
-	"github.com/s-chain/schain/vm/epochs"
+	"github.com/s-chain/schain/vm/builder"
+	"github.com/s-chain/schain/vm/chain"
+	"github.com/s-chain/schain/vm/config"
 	"github.com/s-chain/schain/vm/execute"
+	"github.com/s-chain/schain/vm/gossip"
 	"github.com/s-chain/schain/vm/mempool"
+	"github.com/s-chain/schain/vm/rpc"
+	"github.com/s-chain/schain/vm/writer"
 )
 
 // Version of this VM, reported to the node.
-const Version = "v0.1.0"
+const Version = "v0.2.0"
+
+// ID is S-Chain's fixed VM ID: the plugin binary must be named ID.String()
+// (CB58) in the node's plugin directory, and subnets create chains with it.
+var ID = ids.ID{'s', 'c', 'h', 'a', 'i', 'n', '-', 'v', 'm'}
 
 var (
-	// ErrNoWork is returned by BuildBlock when no pending transaction can go
-	// into a block: S-Chain never builds empty blocks for nothing.
-	ErrNoWork = errors.New("vm: nothing to build")
-	// ErrNotReady means no epoch is known yet or its validator set is empty.
-	ErrNotReady = errors.New("vm: not ready")
 	// ErrNotInitialized is returned before Initialize.
 	ErrNotInitialized = errors.New("vm: not initialized")
+	// ErrUnhealthy is what HealthCheck reports, with the reason, when this
+	// node cannot do its job: no membership open yet, or it is a validator
+	// whose heartbeats are not landing, so its ranges are about to move.
+	ErrUnhealthy = errors.New("vm: unhealthy")
 )
 
 var (
 	_ snowblock.ChainVM                         = (*VM)(nil)
 	_ snowblock.BuildBlockWithContextChainVM    = (*VM)(nil)
 	_ snowblock.SetPreferenceWithContextChainVM = (*VM)(nil)
+	_ chain.Listener                            = (*VM)(nil)
 )
 
 // Config is what a VM needs from its node. Initialize fills it from the
@@ -61,7 +76,7 @@ type Config struct {
 	SubnetID   ids.ID
 	NodeID     ids.NodeID
 	Signer     warp.Signer
-	Validators epochs.Source
+	Validators chain.Source
 	// Clock is read only for the future-skew bound and build timestamps.
 	Clock func() time.Time
 
@@ -77,67 +92,28 @@ type Config struct {
 	// always sets it from the node's chain config (defaults when empty: no
 	// write token, so the write methods are disabled). Nil is only for a VM
 	// run in-process (tests, embedding): no token is then required.
-	ChainConfig *ChainConfig
+	ChainConfig *config.ChainConfig
 	// Heartbeats makes the VM send its heartbeat a few times per liveness
-	// epoch (Initialize sets it: a node always does). In-process users call
-	// Heartbeat themselves.
+	// round (Initialize sets it: a node always does). In-process users call
+	// Writer().Heartbeat themselves.
 	Heartbeats bool
 }
 
-// VM implements the ChainVM. The engine does not share a lock with a plugin
-// over rpcchainvm, so the VM guards its own state with mu.
+// VM implements the ChainVM by delegating to its parts. The engine does
+// not share a lock with a plugin over rpcchainvm: each part guards its own
+// state.
 type VM struct {
 	common.AppHandler
 
 	cfg     Config
-	genesis *Genesis
-	state   *state.State
-	epochs  *epochs.Cache
-	// memberships caches the epochs of frozen memberships (see
-	// Snapshot).
-	memberships *memberships
-	snapshots   snapshotCache
-	pools       *pools
-	sigs        *execute.SignatureCache
-	mempool     *mempool.Mempool
-
-	mu           sync.Mutex
-	processing   map[ids.ID]*Block // verified, undecided
-	lastAccepted *Block
-	preferred    ids.ID
-	epoch        uint64 // newest epoch seen in a block context
-	haveEpoch    bool
-	// openingWanted is set when a client asked for something that needs
-	// an epoch before the chain has one: only then does the VM ask the engine
-	// for the (empty) opening blocks. bootstrapTried stops WaitForEvent from
-	// asking for opening blocks the builder cannot make (no proposer VM
-	// context); it is reset on every accept.
-	openingWanted  bool
-	bootstrapTried bool
-	// buildStalled is set when a build found nothing to include while
-	// transactions were pending; WaitForEvent then waits for a change.
-	buildStalled bool
-	// repinWanted is set when a build skipped work pinned to a membership
-	// no longer in force; the next accept re-pins it.
-	repinWanted bool
-	// inForce is the membership of the last accepted block: what this node
-	// signs against (signingEpoch) and judges pending work by (dead).
-	inForce *execute.Epoch
-	// membershipWanted is set when a range waits to move to this node: the
-	// next build opens the new membership even without work.
-	membershipWanted bool
-	nonce            uint64
-	lastHeartbeat    *txs.Tx // the last heartbeat this node sent
-
-	metrics       *metrics
-	gate          *gate
-	gossip        *gossiper
-	tracker       *tracker
-	intents       chan intent
-	stop          context.CancelFunc
-	lifetime      context.Context // ends at Shutdown
-	committerDone chan struct{}
-	background    sync.WaitGroup // re-pinning goroutines
+	genesis *config.Genesis
+	mempool *mempool.Mempool
+	chain   *chain.Chain
+	builder *builder.Builder
+	writer  *writer.Writer
+	gossip  *gossip.Gossip
+	api     *rpc.Server
+	stop    context.CancelFunc
 }
 
 // Initialize is the node's entry point.
@@ -151,7 +127,7 @@ func (vm *VM) Initialize(
 	_ []*common.Fx,
 	appSender common.AppSender,
 ) error {
-	cc, err := ParseChainConfig(configBytes)
+	cc, err := config.ParseChainConfig(configBytes)
 	if err != nil {
 		return err
 	}
@@ -176,10 +152,10 @@ func (vm *VM) Initialize(
 	}, db, genesisBytes)
 }
 
-// Init opens state on db, creating the genesis block on first start and
-// restoring the last accepted block on every later one.
+// Init builds the parts on db, creating the genesis block on first start
+// and restoring the last accepted block on every later one.
 func (vm *VM) Init(cfg Config, db database.Database, genesisBytes []byte) error {
-	g, err := ParseGenesis(genesisBytes)
+	g, err := config.ParseGenesis(genesisBytes)
 	if err != nil {
 		return err
 	}
@@ -192,126 +168,106 @@ func (vm *VM) Init(cfg Config, db database.Database, genesisBytes []byte) error 
 	if cfg.Registerer == nil {
 		cfg.Registerer = prometheus.NewRegistry()
 	}
-	if vm.metrics, err = newMetrics(cfg.Registerer); err != nil {
-		return err
-	}
-	if vm.gate, err = newGate(cfg.ChainConfig, cfg.Log, vm.metrics); err != nil {
-		return err
-	}
 	vm.cfg, vm.genesis = cfg, g
-	vm.epochs = epochs.NewCache(cfg.Validators, cfg.SubnetID, g.EpochCache)
-	vm.memberships = newMemberships(g.EpochCache)
-	vm.pools = newPools(g.poolChunk(), g.PoolRanges)
-	vm.sigs = execute.NewSignatureCache(g.SignatureCache)
 	vm.mempool = mempool.New(g.Mempool)
-	vm.tracker = newTracker(g.TrackedTxs)
-	vm.processing = map[ids.ID]*Block{}
-	// Nonces only need to differ between this node's own transactions of one
-	// epoch, including across restarts: start at a random point, so that
-	// neither a clock stepped back nor a fixed clock repeats one.
-	if vm.nonce, err = randomNonce(); err != nil {
-		return err
-	}
-	if vm.state, err = state.New(db, g.TxLimits); err != nil {
-		return err
-	}
 	vm.AppHandler = common.NewNoOpAppHandler(cfg.Log)
-	last, err := vm.state.LastAccepted()
-	switch {
-	case errors.Is(err, state.ErrNotInitialized):
-		err = vm.acceptGenesis(genesisBytes)
-	case err == nil:
-		var b *Block
-		if b, err = vm.loadAccepted(last.ID); err != nil {
-			err = fmt.Errorf("restoring last accepted block %s: %w", last.ID, err)
-			break
-		}
-		vm.lastAccepted, vm.preferred = b, b.ID()
-		vm.noteEpoch(b)
-		if b.HasEpoch {
-			if vm.inForce, err = vm.acceptedSnapshot(context.Background()); err != nil {
-				err = fmt.Errorf("restoring the membership in force: %w", err)
-			}
-		}
+	if vm.chain, err = chain.New(chain.Config{
+		NetworkID: cfg.NetworkID, ChainID: cfg.ChainID, SubnetID: cfg.SubnetID,
+		Genesis: g, Validators: cfg.Validators, Clock: cfg.Clock, Log: cfg.Log,
+		Registerer: cfg.Registerer, Listener: vm,
+		OnNoMembership: func() { vm.builder.WantOpening() },
+	}, db, genesisBytes); err != nil {
+		return err
 	}
-	if err != nil {
+	if vm.writer, err = writer.New(writer.Config{
+		NetworkID: cfg.NetworkID, ChainID: cfg.ChainID, NodeID: cfg.NodeID, Signer: cfg.Signer,
+		Genesis: g, Clock: cfg.Clock, Log: cfg.Log, Registerer: cfg.Registerer, Heartbeats: cfg.Heartbeats,
+	}, vm.chain, vm.mempool, builds{vm}); err != nil {
+		return err
+	}
+	if vm.builder, err = builder.New(vm.chain, vm.mempool, vm.writer, cfg.Registerer); err != nil {
+		return err
+	}
+	if vm.api, err = rpc.New(rpc.Config{
+		NodeID: cfg.NodeID, NetworkID: cfg.NetworkID, ChainID: cfg.ChainID, Genesis: g,
+		ChainConfig: cfg.ChainConfig, Log: cfg.Log, Registerer: cfg.Registerer,
+	}, vm.chain, vm.writer); err != nil {
 		return err
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	vm.stop, vm.lifetime = cancel, ctx
-	vm.intents = make(chan intent, 4*g.GroupCommitMaxEntries)
-	vm.committerDone = make(chan struct{})
-	go vm.runCommitter(ctx)
-	if cfg.Heartbeats {
-		vm.background.Add(1)
-		go vm.runHeartbeats(ctx, heartbeatInterval(g.EpochDurationMs))
-	}
+	vm.stop = cancel
 	if cfg.Sender != nil && cfg.Peers != nil {
-		if err := vm.startGossip(ctx, cfg.Log, cfg.Sender, cfg.Peers, cfg.Registerer); err != nil {
+		if vm.gossip, err = gossip.New(gossip.Config{
+			NodeID: cfg.NodeID, SubnetID: cfg.SubnetID, Limits: g.TxLimits, Log: cfg.Log,
+			Registerer: cfg.Registerer, Sender: cfg.Sender, Peers: cfg.Peers,
+		}, vm.writer, vm.mempool); err != nil {
+			cancel()
 			return err
 		}
+		vm.AppHandler = vm.gossip
+		vm.writer.UseGossip(vm.gossip)
+		vm.gossip.Run(ctx, cfg.Log)
 	}
+	vm.writer.Start()
+	vm.logStart()
 	return nil
 }
 
-func (vm *VM) acceptGenesis(genesisBytes []byte) error {
-	layer, err := vm.state.NewLayer(nil)
-	if err != nil {
-		return err
-	}
-	root, err := layer.Seal()
-	if err != nil {
-		return err
-	}
-	blk, err := block.New(sha256.Sum256(genesisBytes), 0, vm.genesis.Timestamp, false, 0, root, nil, vm.genesis.BlockLimits)
-	if err != nil {
-		return err
-	}
-	if err := vm.state.Accept(layer, blk.ID(), blk.Bytes()); err != nil {
-		return err
-	}
-	vm.lastAccepted = &Block{Block: blk, vm: vm, accepted: true}
-	vm.preferred = blk.ID()
-	return nil
+// builds hands the writer the builder, which exists only after the writer.
+type builds struct{ vm *VM }
+
+func (b builds) WantMembership() { b.vm.builder.WantMembership() }
+
+// logStart says what this chain runs with, once.
+func (vm *VM) logStart() {
+	g := vm.genesis
+	last := vm.chain.LastAccepted()
+	vm.cfg.Log.Info("schain started",
+		zap.String("version", Version), zap.Stringer("nodeID", vm.cfg.NodeID),
+		zap.Uint64("lastAcceptedHeight", last.Block.Height),
+		zap.Uint64("roundDurationMs", g.RoundDurationMs), zap.Uint64("livenessRounds", g.LivenessRounds),
+		zap.Uint64("txLifetimeRounds", g.TxLifetimeRounds), zap.Uint64("maxTimeSkewMs", g.MaxTimeSkewMs),
+		zap.Uint64("poolChunk", g.PoolChunkOrDefault()), zap.Int("mempoolMaxTxs", g.Mempool.MaxTxs),
+		zap.Bool("gossip", vm.gossip != nil), zap.Bool("heartbeats", vm.cfg.Heartbeats),
+	)
 }
 
-func (vm *VM) loadAccepted(id ids.ID) (*Block, error) {
-	b, err := vm.state.Block(id)
-	if err != nil {
-		return nil, err
-	}
-	blk, err := block.Parse(b, vm.genesis.BlockLimits, vm.genesis.TxLimits)
-	if err != nil {
-		return nil, err
-	}
-	return &Block{Block: blk, vm: vm, accepted: true}, nil
+// Accepted is the chain's listener: the write path and the builder learn
+// of an accepted block.
+func (vm *VM) Accepted(b *chain.Block, inForce *execute.Membership, changed bool) {
+	vm.writer.Accepted(b, inForce, changed)
+	vm.builder.Accepted(changed)
 }
 
-// chainBlock finds a processing block, the last accepted one, or an older
-// accepted one. Called with vm.mu held.
-func (vm *VM) chainBlock(id ids.ID) (*Block, bool) {
-	if b, ok := vm.processing[id]; ok {
-		return b, true
-	}
-	if vm.lastAccepted != nil && vm.lastAccepted.ID() == id {
-		return vm.lastAccepted, true
-	}
-	b, err := vm.loadAccepted(id)
-	return b, err == nil
+// Rejected is the chain's listener for a rejected block.
+func (vm *VM) Rejected(b *chain.Block) {
+	vm.writer.Rejected(b)
+	vm.builder.Wake()
 }
+
+// Chain, Builder, Writer and Mempool are the VM's parts, for in-process
+// users (tests, tools) that drive them directly.
+func (vm *VM) Chain() *chain.Chain            { return vm.chain }
+func (vm *VM) Builder() *builder.Builder      { return vm.builder }
+func (vm *VM) Writer() *writer.Writer         { return vm.writer }
+func (vm *VM) Mempool() *mempool.Mempool      { return vm.mempool }
+func (vm *VM) Genesis() *config.Genesis       { return vm.genesis }
+func (vm *VM) Handler() (http.Handler, error) { return vm.api.Handler(), nil }
 
 // SetState is a no-op: S-Chain has no state sync or bootstrapping phase of
 // its own.
 func (*VM) SetState(context.Context, snow.State) error { return nil }
 
-// Shutdown stops the group committer and waits for background re-pinning.
+// Shutdown stops the write path and gossip.
 func (vm *VM) Shutdown(context.Context) error {
 	if vm.stop == nil {
 		return nil
 	}
 	vm.stop()
-	<-vm.committerDone
-	vm.background.Wait()
+	vm.writer.Stop()
+	if vm.gossip != nil {
+		vm.gossip.Wait()
+	}
 	return nil
 }
 
@@ -320,63 +276,21 @@ func (*VM) Version(context.Context) (string, error) { return Version, nil }
 
 // CreateHandlers serves the JSON-RPC API at /ext/bc/<chainID>.
 func (vm *VM) CreateHandlers(context.Context) (map[string]http.Handler, error) {
-	h, err := vm.Handler()
-	if err != nil {
-		return nil, err
+	if vm.api == nil {
+		return nil, ErrNotInitialized
 	}
-	return map[string]http.Handler{"": h}, nil
+	return map[string]http.Handler{"": vm.api.Handler()}, nil
 }
 
 // NewHTTPHandler has no header-routed handler.
 func (*VM) NewHTTPHandler(context.Context) (http.Handler, error) { return nil, nil }
-
-// ErrUnhealthy is what HealthCheck reports, with the reason, when this node
-// cannot do its job: no epoch is open yet, or it is a validator whose
-// heartbeats are not landing, so its ranges are about to move.
-var ErrUnhealthy = errors.New("vm: unhealthy")
-
-// HealthCheck reports the last accepted height and pending work, and fails
-// with ErrUnhealthy and the reason while no epoch is open, or while this
-// node is in the P-chain set but no heartbeat of it landed in the previous
-// liveness epoch (with K=1 its ranges move at the next one).
-func (vm *VM) HealthCheck(context.Context) (interface{}, error) {
-	vm.mu.Lock()
-	if vm.lastAccepted == nil {
-		vm.mu.Unlock()
-		return nil, ErrNotInitialized
-	}
-	inForce := vm.inForce
-	details := map[string]any{"lastAcceptedHeight": vm.lastAccepted.Block.Height, "mempool": vm.mempool.Len()}
-	vm.mu.Unlock()
-	if inForce == nil {
-		return details, fmt.Errorf("%w: no epoch open yet (the chain opens one at the first request that needs it)", ErrUnhealthy)
-	}
-	if _, validator := inForce.PublicKey(vm.cfg.NodeID); !validator {
-		return details, nil
-	}
-	rec, known, err := vm.state.Accepted().Liveness(vm.cfg.NodeID)
-	if err != nil {
-		return details, err
-	}
-	landed := rec.FirstSeen
-	if rec.HasHeartbeat {
-		landed = max(landed, rec.Heartbeat)
-	}
-	round := vm.currentRound()
-	details["lastHeartbeatEpoch"], details["epoch"] = landed, round
-	if known && round > landed+1 {
-		return details, fmt.Errorf("%w: no heartbeat of this validator landed since liveness epoch %d (now %d): its ranges move once it is %d epochs behind (check its clock, its connectivity to the other validators and the log's \"heartbeat not sent\" warnings)",
-			ErrUnhealthy, landed, round, vm.genesis.LivenessEpochs+1)
-	}
-	return details, nil
-}
 
 // Connected tells gossip about a peer.
 func (vm *VM) Connected(ctx context.Context, nodeID ids.NodeID, v *version.Application) error {
 	if vm.gossip == nil {
 		return nil
 	}
-	return vm.gossip.network.Connected(ctx, nodeID, v)
+	return vm.gossip.Connected(ctx, nodeID, v)
 }
 
 // Disconnected tells gossip a peer left.
@@ -384,183 +298,89 @@ func (vm *VM) Disconnected(ctx context.Context, nodeID ids.NodeID) error {
 	if vm.gossip == nil {
 		return nil
 	}
-	return vm.gossip.network.Disconnected(ctx, nodeID)
+	return vm.gossip.Disconnected(ctx, nodeID)
 }
 
-// WaitForEvent returns PendingTxs when the mempool holds transactions, or
-// while the chain has not opened its first epoch (no block with a P-chain
-// context yet), so that the engine builds the opening blocks.
-//
-// It is level-triggered: while transactions are pending it keeps reporting
-// them, because a build attempt can fail above the VM (the proposer VM's
-// slot checks) after the event was consumed. When the VM's own last build
-// found nothing to include (work pinned to an epoch the chain has not
-// reached, or already in a processing block), it waits for a change (a new
-// transaction, a decided block) or for retryBuild, so the engine neither
-// spins nor stalls.
+// WaitForEvent is the builder's.
 func (vm *VM) WaitForEvent(ctx context.Context) (common.Message, error) {
-	for {
-		changed := vm.tracker.wait()
-		if vm.needsOpening() {
-			return common.PendingTxs, nil
-		}
-		vm.mu.Lock()
-		stalled := vm.buildStalled
-		vm.mu.Unlock()
-		if vm.mempool.Len() > 0 && !stalled {
-			return common.PendingTxs, nil
-		}
-		timer := time.NewTimer(retryBuild)
-		retry := timer.C
-		if vm.mempool.Len() == 0 {
-			retry = nil // nothing to retry: wait for a transaction
-		}
-		select {
-		case <-vm.mempool.Pending():
-			timer.Stop()
-			vm.setStalled(false)
-			return common.PendingTxs, nil
-		case <-changed:
-			timer.Stop()
-			vm.setStalled(false)
-		case <-retry:
-			vm.setStalled(false)
-			return common.PendingTxs, nil
-		case <-ctx.Done():
-			timer.Stop()
-			return 0, ctx.Err()
-		}
-	}
+	return vm.builder.WaitForEvent(ctx)
 }
 
-// retryBuild is how often pending work that could not go into the last
-// block is offered to the engine again.
-const retryBuild = time.Second
-
-func (vm *VM) setStalled(v bool) {
-	vm.mu.Lock()
-	vm.buildStalled = v
-	vm.mu.Unlock()
+// BuildBlock is the builder's.
+func (vm *VM) BuildBlock(ctx context.Context) (snowman.Block, error) {
+	return vm.builder.BuildBlock(ctx)
 }
 
-func (vm *VM) needsOpening() bool {
-	vm.mu.Lock()
-	defer vm.mu.Unlock()
-	if len(vm.processing) != 0 {
-		return false
-	}
-	return (vm.openingWanted && !vm.lastAccepted.HasEpoch && !vm.bootstrapTried) || vm.membershipWanted
+// BuildBlockWithContext is the builder's.
+func (vm *VM) BuildBlockWithContext(ctx context.Context, bctx *snowblock.Context) (snowman.Block, error) {
+	return vm.builder.BuildBlockWithContext(ctx, bctx)
 }
 
-// errNoEpoch records that a client is waiting for the first epoch and wakes
-// WaitForEvent so the engine builds the opening blocks; the client retries
-// on NotReady.
-func (vm *VM) errNoEpoch() error {
-	vm.mu.Lock()
-	vm.openingWanted = true
-	vm.mu.Unlock()
-	vm.tracker.wake()
-	return fmt.Errorf("%w: the chain has not opened its first epoch yet (it is doing so now; retry shortly)", ErrNotReady)
+// ParseBlock is the chain's.
+func (vm *VM) ParseBlock(ctx context.Context, b []byte) (snowman.Block, error) {
+	return vm.chain.ParseBlock(ctx, b)
 }
 
-// ParseBlock returns the known instance for a known block: the rpcchainvm
-// server re-parses before Verify, and state lives on the instance.
-func (vm *VM) ParseBlock(_ context.Context, b []byte) (snowman.Block, error) {
-	id := ids.ID(sha256.Sum256(b))
-	vm.mu.Lock()
-	defer vm.mu.Unlock()
-	if known, ok := vm.processing[id]; ok {
-		return known, nil
-	}
-	if vm.lastAccepted.ID() == id {
-		return vm.lastAccepted, nil
-	}
-	blk, err := block.Parse(b, vm.genesis.BlockLimits, vm.genesis.TxLimits)
-	if err != nil {
-		return nil, err
-	}
-	if has, _ := vm.state.Block(id); has != nil {
-		return &Block{Block: blk, vm: vm, accepted: true}, nil
-	}
-	return &Block{Block: blk, vm: vm}, nil
+// GetBlock is the chain's.
+func (vm *VM) GetBlock(ctx context.Context, id ids.ID) (snowman.Block, error) {
+	return vm.chain.GetBlock(ctx, id)
 }
 
-// GetBlock returns a processing or accepted block.
-func (vm *VM) GetBlock(_ context.Context, id ids.ID) (snowman.Block, error) {
-	vm.mu.Lock()
-	defer vm.mu.Unlock()
-	if b, ok := vm.chainBlock(id); ok {
-		return b, nil
-	}
-	return nil, fmt.Errorf("%w: block %s", database.ErrNotFound, id)
-}
-
-// SetPreference records where the next block goes.
+// SetPreference is the chain's.
 func (vm *VM) SetPreference(_ context.Context, id ids.ID) error {
-	vm.mu.Lock()
-	defer vm.mu.Unlock()
-	vm.preferred = id
+	vm.chain.SetPreference(id)
 	return nil
 }
 
-// SetPreferenceWithContext also learns the newest epoch.
-func (vm *VM) SetPreferenceWithContext(ctx context.Context, id ids.ID, bctx *snowblock.Context) error {
-	vm.mu.Lock()
-	defer vm.mu.Unlock()
-	vm.preferred = id
+// SetPreferenceWithContext also learns the newest P-chain height.
+func (vm *VM) SetPreferenceWithContext(_ context.Context, id ids.ID, bctx *snowblock.Context) error {
+	vm.chain.SetPreference(id)
 	if bctx != nil {
-		vm.seeEpoch(bctx.PChainHeight)
+		vm.chain.SeeHeight(bctx.PChainHeight)
 	}
 	return nil
 }
 
-// LastAccepted is the restored or newest accepted block.
+// LastAccepted is the chain's.
 func (vm *VM) LastAccepted(context.Context) (ids.ID, error) {
-	vm.mu.Lock()
-	defer vm.mu.Unlock()
-	return vm.lastAccepted.ID(), nil
+	return vm.chain.LastAccepted().ID(), nil
 }
 
-// GetBlockIDAtHeight reads the height index.
+// GetBlockIDAtHeight is the chain's.
 func (vm *VM) GetBlockIDAtHeight(_ context.Context, h uint64) (ids.ID, error) {
-	id, err := vm.state.BlockIDAtHeight(h)
-	if errors.Is(err, state.ErrNotFound) {
-		return ids.Empty, fmt.Errorf("%w: height %d", database.ErrNotFound, h)
-	}
-	return id, err
+	return vm.chain.GetBlockIDAtHeight(h)
 }
 
-// State gives read access to accepted state (for APIs).
-func (vm *VM) State() state.Reader { return vm.state.Accepted() }
-
-// Mempool exposes pending transactions (for APIs and gossip).
-func (vm *VM) Mempool() *mempool.Mempool { return vm.mempool }
-
-// CurrentEpoch is the newest epoch (P-chain height) this node has seen in a
-// block context: what new transactions are pinned to.
-func (vm *VM) CurrentEpoch() (uint64, bool) {
-	vm.mu.Lock()
-	defer vm.mu.Unlock()
-	return vm.epoch, vm.haveEpoch
-}
-
-func (vm *VM) noteEpoch(b *Block) {
-	if b.HasEpoch {
-		vm.seeEpoch(b.Epoch)
+// HealthCheck reports the last accepted height and pending work, and fails
+// with ErrUnhealthy and the reason while no membership open yet, or while this
+// node is in the P-chain set but no heartbeat of it landed in the previous
+// liveness round (with K=1 its ranges move at the next one).
+func (vm *VM) HealthCheck(context.Context) (interface{}, error) {
+	if vm.chain == nil {
+		return nil, ErrNotInitialized
 	}
-}
-
-func (vm *VM) seeEpoch(e uint64) {
-	if !vm.haveEpoch || e > vm.epoch {
-		vm.epoch, vm.haveEpoch = e, true
-		vm.metrics.epoch.Set(float64(e))
+	last := vm.chain.LastAccepted()
+	inForce := vm.chain.InForce()
+	details := map[string]any{"lastAcceptedHeight": last.Block.Height, "mempool": vm.mempool.Len()}
+	if inForce == nil {
+		return details, fmt.Errorf("%w: no membership open yet (the chain opens one at the first request that needs it)", ErrUnhealthy)
 	}
-}
-
-func randomNonce() (uint64, error) {
-	var b [8]byte
-	if _, err := rand.Read(b[:]); err != nil {
-		return 0, fmt.Errorf("drawing a nonce: %w", err)
+	if _, validator := inForce.PublicKey(vm.cfg.NodeID); !validator {
+		return details, nil
 	}
-	return binary.BigEndian.Uint64(b[:]) >> 1, nil // half the space above it is left for increments
+	rec, known, err := vm.chain.State().Liveness(vm.cfg.NodeID)
+	if err != nil {
+		return details, err
+	}
+	landed := rec.FirstSeen
+	if rec.HasHeartbeat {
+		landed = max(landed, rec.Heartbeat)
+	}
+	round := vm.chain.CurrentRound()
+	details["lastHeartbeatEpoch"], details["epoch"] = landed, round
+	if known && round > landed+1 {
+		return details, fmt.Errorf("%w: no heartbeat of this validator landed since liveness round %d (now %d): its ranges move once it is %d rounds behind (check its clock, its connectivity to the other validators and the log's \"heartbeat not sent\" warnings)",
+			ErrUnhealthy, landed, round, vm.genesis.LivenessRounds+1)
+	}
+	return details, nil
 }

@@ -19,6 +19,8 @@ import (
 	"github.com/s-chain/schain/txs"
 	"github.com/s-chain/schain/txs/txstest"
 	"github.com/s-chain/schain/vm"
+	"github.com/s-chain/schain/vm/builder"
+	"github.com/s-chain/schain/vm/chain"
 	"github.com/s-chain/schain/vm/execute"
 	"github.com/s-chain/schain/vm/mempool"
 )
@@ -65,7 +67,7 @@ func (s netSource) GetValidatorSet(ctx context.Context, h uint64, subnet ids.ID)
 
 // header is a transaction header of node i pinned to (pChainHeight, fp).
 func (nw *net) header(i int, pChainHeight uint64, fp ids.ID, nonce uint64) txs.Header {
-	return txs.Header{NetworkID: 5, ChainID: chainID, Epoch: pChainHeight, Fingerprint: fp, Owner: nw.keys[i].NodeID, Nonce: nonce}
+	return txs.Header{NetworkID: 5, ChainID: chainID, PChainHeight: pChainHeight, Fingerprint: fp, Owner: nw.keys[i].NodeID, Nonce: nonce}
 }
 
 func newKeys(t testing.TB, n int) ([]*txstest.Key, error) { return txstest.NewKeys(t.Name(), n) }
@@ -104,7 +106,7 @@ func (nw *net) start(i int) *vm.VM {
 func (nw *net) gossip(from int, tx *txs.Tx) {
 	for j, v := range nw.vms {
 		if j != from {
-			require.NoError(nw.t, v.SubmitTx(tx))
+			require.NoError(nw.t, v.Writer().SubmitTx(tx))
 		}
 	}
 }
@@ -141,7 +143,7 @@ func (nw *net) ownedBy(i int, n int, e uint64) []string {
 	var out []string
 	for k := 0; len(out) < n; k++ {
 		r := "bucket-" + string(rune('a'+k%26)) + string(rune('a'+k/26%26))
-		_, err := nw.vms[i].Allocate(context.Background(), []txs.AllocateEntry{{Range: r, Count: 1}})
+		_, err := nw.vms[i].Writer().Allocate(context.Background(), []txs.AllocateEntry{{Range: r, Count: 1}})
 		var noe *execute.NotOwnerError
 		if errors.As(err, &noe) {
 			continue
@@ -154,7 +156,7 @@ func (nw *net) ownedBy(i int, n int, e uint64) []string {
 }
 
 func counter(t testing.TB, v *vm.VM, r string) uint64 {
-	c, err := v.State().Counter(r)
+	c, err := v.Chain().State().Counter(r)
 	require.NoError(t, err)
 	return c
 }
@@ -166,17 +168,17 @@ func TestMultiVM(t *testing.T) {
 	v0 := nw.vms[0]
 
 	_, err := v0.BuildBlock(ctx)
-	require.ErrorIs(err, vm.ErrNoWork, "nothing is built before anyone asks")
-	_, err = v0.Allocate(ctx, []txs.AllocateEntry{{Range: "r", Count: 1}})
-	require.ErrorIs(err, vm.ErrNotReady, "no epoch before any block context")
+	require.ErrorIs(err, builder.ErrNoWork, "nothing is built before anyone asks")
+	_, err = v0.Writer().Allocate(ctx, []txs.AllocateEntry{{Range: "r", Count: 1}})
+	require.ErrorIs(err, chain.ErrNotReady, "no epoch before any block context")
 	msg, err := v0.WaitForEvent(ctx)
 	require.NoError(err)
 	require.Equal(common.PendingTxs, msg, "the chain asks for its opening blocks")
 	nw.ready(10)
 	_, err = v0.BuildBlock(ctx)
-	require.ErrorIs(err, vm.ErrNoWork, "never builds empty blocks")
+	require.ErrorIs(err, builder.ErrNoWork, "never builds empty blocks")
 	_, err = v0.BuildBlockWithContext(ctx, &snowblock.Context{PChainHeight: 10})
-	require.ErrorIs(err, vm.ErrNoWork, "never builds empty blocks")
+	require.ErrorIs(err, builder.ErrNoWork, "never builds empty blocks")
 	opened, err := v0.LastAccepted(ctx)
 	require.NoError(err)
 
@@ -193,7 +195,7 @@ func TestMultiVM(t *testing.T) {
 		}
 	}
 	// A non-owner is refused with the owner's name.
-	_, err = v0.Allocate(ctx, []txs.AllocateEntry{{Range: ranges[1][0], Count: 1}})
+	_, err = v0.Writer().Allocate(ctx, []txs.AllocateEntry{{Range: ranges[1][0], Count: 1}})
 	var noe *execute.NotOwnerError
 	require.ErrorAs(err, &noe)
 	require.Equal(nw.keys[1].NodeID, noe.Owner)
@@ -205,7 +207,7 @@ func TestMultiVM(t *testing.T) {
 	b2, err := v0.BuildBlockWithContext(ctx, &snowblock.Context{PChainHeight: 10})
 	require.NoError(err)
 	at2 := nw.deliver(b2, 10)
-	tx, err := nw.vms[1].Allocate(ctx, []txs.AllocateEntry{{Range: ranges[1][0], Count: 5}})
+	tx, err := nw.vms[1].Writer().Allocate(ctx, []txs.AllocateEntry{{Range: ranges[1][0], Count: 5}})
 	require.NoError(err)
 	nw.gossip(1, tx)
 	for _, v := range nw.vms {
@@ -213,7 +215,7 @@ func TestMultiVM(t *testing.T) {
 	}
 	b3, err := nw.vms[2].BuildBlockWithContext(ctx, &snowblock.Context{PChainHeight: 10})
 	require.NoError(err)
-	require.Len(b3.(*vm.Block).Txs, 1, "txs of the processing parent are not repeated")
+	require.Len(b3.(*chain.Block).Txs, 1, "txs of the processing parent are not repeated")
 	at3 := nw.deliver(b3, 10)
 	acceptAll(t, at2)
 	acceptAll(t, at3)
@@ -227,7 +229,7 @@ func TestMultiVM(t *testing.T) {
 		last, err := v.LastAccepted(ctx)
 		require.NoError(err)
 		require.Equal(b3.ID(), last)
-		rc, err := v.State().Receipt(tx.ID())
+		rc, err := v.Chain().State().Receipt(tx.ID())
 		require.NoError(err)
 		require.Equal(uint64(1), rc.Entries[0].Base, "continues after the probe's id 0")
 		require.Zero(v.Mempool().Len(), "included txs leave every pool")
@@ -237,15 +239,15 @@ func TestMultiVM(t *testing.T) {
 	// only such stale work the builder opens the new epoch with a block of
 	// no txs (so owners can re-pin), keeping the tx: the competing epoch-10
 	// block carrying it may still win, and here it does.
-	tx2, err := v0.Allocate(ctx, []txs.AllocateEntry{{Range: ranges[0][1], Count: 3}})
+	tx2, err := v0.Writer().Allocate(ctx, []txs.AllocateEntry{{Range: ranges[0][1], Count: 3}})
 	require.NoError(err)
 	nw.gossip(0, tx2)
 	sa, err := nw.vms[1].BuildBlockWithContext(ctx, &snowblock.Context{PChainHeight: 10})
 	require.NoError(err)
 	advance, err := nw.vms[2].BuildBlockWithContext(ctx, &snowblock.Context{PChainHeight: 20})
 	require.NoError(err)
-	require.Empty(advance.(*vm.Block).Txs)
-	require.Equal(uint64(20), advance.(*vm.Block).Epoch)
+	require.Empty(advance.(*chain.Block).Txs)
+	require.Equal(uint64(20), advance.(*chain.Block).PChainHeight)
 	require.True(nw.vms[2].Mempool().Has(tx2.ID()))
 	atA := nw.deliver(sa, 10)
 	require.NoError(advance.Reject(ctx))
@@ -264,7 +266,7 @@ func TestMultiVM(t *testing.T) {
 	// Backpressure: a flood past the pool bound gets ErrFull, nothing else.
 	full := 0
 	for k := 0; k < 160; k++ {
-		_, err := nw.vms[1].Allocate(ctx, []txs.AllocateEntry{{Range: ranges[1][1], Count: 1}})
+		_, err := nw.vms[1].Writer().Allocate(ctx, []txs.AllocateEntry{{Range: ranges[1][1], Count: 1}})
 		if errors.Is(err, mempool.ErrFull) {
 			full++
 			continue

@@ -17,7 +17,7 @@ import (
 
 	"github.com/s-chain/schain/benchmark"
 	"github.com/s-chain/schain/shadow/legacyraft"
-	"github.com/s-chain/schain/tests/localnet"
+	"github.com/s-chain/schain/localnet"
 )
 
 // benchStopTimeout bounds stopping every system after a run, even when the

@@ -12,7 +12,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/s-chain/schain/client"
-	"github.com/s-chain/schain/tests/localnet"
+	"github.com/s-chain/schain/localnet"
 	"github.com/s-chain/schain/txs"
 	"github.com/s-chain/schain/vm/api"
 )
@@ -50,16 +50,16 @@ func runDemo(ctx context.Context, g *globals, n *localnet.Network) error {
 		names[nd.NodeID] = fmt.Sprintf("node%d", i+1)
 	}
 
-	ep, err := r.GetEpoch(ctx)
+	ep, err := r.GetMembership(ctx)
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(w, "\n== epoch: P-chain height %d, liveness round %d, fingerprint %s\n", ep.PChainHeight, ep.Round, ep.Fingerprint)
+	fmt.Fprintf(w, "\n== membership: P-chain height %d, liveness round %d, fingerprint %s\n", ep.PChainHeight, ep.Round, ep.Fingerprint)
 	for _, v := range ep.Validators {
 		fmt.Fprintf(w, "   %-6s %s\n", names[v.NodeID], describeLiveness(v))
 	}
 
-	fmt.Fprintf(w, "\n== owners (HRW over the epoch's validators)\n")
+	fmt.Fprintf(w, "\n== owners (HRW over the membership's members)\n")
 	owned := map[ids.NodeID]string{}
 	for i := 0; i < 12 || len(owned) < len(n.Nodes); i++ {
 		rk := fmt.Sprintf("demo-bucket-%02d", i)
@@ -162,7 +162,7 @@ func runDemo(ctx context.Context, g *globals, n *localnet.Network) error {
 		}
 		_, err := c.Allocate(ctx, api.AllocateArgs{Range: bucket, Count: 1})
 		if d, ok := client.IsNotOwner(err); ok {
-			fmt.Fprintf(w, "   %-6s: NotOwner, owner is %s (%s) in epoch %d\n", names[id], names[d.Owner], d.Owner, d.Epoch)
+			fmt.Fprintf(w, "   %-6s: NotOwner, owner is %s (%s) at P-chain height %d\n", names[id], names[d.Owner], d.Owner, d.PChainHeight)
 		} else {
 			fmt.Fprintf(w, "   %-6s: unexpected answer: %v\n", names[id], err)
 		}

@@ -53,6 +53,8 @@ func describe(err error, g *globals) failure {
 		f.Name, f.ExitCode = "usage", exitUsage
 		f.Line = fmt.Sprintf("usage: %v (see schain --help)", err)
 		return f
+	case isValidatorsError(err):
+		f.Name, f.Line, f.ExitCode, _ = validatorsFailure(err)
 	case errors.Is(err, client.ErrTxRejected):
 		f.Name, f.ExitCode = "rejected", exitRejected
 		f.Line = fmt.Sprintf("rejected: %v", err)
@@ -99,7 +101,7 @@ func notOwnerLine(err error, g *globals) string {
 	if len(g.rpc) > 1 {
 		advice = "(add that node's URI to --rpc)"
 	}
-	return fmt.Sprintf("not owner: range %q is owned by %s in epoch %d %s", hint.Range, hint.Owner, hint.Epoch, advice)
+	return fmt.Sprintf("not owner: range %q is owned by %s at P-chain height %d %s", hint.Range, hint.Owner, hint.PChainHeight, advice)
 }
 
 // apiErrorLine renders the node's error codes other than NotOwner.
@@ -108,7 +110,7 @@ func apiErrorLine(err error, f failure) (string, int) {
 	name := strings.ReplaceAll(f.Name, "_", " ")
 	switch e.Code {
 	case api.CodeNotReady:
-		return fmt.Sprintf("%s: %s (the node knows no epoch yet or its validator set is empty; retry later)", name, e.Message), exitUnavailable
+		return fmt.Sprintf("%s: %s (the chain has not opened its first membership, has no usable validator, or the range moves to this node at the next block; retry later)", name, e.Message), exitUnavailable
 	case api.CodeMempoolFull:
 		d, _ := client.IsMempoolFull(err)
 		return fmt.Sprintf("%s: %s (the owner is pushing back; retry after %d ms)", name, e.Message, d.RetryAfterMs), exitUnavailable

@@ -10,21 +10,15 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/s-chain/schain/shadow/legacyraft"
+	"github.com/s-chain/schain/shadow/legacyraft/legacyrafttest"
 )
-
-func freeAddr(t *testing.T) string {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	addr := ln.Addr().String()
-	require.NoError(t, ln.Close())
-	return addr
-}
 
 // TestLegacyServe runs `schain legacy serve` in-process as a 1-node cluster,
 // allocates through the legacy client, then stops it as SIGINT would.
 func TestLegacyServe(t *testing.T) {
 	require := require.New(t)
-	bind, httpAddr := freeAddr(t), freeAddr(t)
+	p := legacyrafttest.Peer(t)
+	bind, httpAddr := p.RaftAddr, p.HTTPAddr
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	var stdout, stderr bytes.Buffer

@@ -12,7 +12,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/s-chain/schain/client"
-	"github.com/s-chain/schain/tests/localnet"
+	"github.com/s-chain/schain/localnet"
 )
 
 // buildDirEnv overrides where binaries and network data live.
@@ -63,7 +63,7 @@ stops it and starts a new one.`,
 			if err != nil {
 				return err
 			}
-			fmt.Fprintf(g.out, "network up in %s; waiting for the chain to open its first epoch...\n", time.Since(began).Round(time.Second))
+			fmt.Fprintf(g.out, "network up in %s; waiting for the chain to open its first membership...\n", time.Since(began).Round(time.Second))
 			if err := waitChainReady(ctx, g, n, 3*time.Minute); err != nil {
 				return err
 			}
@@ -141,8 +141,8 @@ func chainAnswers(ctx context.Context, n *localnet.Network) bool {
 	return true
 }
 
-// waitChainReady polls every node until it answers getEpoch (the chain has
-// opened its first epoch), printing what it waits for.
+// waitChainReady polls every node until it answers getMembership (the chain has
+// opened its first membership), printing what it waits for.
 func waitChainReady(ctx context.Context, g *globals, n *localnet.Network, limit time.Duration) error {
 	ctx, cancel := context.WithTimeout(ctx, limit)
 	defer cancel()
@@ -156,7 +156,7 @@ func waitChainReady(ctx context.Context, g *globals, n *localnet.Network, limit 
 				return err
 			}
 			cctx, ccancel := context.WithTimeout(ctx, 3*time.Second)
-			_, err = c.GetEpoch(cctx)
+			_, err = c.GetMembership(cctx)
 			ccancel()
 			if err != nil {
 				waiting = append(waiting, fmt.Sprintf("%s (%s)", short(nd.NodeID.String()), errName(err)))
@@ -193,18 +193,20 @@ func printNetwork(g *globals, n *localnet.Network) error {
 		RPC       []string        `json:"rpc"`
 		Nodes     []localnet.Node `json:"nodes"`
 		TokenFile string          `json:"tokenFile"`
+		OwnerKey  string          `json:"ownerKeyFile"`
 	}
 	var uris []string
 	for _, nd := range n.Nodes {
 		uris = append(uris, nd.URI)
 	}
-	o := out{Dir: n.Dir, ChainID: n.ChainID.String(), SubnetID: n.SubnetID.String(), RPC: uris, Nodes: n.Nodes, TokenFile: n.TokenPath()}
+	o := out{Dir: n.Dir, ChainID: n.ChainID.String(), SubnetID: n.SubnetID.String(), RPC: uris, Nodes: n.Nodes, TokenFile: n.TokenPath(), OwnerKey: n.OwnerKeyPath()}
 	fs := []field{{"network", n.Dir}, {"chainID", n.ChainID}, {"subnetID", n.SubnetID}}
 	for i, nd := range n.Nodes {
 		fs = append(fs, field{fmt.Sprintf("node%d", i+1), fmt.Sprintf("%s %s", nd.NodeID, n.ChainURI(nd))})
 	}
 	fs = append(fs,
 		field{"write token", n.TokenPath() + " (schain uses it for this chain; others: export " + tokenEnv + "=$(cat " + n.TokenPath() + "))"},
+		field{"subnet owner", ownerKeyLine(n)},
 		field{"use it", fmt.Sprintf("export %s=%s; schain --rpc %s owner <range>", chainEnv, n.ChainID, strings.Join(uris, ","))},
 		field{"stop it", "make stop (or schain network stop)"})
 	return g.emit(o, fs)
@@ -221,4 +223,13 @@ func errName(err error) string {
 // nodeClient talks to one node of the local network (reads only: no token).
 func nodeClient(n *localnet.Network, nd localnet.Node) (*client.Client, error) {
 	return client.New(nd.URI, n.ChainID.String(), client.DefaultConfig())
+}
+
+// ownerKeyLine says where the subnet owner's key is (written on first
+// use), for `schain validators`.
+func ownerKeyLine(n *localnet.Network) string {
+	if _, err := n.OwnerKey(); err != nil {
+		return "unknown (" + err.Error() + ")"
+	}
+	return n.OwnerKeyPath() + " (schain validators remove|add|watch use it for this chain)"
 }

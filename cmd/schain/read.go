@@ -50,7 +50,7 @@ rejected, following re-pins to the replacement transaction.`,
 func newOwnerCmd(g *globals) *cobra.Command {
 	return &cobra.Command{
 		Use:   "owner RANGE",
-		Short: "Show a range's owner in the current epoch",
+		Short: "Show a range's owner in the membership the next block will have",
 		Args:  exactArgs(1, "RANGE"),
 		RunE: func(cmd *cobra.Command, argv []string) error {
 			return g.withRouter(cmd, func(ctx context.Context, r *client.Router) error {
@@ -58,20 +58,21 @@ func newOwnerCmd(g *globals) *cobra.Command {
 				if err != nil {
 					return err
 				}
-				return g.emit(o, []field{{"range", o.Range}, {"owner", o.Owner}, {"epoch", o.Epoch}, {"fingerprint", o.Fingerprint}})
+				return g.emit(o, []field{{"range", o.Range}, {"owner", o.Owner}, {"pChainHeight", o.PChainHeight}, {"fingerprint", o.Fingerprint}})
 			})
 		},
 	}
 }
 
-func newEpochCmd(g *globals) *cobra.Command {
+func newMembershipCmd(g *globals) *cobra.Command {
 	return &cobra.Command{
-		Use:   "epoch",
-		Short: "Show the current epoch: members ranges are pinned to, and every validator's liveness",
-		Args:  exactArgs(0, "no arguments"),
+		Use:     "membership",
+		Aliases: []string{"epoch"},
+		Short:   "Show the membership the next block will have: members ranges are pinned to, and every validator's liveness",
+		Args:    exactArgs(0, "no arguments"),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return g.withRouter(cmd, func(ctx context.Context, r *client.Router) error {
-				e, err := r.GetEpoch(ctx)
+				e, err := r.GetMembership(ctx)
 				if err != nil {
 					return err
 				}
@@ -79,7 +80,7 @@ func newEpochCmd(g *globals) *cobra.Command {
 					{"pChainHeight", e.PChainHeight}, {"round", e.Round}, {"generation", e.Generation},
 					{"fingerprint", e.Fingerprint}, {"nodeID", e.NodeID}, {"members", len(e.Members)},
 					{"fallback", e.Fallback},
-					{"liveness", fmt.Sprintf("epochs of %s, heartbeat lasts %d", time.Duration(e.EpochDurationMs)*time.Millisecond, e.LivenessEpochs)},
+					{"liveness", fmt.Sprintf("rounds of %s, a heartbeat lasts %d", time.Duration(e.RoundDurationMs)*time.Millisecond, e.LivenessRounds)},
 				}
 				for _, v := range e.Validators {
 					fs = append(fs, field{"validator", describeLiveness(v)})
@@ -182,7 +183,7 @@ func newNodeCmd(g *globals) *cobra.Command {
 	}
 }
 
-// describeLiveness is one validator's line in `schain epoch`.
+// describeLiveness is one validator's line in `schain membership`.
 func describeLiveness(v api.ValidatorLiveness) string {
 	role := "member"
 	if !v.Member {

@@ -71,7 +71,8 @@ in a URL.
 Exit codes: 0 ok, 1 error, 2 usage or invalid parameters, 3 rejected by the
 chain, 4 not owner / owner unreachable, 5 unavailable (not ready, mempool
 full, too many requests, unreachable, timed out), 7 unauthorized (no, wrong
-or revoked write token).`,
+or revoked write token), 8 refused by a validators command's precondition
+(nothing issued).`,
 		SilenceErrors: true,
 		SilenceUsage:  true,
 	}
@@ -85,8 +86,9 @@ or revoked write token).`,
 	pf.StringVar(&g.token, "token", "", "write token (visible in the process list: prefer --token-file or $"+tokenEnv+")")
 	root.AddCommand(
 		newAllocateCmd(g), newPutManifestCmd(g),
-		newReceiptCmd(g), newOwnerCmd(g), newEpochCmd(g), newAllocCmd(g), newManifestCmd(g), newNodeCmd(g),
-		newLegacyCmd(g), newNetworkCmd(g), newDemoCmd(g), newTokenCmd(g), newShadowCmd(g), newBenchCmd(g), newSeaweedFSCmd(g),
+		newReceiptCmd(g), newOwnerCmd(g), newMembershipCmd(g), newAllocCmd(g), newManifestCmd(g), newNodeCmd(g),
+		newLegacyCmd(g), newNetworkCmd(g), newDemoCmd(g), newTokenCmd(g), newShadowCmd(g), newBenchCmd(g),
+		newValidatorsCmd(g), newSeaweedFSCmd(g),
 	)
 	return root
 }

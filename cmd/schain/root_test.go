@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"regexp"
 	"strings"
 	"testing"
@@ -12,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/s-chain/schain/vm/api"
+	"github.com/s-chain/schain/vm/api/apitest"
 )
 
 // run executes the command line in-process and returns exit code and output.
@@ -26,17 +28,17 @@ func run(t *testing.T, args ...string) (int, string, string) {
 func TestAllocateRoutesToOwner(t *testing.T) {
 	require := require.New(t)
 	f := newFakeChain(t, 2, map[string]int{"photos": 1})
-	code, out, errOut := run(t, "--rpc", f.uris[0]+","+f.uris[1], "--chain", f.chainID.String(),
+	code, out, errOut := run(t, "--rpc", f.Nodes[0].URI+","+f.Nodes[1].URI, "--chain", f.ChainID.String(),
 		"allocate", "--range", "photos", "--count", "5", "--floor", "100", "--wait")
 	require.Equal(exitOK, code, errOut)
-	require.Contains(out, "owner:  "+f.ids[1].String())
-	require.Contains(out, "base:   100\n")
-	require.Contains(out, "status: accepted\n")
-	require.Contains(out, `entry:  range "photos" ids [100, 105)`)
+	require.Contains(out, "owner:        "+f.Nodes[1].ID.String())
+	require.Contains(out, "base:         100\n")
+	require.Contains(out, "status:       accepted\n")
+	require.Contains(out, `entry:        range "photos" ids [100, 105)`)
 
 	// Repeated --rpc works too, and the chain comes from the environment.
-	t.Setenv(chainEnv, f.chainID.String())
-	code, out, errOut = run(t, "--rpc", f.uris[0], "--rpc", f.uris[1], "allocate", "--range", "photos", "--count", "1")
+	t.Setenv(chainEnv, f.ChainID.String())
+	code, out, errOut = run(t, "--rpc", f.Nodes[0].URI, "--rpc", f.Nodes[1].URI, "allocate", "--range", "photos", "--count", "1")
 	require.Equal(exitOK, code, errOut)
 	require.Regexp(`(?m)^txID:\s+\S+$`, out)
 }
@@ -44,7 +46,7 @@ func TestAllocateRoutesToOwner(t *testing.T) {
 func TestOwnerOutput(t *testing.T) {
 	require := require.New(t)
 	f := newFakeChain(t, 1, nil)
-	code, out, errOut := run(t, "--rpc", f.uris[0], "--chain", f.chainID.String(), "owner", "photos")
+	code, out, errOut := run(t, "--rpc", f.Nodes[0].URI, "--chain", f.ChainID.String(), "owner", "photos")
 	require.Equal(exitOK, code, errOut)
 	// Aligned "key: value" lines: every value starts in the same column.
 	lines := strings.Split(strings.TrimSpace(out), "\n")
@@ -58,18 +60,18 @@ func TestOwnerOutput(t *testing.T) {
 		}
 		require.Len(m, col, l)
 	}
-	require.Contains(out, "owner:       "+f.ids[0].String())
+	require.Contains(out, "owner:        "+f.Nodes[0].ID.String())
 
-	code, out, errOut = run(t, "--rpc", f.uris[0], "--chain", f.chainID.String(), "--json", "owner", "photos")
+	code, out, errOut = run(t, "--rpc", f.Nodes[0].URI, "--chain", f.ChainID.String(), "--json", "owner", "photos")
 	require.Equal(exitOK, code, errOut)
 	var reply api.OwnerReply
 	require.NoError(json.Unmarshal([]byte(out), &reply))
-	require.Equal(api.OwnerReply{Range: "photos", Owner: f.ids[0], Epoch: 12}, reply)
+	require.Equal(api.OwnerReply{Range: "photos", Owner: f.Nodes[0].ID, PChainHeight: f.Height()}, reply)
 }
 
 func TestErrorExits(t *testing.T) {
 	f := newFakeChain(t, 2, map[string]int{"photos": 1})
-	chain := f.chainID.String()
+	chain := f.ChainID.String()
 	tests := []struct {
 		name   string
 		args   []string
@@ -78,16 +80,16 @@ func TestErrorExits(t *testing.T) {
 	}{
 		{
 			name: "owner not among the endpoints",
-			args: []string{"--rpc", f.uris[0], "--chain", chain, "allocate", "--range", "photos", "--count", "1"},
+			args: []string{"--rpc", f.Nodes[0].URI, "--chain", chain, "allocate", "--range", "photos", "--count", "1"},
 			code: exitNotOwner,
-			stderr: `schain: not owner: range "photos" is owned by ` + f.ids[1].String() +
-				" in epoch 12 (the client follows this automatically when several --rpc URIs are given)\n",
+			stderr: `schain: not owner: range "photos" is owned by ` + f.Nodes[1].ID.String() +
+				fmt.Sprintf(" at P-chain height %d (the client follows this automatically when several --rpc URIs are given)\n", f.Height()),
 		},
 		{
 			name:   "invalid params",
-			args:   []string{"--rpc", f.uris[0], "--chain", chain, "allocate", "--range", "bad range", "--count", "1"},
+			args:   []string{"--rpc", f.Nodes[0].URI, "--chain", chain, "allocate", "--range", "bad range", "--count", "1"},
 			code:   exitUsage,
-			stderr: "schain: invalid params: range has a space (check the arguments)\n",
+			stderr: "schain: invalid params: txs: invalid range: byte 0x20 at 3",
 		},
 		{name: "missing count", args: []string{"--chain", chain, "allocate", "--range", "x"}, code: exitUsage, stderr: "usage: --range and a positive --count"},
 		{name: "unknown flag", args: []string{"--chain", chain, "owner", "x", "--nope"}, code: exitUsage, stderr: "unknown flag"},
@@ -105,7 +107,7 @@ func TestErrorExits(t *testing.T) {
 	}
 
 	// --json also puts the error on stdout, with its code name and data.
-	code, out, _ := run(t, "--rpc", f.uris[0], "--chain", chain, "--json", "allocate", "--range", "photos", "--count", "1")
+	code, out, _ := run(t, "--rpc", f.Nodes[0].URI, "--chain", chain, "--json", "allocate", "--range", "photos", "--count", "1")
 	require.Equal(t, exitNotOwner, code)
 	var got struct {
 		Error struct {
@@ -117,7 +119,7 @@ func TestErrorExits(t *testing.T) {
 	require.NoError(t, json.Unmarshal([]byte(out), &got))
 	require.Equal(t, "not_owner", got.Error.Name)
 	require.Equal(t, api.CodeNotOwner, got.Error.Code)
-	require.Equal(t, f.ids[1], got.Error.Data.Owner)
+	require.Equal(t, f.Nodes[1].ID, got.Error.Data.Owner)
 }
 
 func TestParseChunk(t *testing.T) {
@@ -135,4 +137,14 @@ func TestParseChunk(t *testing.T) {
 		_, err := parseChunk(bad)
 		require.ErrorIs(t, err, errChunkSyntax, bad)
 	}
+}
+
+// newFakeChain starts n fake nodes; each range of owners belongs to that
+// node, every other range to node 0.
+func newFakeChain(t *testing.T, n int, owners map[string]int) *apitest.Net {
+	f := apitest.New(t, n)
+	for rng, i := range owners {
+		f.SetOwner(rng, i)
+	}
+	return f
 }

@@ -11,9 +11,9 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/s-chain/schain/localnet"
 	"github.com/s-chain/schain/seaweedfs/cluster"
 	"github.com/s-chain/schain/seaweedfs/weedbench"
-	"github.com/s-chain/schain/tests/localnet"
 )
 
 func newWeedBenchCmd(g *globals, o *weedOptions) *cobra.Command {

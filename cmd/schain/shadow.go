@@ -21,7 +21,7 @@ import (
 	"github.com/s-chain/schain/shadow/plot"
 	"github.com/s-chain/schain/shadow/schainrpc"
 	"github.com/s-chain/schain/shadow/seaweed"
-	"github.com/s-chain/schain/tests/localnet"
+	"github.com/s-chain/schain/localnet"
 )
 
 // exitNotReady is shadow run's exit code when the gate stays closed.

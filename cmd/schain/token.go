@@ -10,8 +10,8 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/s-chain/schain/tests/localnet"
-	"github.com/s-chain/schain/vm"
+	"github.com/s-chain/schain/localnet"
+	"github.com/s-chain/schain/vm/config"
 )
 
 // tokenEnv names the environment variable holding the write token.
@@ -79,20 +79,20 @@ is written to FILE (mode 0600, never overwritten) instead of printed.`,
 			if name == "" {
 				return usageError{errors.New("--name is required")}
 			}
-			tok, err := vm.GenerateToken()
+			tok, err := config.GenerateToken()
 			if err != nil {
 				return err
 			}
-			entry, err := vm.NewWriteToken(name, tok)
+			entry, err := config.NewWriteToken(name, tok)
 			if err != nil {
 				return usageError{fmt.Errorf("--name: %w", err)}
 			}
 			type result struct {
-				Name      string        `json:"name"`
-				Token     string        `json:"token,omitempty"`
-				TokenFile string        `json:"tokenFile,omitempty"`
-				SHA256    string        `json:"sha256"`
-				Config    vm.WriteToken `json:"config"`
+				Name      string            `json:"name"`
+				Token     string            `json:"token,omitempty"`
+				TokenFile string            `json:"tokenFile,omitempty"`
+				SHA256    string            `json:"sha256"`
+				Config    config.WriteToken `json:"config"`
 			}
 			res := result{Name: name, SHA256: entry.SHA256, Config: entry}
 			if out != "" {

@@ -52,7 +52,7 @@ node are skipped, never reissued.`,
 				if wait {
 					reply.Receipt, err = r.WaitForReceipt(ctx, reply.TxID)
 				}
-				fs := []field{{"txID", reply.TxID}, {"index", reply.Index}, {"epoch", reply.Epoch}, {"owner", reply.Owner}}
+				fs := []field{{"txID", reply.TxID}, {"index", reply.Index}, {"pChainHeight", reply.PChainHeight}, {"owner", reply.Owner}}
 				if reply.Receipt != nil {
 					fs = append(fs, allocatedFields(reply, args.Range)...)
 				}
@@ -121,7 +121,7 @@ range (the bucket or one of its bands). Hashes are CB58 or 64 hex digits.`,
 				if wait {
 					reply.Receipt, err = r.WaitForReceipt(ctx, reply.TxID)
 				}
-				fs := []field{{"txID", reply.TxID}, {"index", reply.Index}, {"epoch", reply.Epoch}, {"owner", reply.Owner}}
+				fs := []field{{"txID", reply.TxID}, {"index", reply.Index}, {"pChainHeight", reply.PChainHeight}, {"owner", reply.Owner}}
 				if reply.Receipt != nil {
 					fs = append(fs, waitedFields(reply.TxID, reply.Receipt)...)
 				}

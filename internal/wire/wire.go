@@ -6,17 +6,18 @@ package wire
 
 import (
 	"encoding/binary"
-	"errors"
 	"math"
+
+	"github.com/s-chain/schain/errcode"
 )
 
 var (
 	// ErrTruncated means the input ended before the value did.
-	ErrTruncated = errors.New("wire: input ends early")
+	ErrTruncated = errcode.New(errcode.InvalidParams, "truncated", "wire: input ends early")
 	// ErrBadBool means a boolean byte was neither 0 nor 1.
-	ErrBadBool = errors.New("wire: boolean byte is neither 0 nor 1")
+	ErrBadBool = errcode.New(errcode.InvalidParams, "bad_bool", "wire: boolean byte is neither 0 nor 1")
 	// ErrStringTooLong means a string does not fit its u16 length prefix.
-	ErrStringTooLong = errors.New("wire: string longer than 65535 bytes")
+	ErrStringTooLong = errcode.New(errcode.InvalidParams, "string_too_long", "wire: string longer than 65535 bytes")
 )
 
 // Writer appends values to a byte slice. Strings longer than a u16 length
@@ -136,4 +137,4 @@ func (r *Reader) Done() error {
 }
 
 // ErrTrailing means bytes were left after a complete record.
-var ErrTrailing = errors.New("wire: trailing bytes after the record")
+var ErrTrailing = errcode.New(errcode.InvalidParams, "trailing_record_bytes", "wire: trailing bytes after the record")

@@ -19,7 +19,7 @@ import (
 	"time"
 
 	"github.com/s-chain/schain/client"
-	"github.com/s-chain/schain/tests/localnet"
+	"github.com/s-chain/schain/localnet"
 )
 
 // network is the S-Chain network every test of the package uses; the test

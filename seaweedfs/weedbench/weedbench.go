@@ -31,7 +31,7 @@ import (
 	"github.com/s-chain/schain/seaweedfs/schainseq"
 	"github.com/s-chain/schain/seaweedfs/workload"
 	"github.com/s-chain/schain/shadow/seaweed"
-	"github.com/s-chain/schain/tests/localnet"
+	"github.com/s-chain/schain/localnet"
 )
 
 // Settings shape the bench.

@@ -12,27 +12,26 @@ import (
 	"github.com/s-chain/schain/shadow/legacyraft/legacyrafttest"
 )
 
-// freeAddr returns a loopback address that was free a moment ago.
-func freeAddr(t *testing.T) string {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	addr := ln.Addr().String()
-	require.NoError(t, ln.Close())
-	return addr
+// serveOne serves a one-node cluster in the background as `schain legacy
+// serve` would: TCP raft transport, boltdb in a temp dir, HTTP on
+// loopback; cancel stops it and served gets Serve's result.
+func serveOne(t *testing.T) (legacyraft.Config, context.Context, context.CancelFunc, <-chan error) {
+	cfg := legacyrafttest.FastConfig()
+	cfg.Mode, cfg.Dir = legacyraft.ModeReplicated, t.TempDir()
+	p := legacyrafttest.Peer(t)
+	cfg.Bind, cfg.HTTPBind = p.RaftAddr, p.HTTPAddr
+	cfg.Peers = []legacyraft.Peer{{ID: cfg.ID, RaftAddr: cfg.Bind, HTTPAddr: cfg.HTTPBind}}
+	ctx, cancel := context.WithCancel(testCtx(t))
+	served := make(chan error, 1)
+	go func() { served <- legacyraft.Serve(ctx, cfg, legacyraft.Options{}) }()
+	return cfg, ctx, cancel, served
 }
 
 // TestServeProcessMode runs a node as `schain legacy serve` would: TCP raft
 // transport, boltdb in a temp dir, HTTP on loopback.
 func TestServeProcessMode(t *testing.T) {
 	require := require.New(t)
-	cfg := legacyrafttest.FastConfig()
-	cfg.Mode, cfg.Dir = legacyraft.ModeReplicated, t.TempDir()
-	cfg.Bind, cfg.HTTPBind = freeAddr(t), freeAddr(t)
-	cfg.Peers = []legacyraft.Peer{{ID: cfg.ID, RaftAddr: cfg.Bind, HTTPAddr: cfg.HTTPBind}}
-
-	ctx, cancel := context.WithCancel(testCtx(t))
-	served := make(chan error, 1)
-	go func() { served <- legacyraft.Serve(ctx, cfg, legacyraft.Options{}) }()
+	cfg, ctx, cancel, served := serveOne(t)
 
 	client := legacyraft.NewClient([]string{cfg.HTTPBind}, time.Second)
 	require.Eventually(func() bool {
@@ -51,14 +50,7 @@ func TestServeProcessMode(t *testing.T) {
 // test of issue 15).
 func TestServeStopsDespiteAnIdleNewConnection(t *testing.T) {
 	require := require.New(t)
-	cfg := legacyrafttest.FastConfig()
-	cfg.Mode, cfg.Dir = legacyraft.ModeReplicated, t.TempDir()
-	cfg.Bind, cfg.HTTPBind = freeAddr(t), freeAddr(t)
-	cfg.Peers = []legacyraft.Peer{{ID: cfg.ID, RaftAddr: cfg.Bind, HTTPAddr: cfg.HTTPBind}}
-
-	ctx, cancel := context.WithCancel(testCtx(t))
-	served := make(chan error, 1)
-	go func() { served <- legacyraft.Serve(ctx, cfg, legacyraft.Options{}) }()
+	cfg, ctx, cancel, served := serveOne(t)
 	client := legacyraft.NewClient([]string{cfg.HTTPBind}, time.Second)
 	require.NoError(client.WaitReady(ctx))
 

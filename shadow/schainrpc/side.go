@@ -4,7 +4,6 @@ package schainrpc
 
 import (
 	"context"
-	"fmt"
 
 	"github.com/s-chain/schain/client"
 	"github.com/s-chain/schain/shadow"
@@ -23,17 +22,9 @@ func New(r *client.Router) *Side { return &Side{r: r} }
 // a re-pin to its replacement), so the result carries the ids actually
 // reserved.
 func (s *Side) Allocate(ctx context.Context, rangeKey string, count, floor uint64) (shadow.SChainResult, error) {
-	rep, err := s.r.Allocate(ctx, api.AllocateArgs{Range: rangeKey, Count: count, Floor: floor})
+	c, err := s.r.AllocateCommitted(ctx, api.AllocateArgs{Range: rangeKey, Count: count, Floor: floor})
 	if err != nil {
 		return shadow.SChainResult{}, err
 	}
-	rc, err := s.r.WaitForReceipt(ctx, rep.TxID)
-	if err != nil {
-		return shadow.SChainResult{}, err
-	}
-	if rep.Index >= len(rc.Entries) {
-		return shadow.SChainResult{}, fmt.Errorf("schainrpc: receipt of %s has %d entries, want index %d", rc.TxID, len(rc.Entries), rep.Index)
-	}
-	e := rc.Entries[rep.Index]
-	return shadow.SChainResult{Base: e.Base, Count: e.Count, TxID: rc.TxID.String(), Epoch: rep.Epoch, Owner: rep.Owner.String()}, nil
+	return shadow.SChainResult{Base: c.Entry.Base, Count: c.Entry.Count, TxID: c.Receipt.TxID.String(), PChainHeight: c.Reply.PChainHeight, Owner: c.Reply.Owner.String()}, nil
 }

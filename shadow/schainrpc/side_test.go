@@ -19,6 +19,8 @@ import (
 	"github.com/s-chain/schain/shadow/schainrpc"
 	"github.com/s-chain/schain/txs/txstest"
 	"github.com/s-chain/schain/vm"
+	"github.com/s-chain/schain/vm/builder"
+	"github.com/s-chain/schain/vm/chain"
 )
 
 type oneSet map[ids.NodeID]*validators.GetValidatorOutput
@@ -40,13 +42,13 @@ func engine(ctx context.Context, t *testing.T, v *vm.VM) <-chan struct{} {
 				return
 			}
 			b, err := v.BuildBlockWithContext(ctx, bctx)
-			if errors.Is(err, vm.ErrNoWork) {
+			if errors.Is(err, builder.ErrNoWork) {
 				b, err = v.BuildBlock(ctx)
 			}
 			if err != nil {
 				continue
 			}
-			if wc, ok := b.(snowblock.WithVerifyContext); ok && b.(*vm.Block).HasEpoch {
+			if wc, ok := b.(snowblock.WithVerifyContext); ok && b.(*chain.Block).HasPChainHeight {
 				err = wc.VerifyWithContext(ctx, bctx)
 			} else {
 				err = b.Verify(ctx)
@@ -94,9 +96,9 @@ func TestShadowAgainstInProcessSChain(t *testing.T) {
 	require.NoError(err)
 	// The first request makes the chain open its epoch; the router retries
 	// NotReady until it has.
-	_, err = r.GetEpoch(ctx)
+	_, err = r.GetMembership(ctx)
 	for err != nil && client.IsNotReady(err) && ctx.Err() == nil {
-		_, err = r.GetEpoch(ctx)
+		_, err = r.GetMembership(ctx)
 	}
 	require.NoError(err)
 

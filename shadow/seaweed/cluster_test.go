@@ -151,7 +151,7 @@ type schainCounter map[string]uint64
 func (s schainCounter) allocate(rangeKey string, count uint64) shadow.SChainResult {
 	base := max(s[rangeKey], 1)
 	s[rangeKey] = base + count
-	return shadow.SChainResult{Base: base, Count: count, TxID: "local", Epoch: 1, Owner: "local"}
+	return shadow.SChainResult{Base: base, Count: count, TxID: "local", PChainHeight: 1, Owner: "local"}
 }
 
 // TestRealClusterReissuesUnwrittenKeysAfterFailover runs 3 SeaweedFS

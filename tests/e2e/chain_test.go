@@ -18,7 +18,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/s-chain/schain/client"
-	"github.com/s-chain/schain/tests/localnet"
+	"github.com/s-chain/schain/localnet"
 	"github.com/s-chain/schain/txs"
 	"github.com/s-chain/schain/vm/api"
 )
@@ -319,16 +319,16 @@ func TestD_BadInput(t *testing.T) {
 	require.NoError(err)
 }
 
-// TestE_EpochBoundary runs load while the P-chain height changes and an
+// TestE_PChainHeightChange runs load while the P-chain height changes and an
 // ACP-181 epoch boundary passes: ownership re-pins, and every request still
 // ends accepted exactly once (through a re-signed replacement if its first
-// transaction was pinned to the old epoch).
-func TestE_EpochBoundary(t *testing.T) {
+// transaction was pinned to the old P-chain height).
+func TestE_PChainHeightChange(t *testing.T) {
 	require := require.New(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
 	r := router(t)
-	before, err := r.GetEpoch(ctx)
+	before, err := r.GetMembership(ctx)
 	require.NoError(err)
 	require.NoError(network.AdvancePChain(ctx))
 
@@ -359,21 +359,21 @@ func TestE_EpochBoundary(t *testing.T) {
 			}
 		}(w)
 	}
-	var after *api.EpochReply
+	var after *api.MembershipReply
 	err = poll(ctx, func() error {
-		after, err = r.GetEpoch(ctx)
+		after, err = r.GetMembership(ctx)
 		if err != nil {
 			return err
 		}
 		if after.PChainHeight <= before.PChainHeight {
-			return fmt.Errorf("epoch still %d", after.PChainHeight)
+			return fmt.Errorf("P-chain height still %d", after.PChainHeight)
 		}
 		return nil
 	})
 	stopLoad()
 	wg.Wait()
-	require.NoError(err, "the epoch never moved past P-chain height %d", before.PChainHeight)
-	t.Logf("epoch %d -> %d, %d allocations during the run", before.PChainHeight, after.PChainHeight, len(subs))
+	require.NoError(err, "the P-chain height never moved past %d", before.PChainHeight)
+	t.Logf("P-chain height %d -> %d, %d allocations during the run", before.PChainHeight, after.PChainHeight, len(subs))
 	require.NotEmpty(subs)
 
 	type iv struct{ lo, hi uint64 }
@@ -391,7 +391,7 @@ func TestE_EpochBoundary(t *testing.T) {
 		e := rc.Entries[s.index]
 		byRange[s.rk] = append(byRange[s.rk], iv{e.Base, e.Base + e.Count})
 	}
-	t.Logf("%d requests were re-pinned to the new epoch", repinned)
+	t.Logf("%d requests were re-pinned to the new P-chain height", repinned)
 	for rk, ivs := range byRange {
 		sort.Slice(ivs, func(i, j int) bool { return ivs[i].lo < ivs[j].lo })
 		for i := 1; i < len(ivs); i++ {

@@ -1,7 +1,7 @@
 //go:build e2e
 
 // Package e2e runs S-Chain on a real local network: avalanchego nodes built
-// by `make build`, started by tests/localnet, driven over JSON-RPC. Run with
+// by `make build`, started by package localnet, driven over JSON-RPC. Run with
 // `make e2e` (part of `make test`).
 package e2e
 
@@ -15,7 +15,7 @@ import (
 	"time"
 
 	"github.com/s-chain/schain/client"
-	"github.com/s-chain/schain/tests/localnet"
+	"github.com/s-chain/schain/localnet"
 )
 
 // network is shared by the tests of this package; the tests that stop or
@@ -71,15 +71,15 @@ func run(m *testing.M) int {
 	return code
 }
 
-// waitReady asks every node for its epoch until each answers: the first
-// request makes the chain open its first epoch.
+// waitReady asks every node for its membership until each answers: the
+// first request makes the chain open its first membership.
 func waitReady(ctx context.Context, n *localnet.Network) error {
 	for _, nd := range n.Nodes {
 		c, err := client.New(nd.URI, n.ChainID.String(), client.DefaultConfig())
 		if err != nil {
 			return err
 		}
-		if err := poll(ctx, func() error { _, err := c.GetEpoch(ctx); return err }); err != nil {
+		if err := poll(ctx, func() error { _, err := c.GetMembership(ctx); return err }); err != nil {
 			return fmt.Errorf("chain not ready on %s: %w", nd.NodeID, err)
 		}
 	}

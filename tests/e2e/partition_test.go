@@ -21,7 +21,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/s-chain/schain/client"
-	"github.com/s-chain/schain/tests/localnet"
+	"github.com/s-chain/schain/localnet"
 	"github.com/s-chain/schain/vm/api"
 )
 
@@ -198,7 +198,7 @@ func cgroup2Root() (string, error) {
 // clients keep writing on both sides, then heals. The isolated node takes
 // writes it cannot commit and accepts no block; the majority's ranges keep
 // allocating and the isolated owner's ranges move to the majority within
-// K+1 liveness epochs; after healing every node agrees on the chain, the
+// K+1 liveness rounds; after healing every node agrees on the chain, the
 // isolated node's pending writes are never applied, it rejoins the
 // membership, and no id of the whole run was issued twice.
 func TestX_Partition(t *testing.T) {
@@ -240,19 +240,12 @@ func TestX_Partition(t *testing.T) {
 		}
 	}
 	allocate := func(ctx context.Context, r *client.Router, rk string) (ids.NodeID, error) {
-		rep, err := r.Allocate(ctx, api.AllocateArgs{Range: rk, Count: 3})
+		c, err := r.AllocateCommitted(ctx, api.AllocateArgs{Range: rk, Count: 3})
 		if err != nil {
 			return ids.EmptyNodeID, err
 		}
-		rc, err := r.WaitForReceipt(ctx, rep.TxID)
-		if err != nil {
-			return ids.EmptyNodeID, err
-		}
-		if rc.Status != api.StatusAccepted {
-			return ids.EmptyNodeID, fmt.Errorf("receipt %s: %s", rc.Status, rc.Error)
-		}
-		record(rc)
-		return rep.Owner, nil
+		record(c.Receipt)
+		return c.Reply.Owner, nil
 	}
 	for _, rk := range append(isolatedRanges, liveRanges...) {
 		_, err := allocate(ctx, all, rk)
@@ -301,12 +294,12 @@ func TestX_Partition(t *testing.T) {
 	}()
 
 	// The majority side: live owners' ranges keep allocating, and the
-	// isolated owner's move to the majority within K+1 epochs.
+	// isolated owner's move to the majority within K+1 rounds.
 	for _, rk := range liveRanges {
 		_, err := allocate(ctx, side, rk)
 		require.NoError(err, "a live owner's range during the partition")
 	}
-	bound := time.Duration(localnet.LivenessEpochs+1)*localnet.EpochDuration + 30*time.Second
+	bound := time.Duration(localnet.LivenessRounds+1)*localnet.RoundDuration + 30*time.Second
 	within, cancelWithin := context.WithDeadline(ctx, cutAt.Add(bound))
 	defer cancelWithin()
 	for _, rk := range isolatedRanges {
@@ -348,7 +341,7 @@ func TestX_Partition(t *testing.T) {
 	back, cancelBack := context.WithDeadline(ctx, healed.Add(bound))
 	defer cancelBack()
 	require.NoError(poll(back, func() error {
-		ep, err := nodeClient(t, majority[0]).GetEpoch(ctx)
+		ep, err := nodeClient(t, majority[0]).GetMembership(ctx)
 		if err != nil {
 			return err
 		}

@@ -28,6 +28,10 @@ func TestF_Shadow(t *testing.T) {
 
 	comp := shadow.DefaultConfig()
 	comp.LegacySharedKeySpace = true
+	// Latency is a benchmark's business (make bench), not this test's: the
+	// shared 2-core machine runs three nodes and the legacy cluster, and
+	// a slow answer is not a disagreement.
+	comp.LateAfter = 0
 	comp.Gate.MinRequests, comp.Gate.MinDuration = 150, time.Second
 	ranges := shadow.RangeKeys("e2e-shadow", 8)
 	runner, err := shadow.NewRunner(shadow.Sides{Legacy: leg, Written: leg, SChain: schainrpc.New(router(t))},

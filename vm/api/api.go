@@ -15,6 +15,8 @@ package api
 import (
 	"github.com/ava-labs/avalanchego/ids"
 
+	"github.com/s-chain/schain/errcode"
+
 	"github.com/s-chain/schain/state"
 	"github.com/s-chain/schain/txs"
 )
@@ -22,43 +24,21 @@ import (
 // Service is the JSON-RPC service name (method prefix).
 const Service = "schain"
 
-// Error codes. They are part of the API: clients branch on them.
+// Error codes. They are part of the API: clients branch on them. Package
+// errcode defines them, with each code's name and class, and gives every
+// error the node can answer its code and reason.
 const (
-	// CodeNotOwner: this node does not own the range in the current epoch.
-	// Data is NotOwnerData: retry at Data.Owner.
-	CodeNotOwner = -32010
-	// CodeNotReady: no epoch known yet, or the epoch's validator set is
-	// empty. Retry later; never falls back to another writer.
-	CodeNotReady = -32011
-	// CodeMempoolFull: backpressure. Data is RetryData.
-	CodeMempoolFull = -32012
-	// CodeRejected: the transaction was refused by the chain's rules
-	// (for example a manifest chunk that was never allocated). Data is
-	// RejectedData with the rule's name.
-	CodeRejected = -32013
-	// CodeInvalidParams: malformed or out-of-limit arguments (JSON-RPC's
-	// standard code).
-	CodeInvalidParams = -32602
-	// CodeUnknown: anything else (an internal failure).
-	CodeUnknown = -32000
-	// CodeTimeout: a wait ran out before the transaction was decided.
-	CodeTimeout = -32014
-	// CodeNotFound: the object (manifest) does not exist in accepted state.
-	CodeNotFound = -32015
-	// CodeUnauthorized: a method that makes the node sign (allocate,
-	// putManifest) was called without a valid write token. Data is
-	// UnauthorizedData; retrying with the same credentials will not help.
-	// Read methods never answer it.
-	CodeUnauthorized = -32016
-	// CodeTooManyRequests: the caller's token already has the node's
-	// maxPendingPerToken write requests in flight. Data is RetryData. It is
-	// distinct from CodeMempoolFull (node-wide backpressure): this limit is
-	// per token, so one busy client cannot starve another. Retry after
-	// Data.RetryAfterMs, or once some of the caller's own requests returned.
-	CodeTooManyRequests = -32017
-	// CodeRequestTooLarge: the HTTP body exceeds the node's maxRequestBytes;
-	// it is answered with HTTP 413 and never decoded. Data is LimitData.
-	CodeRequestTooLarge = -32018
+	CodeNotOwner        = int(errcode.NotOwner)
+	CodeNotReady        = int(errcode.NotReady)
+	CodeMempoolFull     = int(errcode.MempoolFull)
+	CodeRejected        = int(errcode.Rejected)
+	CodeInvalidParams   = int(errcode.InvalidParams)
+	CodeUnknown         = int(errcode.Unknown)
+	CodeTimeout         = int(errcode.Timeout)
+	CodeNotFound        = int(errcode.NotFound)
+	CodeUnauthorized    = int(errcode.Unauthorized)
+	CodeTooManyRequests = int(errcode.TooManyRequests)
+	CodeRequestTooLarge = int(errcode.RequestTooLarge)
 )
 
 // Reasons of CodeUnauthorized (UnauthorizedData.Reason).
@@ -89,15 +69,20 @@ type LimitData struct {
 // caller can keep polling getReceipt instead of retrying (which would sign a
 // second transaction).
 type TimeoutData struct {
-	TxID   ids.ID `json:"txID"`
+	TxID ids.ID `json:"txID"`
+	// Index is the request's entry in the transaction.
+	Index  int    `json:"index"`
 	WaitMs uint64 `json:"waitMs"`
 }
 
 // NotOwnerData is the routing hint of CodeNotOwner.
 type NotOwnerData struct {
-	Range string     `json:"range"`
-	Owner ids.NodeID `json:"owner"`
-	Epoch uint64     `json:"epoch"`
+	Range        string     `json:"range"`
+	Owner        ids.NodeID `json:"owner"`
+	PChainHeight uint64     `json:"pChainHeight"`
+	// Deprecated: Epoch is PChainHeight under its former name, sent for
+	// one release.
+	Epoch uint64 `json:"epoch"`
 }
 
 // RetryData tells a client how long to back off.
@@ -106,7 +91,8 @@ type RetryData struct {
 }
 
 // RejectedData names the violated rule (a stable, lowercase identifier such
-// as "unallocated_chunk") and carries the full message.
+// as "unallocated_chunk": the error's errcode reason) of a Rejected or
+// InvalidParams answer.
 type RejectedData struct {
 	Reason string `json:"reason"`
 }
@@ -134,8 +120,12 @@ type AllocateArgs struct {
 // Base is known only after acceptance (with Wait), or at once for a pooled
 // allocation (Pooled set, Base and Count filled, TxID the reservation).
 type AllocateReply struct {
-	TxID    ids.ID        `json:"txID"`
-	Index   int           `json:"index"`
+	TxID  ids.ID `json:"txID"`
+	Index int    `json:"index"`
+	// PChainHeight the transaction is pinned to (0 for a pooled answer).
+	PChainHeight uint64 `json:"pChainHeight"`
+	// Deprecated: Epoch is PChainHeight under its former name, sent for
+	// one release.
 	Epoch   uint64        `json:"epoch"`
 	Owner   ids.NodeID    `json:"owner"`
 	Receipt *ReceiptReply `json:"receipt,omitempty"`
@@ -158,8 +148,11 @@ type PutManifestArgs struct {
 
 // PutManifestReply names the transaction and entry.
 type PutManifestReply struct {
-	TxID    ids.ID        `json:"txID"`
-	Index   int           `json:"index"`
+	TxID         ids.ID `json:"txID"`
+	Index        int    `json:"index"`
+	PChainHeight uint64 `json:"pChainHeight"`
+	// Deprecated: Epoch is PChainHeight under its former name, sent for
+	// one release.
 	Epoch   uint64        `json:"epoch"`
 	Owner   ids.NodeID    `json:"owner"`
 	Receipt *ReceiptReply `json:"receipt,omitempty"`
@@ -180,7 +173,8 @@ type TxIDArgs struct {
 
 // ReceiptReply is a transaction's fate. Accepted receipts carry the
 // entries (ids reserved, objects written) and the block height. A pending
-// transaction that was re-signed for a new epoch names its replacement.
+// transaction that was re-signed for a new membership names its
+// replacement.
 type ReceiptReply struct {
 	TxID       ids.ID               `json:"txID"`
 	Status     string               `json:"status"`
@@ -212,26 +206,31 @@ type ManifestReply struct {
 	Manifest txs.Manifest `json:"manifest"`
 }
 
-// OwnerReply is a range's owner in the node's current epoch.
+// OwnerReply is a range's owner in the membership the next block will have
+// (what the node routes writes by).
 type OwnerReply struct {
-	Range       string     `json:"range"`
-	Owner       ids.NodeID `json:"owner"`
-	Epoch       uint64     `json:"epoch"`
-	Fingerprint ids.ID     `json:"fingerprint"`
+	Range        string     `json:"range"`
+	Owner        ids.NodeID `json:"owner"`
+	PChainHeight uint64     `json:"pChainHeight"`
+	// Deprecated: Epoch is PChainHeight under its former name, sent for
+	// one release.
+	Epoch       uint64 `json:"epoch"`
+	Fingerprint ids.ID `json:"fingerprint"`
 }
 
-// Member is one validator of an epoch.
+// Member is one member of a membership.
 type Member struct {
 	NodeID ids.NodeID `json:"nodeID"`
 	Weight uint64     `json:"weight"`
 }
 
-// EpochReply is the node's current epoch: the members ranges are pinned to
-// (the live validators, or all of them as a fallback) and, for each
-// validator of the P-chain set, what the chain knows of its liveness.
-type EpochReply struct {
+// MembershipReply is the membership the next block will have: the members
+// ranges are pinned to (the live validators, or all of them as a fallback)
+// and, for each validator of the P-chain set, what the chain knows of its
+// liveness.
+type MembershipReply struct {
 	PChainHeight uint64 `json:"pChainHeight"`
-	// Round is the liveness epoch (block timestamp / EpochDurationMs).
+	// Round is the liveness round (block timestamp / RoundDurationMs).
 	Round       uint64 `json:"round"`
 	Fingerprint ids.ID `json:"fingerprint"`
 	// Generation counts membership changes along the chain.
@@ -241,19 +240,28 @@ type EpochReply struct {
 	Members  []Member `json:"members"`
 	// Validators is the whole P-chain set at PChainHeight.
 	Validators      []ValidatorLiveness `json:"validators"`
-	EpochDurationMs uint64              `json:"epochDurationMs"`
-	LivenessEpochs  uint64              `json:"livenessEpochs"`
+	RoundDurationMs uint64              `json:"roundDurationMs"`
+	LivenessRounds  uint64              `json:"livenessRounds"`
 	NodeID          ids.NodeID          `json:"nodeID"`
+	// Deprecated: the former names of RoundDurationMs and LivenessRounds,
+	// sent for one release.
+	EpochDurationMs uint64 `json:"epochDurationMs"`
+	LivenessEpochs  uint64 `json:"livenessEpochs"`
 }
+
+// EpochReply is MembershipReply under its former name (method getEpoch).
+//
+// Deprecated: use MembershipReply and getMembership.
+type EpochReply = MembershipReply
 
 // ValidatorLiveness is one P-chain validator as the liveness rule sees it.
 type ValidatorLiveness struct {
 	NodeID ids.NodeID `json:"nodeID"`
 	Weight uint64     `json:"weight"`
-	// Member: ranges are pinned to it in this epoch.
+	// Member: ranges are pinned to it in this membership.
 	Member bool `json:"member"`
-	// FirstSeen is the liveness epoch its grace started in; LastHeartbeat
-	// the newest epoch with an accepted heartbeat (absent: none yet).
+	// FirstSeen is the liveness round its grace started in; LastHeartbeat
+	// the newest round with an accepted heartbeat (absent: none yet).
 	FirstSeen     *uint64 `json:"firstSeen,omitempty"`
 	LastHeartbeat *uint64 `json:"lastHeartbeat,omitempty"`
 }

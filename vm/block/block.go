@@ -1,11 +1,11 @@
 // Package block is the wire form of an S-Chain block: a header that fixes
-// the parent, height, time, epoch and resulting state root, and the
+// the parent, height, time, P-chain height and resulting state root, and the
 // transactions in execution order.
 //
 // Encoding (version 1, big endian):
 //
 //	u16 version | [32] parent | u64 height | u64 timestamp (unix ms)
-//	u8 hasEpoch | u64 epoch (P-chain height) | [32] state root
+//	u8 hasPChainHeight | u64 pChainHeight | [32] state root
 //	u32 txs | { u32 length | tx bytes }...
 //
 // Like transactions, a block has exactly one encoding: Parse accepts only
@@ -27,12 +27,12 @@ import (
 const Version uint16 = 1
 
 var (
-	ErrTooLarge       = errors.New("block: exceeds the size limit")
-	ErrTooManyTxs     = errors.New("block: too many transactions")
-	ErrUnknownVersion = errors.New("block: unknown encoding version")
-	ErrNoEpochWithTxs = errors.New("block: a block without an epoch carries no transactions")
-	ErrNoEpochNonZero = errors.New("block: a block without an epoch has epoch 0")
-	ErrTrailingBytes  = errors.New("block: trailing bytes")
+	ErrTooLarge                   = errors.New("block: exceeds the size limit")
+	ErrTooManyTxs                 = errors.New("block: too many transactions")
+	ErrUnknownVersion             = errors.New("block: unknown encoding version")
+	ErrNoPChainHeightWithTxs      = errors.New("block: a block without a P-chain height carries no transactions")
+	ErrPChainHeightWithoutContext = errors.New("block: a block without a P-chain context has P-chain height 0")
+	ErrTrailingBytes              = errors.New("block: trailing bytes")
 )
 
 // Overhead is the size of a block's encoding without its transactions, and
@@ -67,20 +67,20 @@ type Block struct {
 	Parent    ids.ID
 	Height    uint64
 	Timestamp uint64 // unix milliseconds
-	// HasEpoch is false for blocks built without a P-chain context (the
+	// HasPChainHeight is false for blocks built without a P-chain context (the
 	// first block after genesis); they carry no owner-signed transactions.
-	HasEpoch  bool
-	Epoch     uint64
-	StateRoot ids.ID
-	Txs       []*txs.Tx
+	HasPChainHeight bool
+	PChainHeight    uint64
+	StateRoot       ids.ID
+	Txs             []*txs.Tx
 
 	bytes []byte
 	id    ids.ID
 }
 
 // New encodes a block.
-func New(parent ids.ID, height, timestamp uint64, hasEpoch bool, epoch uint64, root ids.ID, blockTxs []*txs.Tx, l Limits) (*Block, error) {
-	b := &Block{Parent: parent, Height: height, Timestamp: timestamp, HasEpoch: hasEpoch, Epoch: epoch, StateRoot: root, Txs: blockTxs}
+func New(parent ids.ID, height, timestamp uint64, hasPChainHeight bool, pChainHeight uint64, root ids.ID, blockTxs []*txs.Tx, l Limits) (*Block, error) {
+	b := &Block{Parent: parent, Height: height, Timestamp: timestamp, HasPChainHeight: hasPChainHeight, PChainHeight: pChainHeight, StateRoot: root, Txs: blockTxs}
 	if err := b.verifyShape(l); err != nil {
 		return nil, err
 	}
@@ -89,8 +89,8 @@ func New(parent ids.ID, height, timestamp uint64, hasEpoch bool, epoch uint64, r
 	w.Raw(parent[:])
 	w.U64(height)
 	w.U64(timestamp)
-	w.Bool(hasEpoch)
-	w.U64(epoch)
+	w.Bool(hasPChainHeight)
+	w.U64(pChainHeight)
 	w.Raw(root[:])
 	w.U32(uint32(len(blockTxs)))
 	for _, tx := range blockTxs {
@@ -117,8 +117,8 @@ func Parse(b []byte, l Limits, tl txs.Limits) (*Block, error) {
 	r.Fixed(blk.Parent[:])
 	blk.Height = r.U64()
 	blk.Timestamp = r.U64()
-	blk.HasEpoch = r.Bool()
-	blk.Epoch = r.U64()
+	blk.HasPChainHeight = r.Bool()
+	blk.PChainHeight = r.U64()
 	r.Fixed(blk.StateRoot[:])
 	n := r.U32()
 	if r.Err != nil {
@@ -156,10 +156,10 @@ func (b *Block) verifyShape(l Limits) error {
 	switch {
 	case len(b.Txs) > l.MaxTxs:
 		return fmt.Errorf("%w: %d > %d", ErrTooManyTxs, len(b.Txs), l.MaxTxs)
-	case !b.HasEpoch && len(b.Txs) > 0:
-		return ErrNoEpochWithTxs
-	case !b.HasEpoch && b.Epoch != 0:
-		return ErrNoEpochNonZero
+	case !b.HasPChainHeight && len(b.Txs) > 0:
+		return ErrNoPChainHeightWithTxs
+	case !b.HasPChainHeight && b.PChainHeight != 0:
+		return ErrPChainHeightWithoutContext
 	}
 	return nil
 }

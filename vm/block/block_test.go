@@ -18,7 +18,7 @@ func sampleTxs(t testing.TB) []*txs.Tx {
 	var out []*txs.Tx
 	for i := uint64(1); i <= 2; i++ {
 		tx, err := keys[0].Sign(&txs.AllocateTx{
-			Header:  txs.Header{NetworkID: 1, ChainID: ids.ID{1}, Epoch: 9, Owner: keys[0].NodeID, Nonce: i},
+			Header:  txs.Header{NetworkID: 1, ChainID: ids.ID{1}, PChainHeight: 9, Owner: keys[0].NodeID, Nonce: i},
 			Entries: []txs.AllocateEntry{{Range: "r", Count: i}},
 		})
 		require.NoError(t, err)
@@ -41,9 +41,9 @@ func TestRoundTripAndRules(t *testing.T) {
 	require.Equal(b.Txs[1].ID(), p.Txs[1].ID())
 
 	_, err = block.New(ids.ID{}, 1, 0, false, 0, ids.ID{}, sampleTxs(t), l)
-	require.ErrorIs(err, block.ErrNoEpochWithTxs)
+	require.ErrorIs(err, block.ErrNoPChainHeightWithTxs)
 	_, err = block.New(ids.ID{}, 1, 0, false, 3, ids.ID{}, nil, l)
-	require.ErrorIs(err, block.ErrNoEpochNonZero)
+	require.ErrorIs(err, block.ErrPChainHeightWithoutContext)
 	_, err = block.New(ids.ID{}, 1, 0, true, 3, ids.ID{}, sampleTxs(t), block.Limits{MaxBlockBytes: 1 << 20, MaxTxs: 1})
 	require.ErrorIs(err, block.ErrTooManyTxs)
 	_, err = block.Parse(b.Bytes(), block.Limits{MaxBlockBytes: 10, MaxTxs: 8}, tl)
@@ -68,7 +68,7 @@ func FuzzParse(f *testing.F) {
 		if err != nil {
 			return
 		}
-		again, err := block.New(blk.Parent, blk.Height, blk.Timestamp, blk.HasEpoch, blk.Epoch, blk.StateRoot, blk.Txs, l)
+		again, err := block.New(blk.Parent, blk.Height, blk.Timestamp, blk.HasPChainHeight, blk.PChainHeight, blk.StateRoot, blk.Txs, l)
 		require.NoError(t, err)
 		require.Equal(t, in, again.Bytes(), "accepted block bytes are canonical")
 	})

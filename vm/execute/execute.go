@@ -7,9 +7,10 @@
 package execute
 
 import (
-	"errors"
 	"fmt"
 	"math/bits"
+
+	"github.com/s-chain/schain/errcode"
 
 	"github.com/ava-labs/avalanchego/ids"
 
@@ -18,22 +19,22 @@ import (
 )
 
 var (
-	ErrWrongNetwork     = errors.New("execute: transaction is for another network")
-	ErrWrongChain       = errors.New("execute: transaction is for another chain")
-	ErrWrongEpoch       = errors.New("execute: transaction epoch differs from the block's epoch")
-	ErrWrongFingerprint = errors.New("execute: epoch fingerprint differs from this node's validator set")
-	ErrNotOwner         = errors.New("execute: signer does not own the range")
-	ErrUnknownSigner    = errors.New("execute: signer has no registered BLS key in this epoch")
-	ErrReplay           = errors.New("execute: transaction already applied")
-	ErrCounterOverflow  = errors.New("execute: range counter would overflow")
-	ErrUnallocatedChunk = errors.New("execute: manifest chunk id was never allocated")
-	ErrNoEpoch          = errors.New("execute: block without an epoch cannot carry transactions")
+	ErrWrongNetwork      = errcode.New(errcode.Rejected, "wrong_network", "execute: transaction is for another network")
+	ErrWrongChain        = errcode.New(errcode.Rejected, "wrong_chain", "execute: transaction is for another chain")
+	ErrWrongPChainHeight = errcode.New(errcode.Rejected, "wrong_pchain_height", "execute: transaction pinned to another P-chain height than the block's")
+	ErrWrongFingerprint  = errcode.New(errcode.Rejected, "wrong_fingerprint", "execute: fingerprint differs from the block's membership")
+	ErrNotOwner          = errcode.New(errcode.NotOwner, "not_owner", "execute: signer does not own the range")
+	ErrUnknownSigner     = errcode.New(errcode.Rejected, "unknown_signer", "execute: signer has no registered BLS key at this P-chain height")
+	ErrReplay            = errcode.New(errcode.Rejected, "replay", "execute: transaction already applied")
+	ErrCounterOverflow   = errcode.New(errcode.Rejected, "counter_overflow", "execute: range counter would overflow")
+	ErrUnallocatedChunk  = errcode.New(errcode.Rejected, "unallocated_chunk", "execute: manifest chunk id was never allocated")
+	ErrNoMembership      = errcode.New(errcode.NotReady, "block_without_membership", "execute: a block without a P-chain height carries no transactions")
 	// ErrExpired: a transaction is valid for Liveness.TxLifetime liveness
-	// epochs after the one it was signed in, which bounds the replay index.
-	ErrExpired = errors.New("execute: transaction expired (signed too many liveness epochs before the block)")
-	// ErrNotYetValid: signed in a liveness epoch more than one after the
+	// rounds after the one it was signed in, which bounds the replay index.
+	ErrExpired = errcode.New(errcode.Rejected, "expired", "execute: transaction expired (signed too many liveness rounds before the block)")
+	// ErrNotYetValid: signed in a liveness round more than one after the
 	// block's (one covers clocks that differ within the skew bound).
-	ErrNotYetValid = errors.New("execute: transaction signed in a later liveness epoch than the block's")
+	ErrNotYetValid = errcode.New(errcode.Rejected, "not_yet_valid", "execute: transaction signed in a later liveness round than the block's")
 )
 
 // DefaultReplayPruneLimit is how many replay entries one block deletes at
@@ -46,14 +47,21 @@ type NotOwnerError struct {
 	Range  string
 	Signer ids.NodeID
 	Owner  ids.NodeID
-	Epoch  uint64
+	// PChainHeight of the membership that names Owner.
+	PChainHeight uint64
 }
 
 func (e *NotOwnerError) Error() string {
-	return fmt.Sprintf("%s: range %q is owned by %s in epoch %d, not %s", ErrNotOwner, e.Range, e.Owner, e.Epoch, e.Signer)
+	return fmt.Sprintf("%s: range %q is owned by %s at P-chain height %d, not %s", ErrNotOwner, e.Range, e.Owner, e.PChainHeight, e.Signer)
 }
 
-func (*NotOwnerError) Is(target error) bool { return target == ErrNotOwner }
+func (*NotOwnerError) Is(target error) bool {
+	return target == ErrNotOwner || target == errcode.NotOwner.Class()
+}
+
+// Code and Reason are the API identity of ErrNotOwner.
+func (*NotOwnerError) Code() errcode.Code { return errcode.NotOwner }
+func (*NotOwnerError) Reason() string     { return ErrNotOwner.Reason() }
 
 // Context is what a block fixes for all of its transactions.
 type Context struct {
@@ -61,23 +69,23 @@ type Context struct {
 	ChainID   ids.ID
 	Limits    txs.Limits
 	// Validators is the P-chain set at the block's P-chain height, Round
-	// the block's liveness epoch and Liveness the genesis rule: Block turns
-	// them into Epoch. Nil for a block without a P-chain context, which may
-	// carry no transactions.
-	Validators *Epoch
+	// the block's liveness round and Liveness the genesis rule: Block turns
+	// them into Membership. Nil for a block without a P-chain context, which
+	// carries no transactions.
+	Validators *ValidatorSet
 	Round      uint64
 	Liveness   Liveness
-	// Restrict, if set, builds (or finds cached) the epoch of a frozen
-	// membership; nil means Validators.Restrict.
-	Restrict func(v *Epoch, m *state.Membership) (*Epoch, error)
+	// Restrict, if set, builds (or finds cached) the membership of a frozen
+	// record; nil means Validators.Restrict.
+	Restrict func(v *ValidatorSet, m *state.Membership) (*Membership, error)
 	// MembershipChanged is set by Block (Open) when the block puts another
 	// membership in force than its parent's.
 	MembershipChanged bool
-	// Epoch is what transactions are checked against: the membership Block
+	// Membership is what transactions are checked against: the one Block
 	// opened or found. Callers that pin against a plain set without
-	// liveness (benchmarks, tools) may set it directly and leave
-	// Validators nil.
-	Epoch *Epoch
+	// liveness (benchmarks, tools) set it directly (ValidatorSet.All) and
+	// leave Validators nil.
+	Membership *Membership
 	// Height is the block height, recorded in receipts.
 	Height uint64
 	// ReplayPruneLimit bounds the expired replay entries one block deletes
@@ -94,17 +102,17 @@ type Context struct {
 func Tx(r state.Reader, c *Context, tx *txs.Tx) (*state.Changes, error) {
 	h := tx.Unsigned.Head()
 	switch {
-	case c.Epoch == nil:
-		return nil, ErrNoEpoch
+	case c.Membership == nil:
+		return nil, ErrNoMembership
 	case h.NetworkID != c.NetworkID:
 		return nil, fmt.Errorf("%w: %d, chain runs on %d", ErrWrongNetwork, h.NetworkID, c.NetworkID)
 	case h.ChainID != c.ChainID:
 		return nil, fmt.Errorf("%w: %s", ErrWrongChain, h.ChainID)
-	case h.Epoch != c.Epoch.Height():
-		return nil, fmt.Errorf("%w: tx pinned to %d, block epoch %d", ErrWrongEpoch, h.Epoch, c.Epoch.Height())
+	case h.PChainHeight != c.Membership.Height():
+		return nil, fmt.Errorf("%w: tx pinned to %d, block at %d", ErrWrongPChainHeight, h.PChainHeight, c.Membership.Height())
 	}
 	if tx.IsHeartbeat() {
-		// A heartbeat is pinned to a liveness epoch, not to a membership:
+		// A heartbeat is pinned to a liveness round, not to a membership:
 		// a validator outside the members must be able to send one.
 		if h.Round != c.Round {
 			return nil, fmt.Errorf("%w: heartbeat of %d, block in %d", ErrWrongRound, h.Round, c.Round)
@@ -115,14 +123,14 @@ func Tx(r state.Reader, c *Context, tx *txs.Tx) (*state.Changes, error) {
 			return nil, fmt.Errorf("%w: signed in %d, block in %d", ErrNotYetValid, h.Round, c.Round)
 		case c.Round-min(c.Round, c.Liveness.TxLifetime) > h.Round:
 			return nil, fmt.Errorf("%w: signed in %d, block in %d, lifetime %d", ErrExpired, h.Round, c.Round, c.Liveness.TxLifetime)
-		case h.Fingerprint != c.Epoch.Fingerprint():
-			return nil, fmt.Errorf("%w: tx %s, block %s", ErrWrongFingerprint, h.Fingerprint, c.Epoch.Fingerprint())
+		case h.Fingerprint != c.Membership.Fingerprint():
+			return nil, fmt.Errorf("%w: tx %s, block %s", ErrWrongFingerprint, h.Fingerprint, c.Membership.Fingerprint())
 		}
 	}
 	if err := txs.Validate(tx.Unsigned, c.Limits); err != nil {
 		return nil, err
 	}
-	if err := c.Epoch.CheckOwner(tx.Unsigned.Ranges(), h.Owner); err != nil {
+	if err := c.Membership.CheckOwner(tx.Unsigned.Ranges(), h.Owner); err != nil {
 		return nil, err
 	}
 	applied, err := r.Applied(h.Round, tx.SigningHash())
@@ -151,7 +159,7 @@ func verifySignature(c *Context, tx *txs.Tx) error {
 		return nil
 	}
 	owner := tx.Unsigned.Head().Owner
-	pk, ok := c.Epoch.PublicKey(owner)
+	pk, ok := c.Membership.PublicKey(owner)
 	if !ok {
 		return fmt.Errorf("%w: %s", ErrUnknownSigner, owner)
 	}
@@ -199,7 +207,7 @@ func (e *executor) Allocate(t *txs.AllocateTx) error {
 	return nil
 }
 
-// Heartbeat records that the signer was alive in the block's liveness epoch;
+// Heartbeat records that the signer was alive in the block's liveness round;
 // the signer's key was checked against the whole P-chain set.
 func (e *executor) Heartbeat(t *txs.HeartbeatTx) error {
 	rec, ok, err := e.r.Liveness(t.Owner)
@@ -237,7 +245,7 @@ func (e *executor) PutManifest(t *txs.PutManifestTx) error {
 
 // Block applies a block's transactions to its layer in order, after
 // opening or finding the block's membership when c.Validators is set (which
-// sets c.Epoch) and pruning replay entries that expired. Any invalid
+// sets c.Membership) and pruning replay entries that expired. Any invalid
 // transaction invalidates the block; the error names its index. The caller
 // seals the layer afterwards.
 func Block(l *state.Layer, c *Context, blockTxs []*txs.Tx) error {
@@ -273,10 +281,10 @@ func Begin(l *state.Layer, c *Context) error {
 	return err
 }
 
-// Open fixes c.Epoch for a block executing on l: the membership the parent's
+// Open fixes c.Membership for a block executing on l: the membership the parent's
 // state records for (c.Validators' height, c.Round), or a new one written to
 // l (and c.MembershipChanged says whether its members differ). Without
-// c.Validators it leaves c.Epoch as the caller set it.
+// c.Validators it leaves c.Membership as the caller set it.
 func Open(l *state.Layer, c *Context) error {
 	if c.Validators == nil {
 		return nil
@@ -292,9 +300,9 @@ func Open(l *state.Layer, c *Context) error {
 	}
 	restrict := c.Restrict
 	if restrict == nil {
-		restrict = (*Epoch).Restrict
+		restrict = (*ValidatorSet).Restrict
 	}
 	c.MembershipChanged = o.Changed
-	c.Epoch, err = restrict(c.Validators, o.Membership)
+	c.Membership, err = restrict(c.Validators, o.Membership)
 	return err
 }

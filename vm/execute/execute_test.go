@@ -94,13 +94,13 @@ func TestRejections(t *testing.T) {
 		err  error
 	}{
 		{"non-owner", w.ctx(e, 1), sign(0, hdr, txs.AllocateEntry{Range: mine, Count: 1}, txs.AllocateEntry{Range: notMine, Count: 1}), execute.ErrNotOwner},
-		{"wrong epoch", w.ctx(other, 1), good, execute.ErrWrongEpoch},
+		{"wrong epoch", w.ctx(other, 1), good, execute.ErrWrongPChainHeight},
 		{"wrong fingerprint", w.ctx(e, 1), sign(0, wrongFP, txs.AllocateEntry{Range: mine, Count: 1}), execute.ErrWrongFingerprint},
 		{"bad signature", w.ctx(e, 1), forged, txs.ErrBadSignature},
 		{"wrong network", w.ctx(e, 1), sign(0, wrongNet, txs.AllocateEntry{Range: mine, Count: 1}), execute.ErrWrongNetwork},
 		{"wrong chain", w.ctx(e, 1), sign(0, wrongChain, txs.AllocateEntry{Range: mine, Count: 1}), execute.ErrWrongChain},
 		{"non-member signer", w.ctx(e, 1), sign(3, outsider, txs.AllocateEntry{Range: mine, Count: 1}), execute.ErrNotOwner},
-		{"no epoch", &execute.Context{NetworkID: testNetwork, ChainID: testChain, Limits: txs.DefaultLimits()}, good, execute.ErrNoEpoch},
+		{"no epoch", &execute.Context{NetworkID: testNetwork, ChainID: testChain, Limits: txs.DefaultLimits()}, good, execute.ErrNoMembership},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -197,7 +197,7 @@ func TestSignatureCacheSkipsOnlyVerifiedTxs(t *testing.T) {
 	require.False(c.Signatures.Verified(good.ID()))
 }
 
-// TestTxLifetime: a transaction is valid from the liveness epoch before the
+// TestTxLifetime: a transaction is valid from the liveness round before the
 // one it was signed in (clocks within the skew) to TxLifetime epochs after
 // it; a heartbeat only in its own epoch.
 func TestTxLifetime(t *testing.T) {

@@ -23,49 +23,55 @@ type world struct {
 	keys   []*txstest.Key
 	nonce  uint64
 	byNode map[ids.NodeID]*txstest.Key
-	epochs map[uint64]*execute.Epoch
+	epochs map[uint64]*execute.Membership
 }
 
 func newWorld(t testing.TB, n int) *world {
 	keys, err := txstest.NewKeys(t.Name(), n)
 	require.NoError(t, err)
-	w := &world{t: t, keys: keys, byNode: map[ids.NodeID]*txstest.Key{}, epochs: map[uint64]*execute.Epoch{}}
+	w := &world{t: t, keys: keys, byNode: map[ids.NodeID]*txstest.Key{}, epochs: map[uint64]*execute.Membership{}}
 	for _, k := range keys {
 		w.byNode[k.NodeID] = k
 	}
 	return w
 }
 
-// epoch registers the set at height: the given key indexes with weights.
-func (w *world) epoch(height uint64, members map[int]uint64) *execute.Epoch {
+// set is the validator set at height: the given key indexes with weights.
+func (w *world) set(height uint64, members map[int]uint64) *execute.ValidatorSet {
 	var vals []execute.Validator
 	for i, wt := range members {
 		vals = append(vals, execute.Validator{NodeID: w.keys[i].NodeID, Weight: wt, PublicKey: w.keys[i].PublicKey()})
 	}
-	e, err := execute.NewEpoch(height, vals)
+	v, err := execute.NewValidatorSet(height, vals)
 	require.NoError(w.t, err)
+	return v
+}
+
+// epoch registers the membership of every validator of the set at height.
+func (w *world) epoch(height uint64, members map[int]uint64) *execute.Membership {
+	e := w.set(height, members).All()
 	w.epochs[height] = e
 	return e
 }
 
-func (w *world) ctx(e *execute.Epoch, height uint64) *execute.Context {
-	return &execute.Context{NetworkID: testNetwork, ChainID: testChain, Limits: txs.DefaultLimits(), Epoch: e, Height: height}
+func (w *world) ctx(e *execute.Membership, height uint64) *execute.Context {
+	return &execute.Context{NetworkID: testNetwork, ChainID: testChain, Limits: txs.DefaultLimits(), Membership: e, Height: height}
 }
 
-func (w *world) header(e *execute.Epoch, owner ids.NodeID) txs.Header {
+func (w *world) header(e *execute.Membership, owner ids.NodeID) txs.Header {
 	w.nonce++
-	return txs.Header{NetworkID: testNetwork, ChainID: testChain, Epoch: e.Height(), Fingerprint: e.Fingerprint(), Owner: owner, Nonce: w.nonce}
+	return txs.Header{NetworkID: testNetwork, ChainID: testChain, PChainHeight: e.Height(), Fingerprint: e.Fingerprint(), Owner: owner, Nonce: w.nonce}
 }
 
 // allocate signs an allocation by the owner of the first entry's range.
-func (w *world) allocate(e *execute.Epoch, entries ...txs.AllocateEntry) *txs.Tx {
+func (w *world) allocate(e *execute.Membership, entries ...txs.AllocateEntry) *txs.Tx {
 	owner := e.Owner(entries[0].Range)
 	tx, err := w.byNode[owner].Sign(&txs.AllocateTx{Header: w.header(e, owner), Entries: entries})
 	require.NoError(w.t, err)
 	return tx
 }
 
-func (w *world) put(e *execute.Epoch, ms ...txs.Manifest) *txs.Tx {
+func (w *world) put(e *execute.Membership, ms ...txs.Manifest) *txs.Tx {
 	owner := e.Owner(ms[0].Bucket)
 	tx, err := w.byNode[owner].Sign(&txs.PutManifestTx{Header: w.header(e, owner), Entries: ms})
 	require.NoError(w.t, err)
@@ -73,7 +79,7 @@ func (w *world) put(e *execute.Epoch, ms ...txs.Manifest) *txs.Tx {
 }
 
 // rangesOwnedBy returns n ranges that owner owns in e.
-func rangesOwnedBy(e *execute.Epoch, owner ids.NodeID, n int) []string {
+func rangesOwnedBy(e *execute.Membership, owner ids.NodeID, n int) []string {
 	var out []string
 	for i := 0; len(out) < n; i++ {
 		r := "bucket-" + string(rune('a'+i%26)) + "-" + itoa(i)

@@ -5,39 +5,41 @@ import (
 	"fmt"
 	"slices"
 
+	"github.com/s-chain/schain/errcode"
+
 	"github.com/s-chain/schain/pinning"
 	"github.com/s-chain/schain/state"
 )
 
 var (
-	// ErrRoundBackward means a block's liveness epoch is below the one the
+	// ErrRoundBackward means a block's liveness round is below the one the
 	// state already froze a membership for (timestamps went backwards).
-	ErrRoundBackward = errors.New("execute: liveness epoch below the recorded membership's")
+	ErrRoundBackward = errcode.New(errcode.Rejected, "round_backward", "execute: liveness round below the recorded membership's")
 	// ErrWrongRound: a heartbeat counts only in a block of its own liveness
-	// epoch.
-	ErrWrongRound = errors.New("execute: heartbeat round differs from the block's liveness epoch")
-	// ErrDuplicateHeartbeat: one heartbeat per validator per liveness epoch.
-	ErrDuplicateHeartbeat = errors.New("execute: validator already sent a heartbeat in this liveness epoch")
+	// round.
+	ErrWrongRound = errcode.New(errcode.Rejected, "wrong_round", "execute: heartbeat round differs from the block's liveness round")
+	// ErrDuplicateHeartbeat: one heartbeat per validator per liveness round.
+	ErrDuplicateHeartbeat = errcode.New(errcode.Rejected, "duplicate_heartbeat", "execute: validator already sent a heartbeat in this liveness round")
 )
 
 // Liveness is the genesis rule that filters the P-chain set down to the
 // validators that recently proved they are alive.
 type Liveness struct {
-	// EpochMs is the length of a liveness epoch: block timestamp t (unix
-	// milliseconds) is in epoch t / EpochMs.
-	EpochMs uint64
-	// K is how many epochs a heartbeat (or a new validator's grace) lasts:
-	// validator v is a member in epoch e if its last heartbeat, or the
-	// epoch it was first seen in, is at least e-K.
+	// RoundMs is the length of a liveness round: block timestamp t (unix
+	// milliseconds) is in round t / RoundMs.
+	RoundMs uint64
+	// K is how many rounds a heartbeat (or a new validator's grace) lasts:
+	// validator v is a member in round e if its last heartbeat, or the
+	// round it was first seen in, is at least e-K.
 	K uint64
-	// TxLifetime is how many epochs after the one it was signed in
+	// TxLifetime is how many rounds after the one it was signed in
 	// (txs.Header.Round) a transaction other than a heartbeat stays valid.
-	// The replay index only needs the transactions of these epochs.
+	// The replay index only needs the transactions of these rounds.
 	TxLifetime uint64
 }
 
-// Round is the liveness epoch of a block timestamp.
-func (l Liveness) Round(timestampMs uint64) uint64 { return timestampMs / l.EpochMs }
+// Round is the liveness round of a block timestamp.
+func (l Liveness) Round(timestampMs uint64) uint64 { return timestampMs / l.RoundMs }
 
 // live reports whether a validator with record rec is a member in round.
 func (l Liveness) live(rec state.Liveness, round uint64) bool {
@@ -49,7 +51,7 @@ func (l Liveness) live(rec state.Liveness, round uint64) bool {
 type Opening struct {
 	// Membership is the one the block executes under.
 	Membership *state.Membership
-	// Opened: the parent's record is for another (P-chain height, epoch),
+	// Opened: the parent's record is for another (P-chain height, round),
 	// so the block freezes Membership (state.Layer.Freeze) together with
 	// Seen, the first-seen records of validators new to the chain.
 	Opened bool
@@ -59,7 +61,7 @@ type Opening struct {
 	Changed bool
 }
 
-// OpenMembership returns the membership a block of liveness epoch round,
+// OpenMembership returns the membership a block of liveness round round,
 // whose P-chain context selects the set v, executes under, given the state
 // r its parent left. If the parent's record is not for (v's height, round),
 // the block opens a new membership: the validators of v that are live, or
@@ -68,7 +70,7 @@ type Opening struct {
 // It is pure: the same parent state, set and round give the same result on
 // every node, which is why a membership never depends on a node's own view
 // of who is up.
-func OpenMembership(r state.Reader, v *Epoch, round uint64, l Liveness) (Opening, error) {
+func OpenMembership(r state.Reader, v *ValidatorSet, round uint64, l Liveness) (Opening, error) {
 	prev, err := r.Membership()
 	switch {
 	case errors.Is(err, state.ErrNotFound):

@@ -6,12 +6,13 @@ import (
 	"github.com/ava-labs/avalanchego/ids"
 	"github.com/stretchr/testify/require"
 
+	"github.com/s-chain/schain/pinning"
 	"github.com/s-chain/schain/state"
 	"github.com/s-chain/schain/txs"
 	"github.com/s-chain/schain/vm/execute"
 )
 
-var rule = execute.Liveness{EpochMs: 1000, K: 2}
+var rule = execute.Liveness{RoundMs: 1000, K: 2}
 
 // chain runs blocks of (P-chain set, round, heartbeats) through execution on
 // accepted state, the way the VM does, and returns each block's epoch.
@@ -33,7 +34,7 @@ func newChain(t *testing.T, w *world) *chain {
 // block executes a block of round with the P-chain set v carrying a
 // heartbeat from each of the given key indexes, accepts it and returns the
 // epoch it executed under.
-func (c *chain) block(v *execute.Epoch, round uint64, beats ...int) *execute.Epoch {
+func (c *chain) block(v *execute.ValidatorSet, round uint64, beats ...int) *execute.Membership {
 	l, err := c.s.NewLayer(nil)
 	require.NoError(c.t, err)
 	ctx := &execute.Context{NetworkID: testNetwork, ChainID: testChain, Limits: txs.DefaultLimits(),
@@ -43,12 +44,12 @@ func (c *chain) block(v *execute.Epoch, round uint64, beats ...int) *execute.Epo
 	for _, i := range beats {
 		c.w.nonce++
 		tx, err := c.w.keys[i].Sign(&txs.HeartbeatTx{Header: txs.Header{
-			NetworkID: testNetwork, ChainID: testChain, Epoch: v.Height(), Owner: c.w.keys[i].NodeID, Nonce: c.w.nonce, Round: round,
+			NetworkID: testNetwork, ChainID: testChain, PChainHeight: v.Height(), Owner: c.w.keys[i].NodeID, Nonce: c.w.nonce, Round: round,
 		}})
 		require.NoError(c.t, err)
 		blockTxs = append(blockTxs, tx)
 	}
-	e := ctx.Epoch
+	e := ctx.Membership
 	l2, err := c.s.NewLayer(nil)
 	require.NoError(c.t, err)
 	require.NoError(c.t, execute.Block(l2, &execute.Context{NetworkID: testNetwork, ChainID: testChain, Limits: txs.DefaultLimits(),
@@ -61,7 +62,7 @@ func (c *chain) block(v *execute.Epoch, round uint64, beats ...int) *execute.Epo
 	return e
 }
 
-func members(e *execute.Epoch) []ids.NodeID {
+func members(e interface{ Members() []pinning.Member }) []ids.NodeID {
 	var out []ids.NodeID
 	for _, m := range e.Members() {
 		out = append(out, m.NodeID)
@@ -83,12 +84,12 @@ func (w *world) ids(idx ...int) []ids.NodeID {
 func TestMembershipFollowsHeartbeats(t *testing.T) {
 	require := require.New(t)
 	w := newWorld(t, 4)
-	v := w.epoch(10, map[int]uint64{0: 10, 1: 10, 2: 10})
+	v := w.set(10, map[int]uint64{0: 10, 1: 10, 2: 10})
 	c := newChain(t, w)
 
 	e := c.block(v, 100)
 	require.Equal(w.ids(0, 1, 2), members(e), "everyone starts in its grace")
-	require.Equal(uint64(0), e.Membership().Generation)
+	require.Equal(uint64(0), e.Record().Generation)
 	first := e.Fingerprint()
 
 	// Rounds 101 and 102: grace (first seen 100, K=2) still holds; 0 and 1
@@ -98,7 +99,7 @@ func TestMembershipFollowsHeartbeats(t *testing.T) {
 	// Round 103: 2's grace is over and it never heartbeat.
 	e = c.block(v, 103, 0)
 	require.Equal(w.ids(0, 1), members(e))
-	require.Equal(uint64(1), e.Membership().Generation)
+	require.Equal(uint64(1), e.Record().Generation)
 	// Frozen for the epoch: a later block of 103 keeps the set although 2
 	// heartbeats now.
 	e = c.block(v, 103, 2)
@@ -106,12 +107,12 @@ func TestMembershipFollowsHeartbeats(t *testing.T) {
 	// Round 104: 2's heartbeat (103) counts; 1's last one (102) is within K.
 	e = c.block(v, 104)
 	require.Equal(w.ids(0, 1, 2), members(e))
-	require.Equal(uint64(2), e.Membership().Generation)
+	require.Equal(uint64(2), e.Record().Generation)
 	require.NotEqual(first, e.Fingerprint(), "the same set under a new generation has a new fingerprint")
 
 	// A validator new to the P-chain set gets K epochs of grace from the
 	// first membership that sees it.
-	v2 := w.epoch(11, map[int]uint64{0: 10, 1: 10, 2: 10, 3: 10})
+	v2 := w.set(11, map[int]uint64{0: 10, 1: 10, 2: 10, 3: 10})
 	e = c.block(v2, 105, 0, 2)
 	require.Equal(w.ids(0, 2, 3), members(e), "3 is in its grace; 1's last heartbeat (102) is more than K=2 epochs old")
 }
@@ -119,17 +120,17 @@ func TestMembershipFollowsHeartbeats(t *testing.T) {
 func TestMembershipNeverEmpty(t *testing.T) {
 	require := require.New(t)
 	w := newWorld(t, 3)
-	v := w.epoch(10, map[int]uint64{0: 10, 1: 10, 2: 10})
+	v := w.set(10, map[int]uint64{0: 10, 1: 10, 2: 10})
 	c := newChain(t, w)
 	c.block(v, 1)
 	e := c.block(v, 50)
-	require.True(e.Membership().Fallback)
+	require.True(e.Record().Fallback)
 	require.Equal(w.ids(0, 1, 2), members(e))
 }
 
 func TestMembershipRoundNeverGoesBack(t *testing.T) {
 	w := newWorld(t, 2)
-	v := w.epoch(10, map[int]uint64{0: 1, 1: 1})
+	v := w.set(10, map[int]uint64{0: 1, 1: 1})
 	c := newChain(t, w)
 	c.block(v, 7)
 	l, err := c.s.NewLayer(nil)

@@ -10,7 +10,7 @@ import (
 // check costs about a millisecond, and the same transaction is verified when
 // it enters the mempool, when a block is built and again for each block that
 // carries it; the check is a pure function of the tx bytes (which fix owner
-// and epoch, hence the key), so caching a success by tx ID is safe. A nil
+// and P-chain height, hence the key), so caching a success by tx ID is safe. A nil
 // cache caches nothing.
 type SignatureCache struct {
 	mu    sync.Mutex

@@ -46,12 +46,12 @@ func runTree(t *testing.T, seed uint64) {
 	require := require.New(t)
 	rng := rand.New(rand.NewPCG(seed, 99))
 	w := newWorld(t, 4)
-	epochs := []*execute.Epoch{
+	epochs := []*execute.Membership{
 		w.epoch(10, map[int]uint64{0: 1, 1: 1, 2: 1, 3: 1}),
 		w.epoch(20, map[int]uint64{0: 2, 1: 1, 2: 1}),
 		w.epoch(30, map[int]uint64{0: 2, 1: 1, 2: 1, 3: 3}),
 	}
-	epochAt := map[uint64]*execute.Epoch{}
+	epochAt := map[uint64]*execute.Membership{}
 	for _, e := range epochs {
 		epochAt[e.Height()] = e
 	}
@@ -79,7 +79,7 @@ func runTree(t *testing.T, seed uint64) {
 		}
 		l, err := s.NewLayer(pl)
 		require.NoError(err)
-		c := &execute.Context{NetworkID: testNetwork, ChainID: testChain, Limits: txs.DefaultLimits(), Epoch: epochAt[epoch], Height: parent.height + 1}
+		c := &execute.Context{NetworkID: testNetwork, ChainID: testChain, Limits: txs.DefaultLimits(), Membership: epochAt[epoch], Height: parent.height + 1}
 		if err := execute.Block(l, c, blockTxs); err != nil {
 			s.Reject(l)
 			return nil, err
@@ -122,7 +122,7 @@ func runTree(t *testing.T, seed uint64) {
 				parent = live[rng.IntN(len(live))]
 			}
 			pe := parent.epoch
-			ei := slices.IndexFunc(epochs, func(e *execute.Epoch) bool { return e.Height() >= pe })
+			ei := slices.IndexFunc(epochs, func(e *execute.Membership) bool { return e.Height() >= pe })
 			if ei < 0 {
 				ei = len(epochs) - 1
 			}
@@ -246,7 +246,7 @@ func runTree(t *testing.T, seed uint64) {
 	for _, n := range acceptedChain {
 		l, err := s2.NewLayer(nil)
 		require.NoError(err)
-		c := &execute.Context{NetworkID: testNetwork, ChainID: testChain, Limits: txs.DefaultLimits(), Epoch: epochAt[n.epoch], Height: n.height}
+		c := &execute.Context{NetworkID: testNetwork, ChainID: testChain, Limits: txs.DefaultLimits(), Membership: epochAt[n.epoch], Height: n.height}
 		require.NoError(execute.Block(l, c, n.txs))
 		root, err := l.Seal()
 		require.NoError(err)

@@ -2,14 +2,15 @@
 // count and bytes, deduplicated by tx ID, first in first out, except
 // heartbeats, which go first, outside the bounds, at most
 // HeartbeatsPerValidator per validator and one per validator and liveness
-// epoch.
+// round.
 package mempool
 
 import (
 	"container/list"
-	"errors"
 	"fmt"
 	"sync"
+
+	"github.com/s-chain/schain/errcode"
 
 	"github.com/ava-labs/avalanchego/ids"
 
@@ -19,9 +20,9 @@ import (
 var (
 	// ErrFull is backpressure: the caller should retry later. Nothing
 	// already pending is dropped to make room.
-	ErrFull = errors.New("mempool: full")
+	ErrFull = errcode.New(errcode.MempoolFull, "mempool_full", "mempool: full")
 	// ErrDuplicate means the transaction is already pending.
-	ErrDuplicate = errors.New("mempool: transaction already pending")
+	ErrDuplicate = errcode.New(errcode.Rejected, "duplicate", "mempool: transaction already pending")
 )
 
 // Config bounds the pool.
@@ -54,7 +55,7 @@ func New(cfg Config) *Mempool {
 }
 
 // HeartbeatsPerValidator is how many heartbeats of one validator the pool
-// holds: the previous, current and next liveness epoch, which is all that
+// holds: the previous, current and next liveness round, which is all that
 // admission lets in. Heartbeats are outside the pool's bounds: a validator
 // whose heartbeat waits behind a backlog, or is refused by a full pool,
 // drops out of the members and its ranges move, and a loaded node must
@@ -64,7 +65,7 @@ func New(cfg Config) *Mempool {
 const HeartbeatsPerValidator = 3
 
 // Add queues tx, or says why not. Heartbeats go to the front of the line,
-// one per validator and liveness epoch; a validator's fourth evicts its
+// one per validator and liveness round; a validator's fourth evicts its
 // oldest.
 func (m *Mempool) Add(tx *txs.Tx) error {
 	m.mu.Lock()
@@ -91,7 +92,7 @@ func (m *Mempool) addHeartbeat(tx *txs.Tx) error {
 	beats := m.beats[h.Owner]
 	for _, e := range beats {
 		if e.Value.(*txs.Tx).Unsigned.Head().Round == h.Round {
-			return fmt.Errorf("%w: a heartbeat of %s for liveness epoch %d", ErrDuplicate, h.Owner, h.Round)
+			return fmt.Errorf("%w: a heartbeat of %s for liveness round %d", ErrDuplicate, h.Owner, h.Round)
 		}
 	}
 	if len(beats) == HeartbeatsPerValidator {

@@ -100,7 +100,7 @@ func TestHeartbeatsGoFirstAndFitAFullPool(t *testing.T) {
 }
 
 // TestHeartbeatsAreBoundedPerValidator: one validator's heartbeats take one
-// slot per liveness epoch and at most HeartbeatsPerValidator in all (its
+// slot per liveness round and at most HeartbeatsPerValidator in all (its
 // newest evict its oldest), so a validator flooding heartbeats never takes
 // room from another's.
 func TestHeartbeatsAreBoundedPerValidator(t *testing.T) {

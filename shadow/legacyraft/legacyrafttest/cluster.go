@@ -355,3 +355,11 @@ func (c *Cluster) close() {
 	}
 	require.NoError(c.t, errors.Join(errs...))
 }
+
+// Peer is one node with free raft and HTTP addresses on 127.0.0.1, for a
+// single-node cluster run as a process would run it.
+func Peer(t testing.TB) legacyraft.Peer {
+	peers, err := legacyraft.LocalPeers(1, legacyraft.ModeReplicated)
+	require.NoError(t, err)
+	return peers[0]
+}

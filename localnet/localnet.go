@@ -1,0 +1,482 @@
+// Package localnet runs a local S-Chain network: avalanchego nodes on
+// 127.0.0.1 (tmpnet processes), a subnet validated by all of them, and one
+// S-Chain chain on it. `schain network start|stop|status`, `make run` and
+// the e2e tests use it.
+package localnet
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/url"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/ava-labs/avalanchego/config"
+	nodeconfig "github.com/ava-labs/avalanchego/config/node"
+	"github.com/ava-labs/avalanchego/ids"
+	"github.com/ava-labs/avalanchego/tests/fixture/tmpnet"
+	"github.com/ava-labs/avalanchego/utils/logging"
+
+	"github.com/s-chain/schain/vm"
+	vmconfig "github.com/s-chain/schain/vm/config"
+)
+
+// SubnetName names the S-Chain subnet inside a tmpnet network.
+const SubnetName = "schain"
+
+var (
+	// ErrNoNetwork means no network was started under the root directory.
+	ErrNoNetwork = errors.New("localnet: no network (start one with `schain network start` or `make run`)")
+	// ErrMissingBinary means the node or plugin binary was not built.
+	ErrMissingBinary = errors.New("localnet: binary missing (run `make build`)")
+)
+
+// Config describes a network to start.
+type Config struct {
+	// Nodes is the number of validators (at least 2: a single node runs
+	// without sybil protection and has no validator set).
+	Nodes int
+	// RootDir holds network directories and the pointer to the current one.
+	RootDir string
+	// AvalancheGo is the node binary; PluginDir holds the plugin named by
+	// vm.ID.
+	AvalancheGo string
+	PluginDir   string
+	// Genesis is the S-Chain genesis JSON. Empty: the chain starts now,
+	// with 30 s liveness rounds and K=LivenessRounds=1 (a dead owner's
+	// ranges move within 2 rounds, one minute).
+	Genesis []byte
+	// PoolChunk, if not zero, sets the default genesis's poolChunk (ids per
+	// reservation of an owner's id pool); ignored with Genesis.
+	PoolChunk uint64
+	// Snow are the subnet's consensus parameters (nil: DefaultSnow).
+	Snow map[string]any
+	// ChainConfig is the S-Chain chain config given to every node (nil:
+	// vmconfig.DefaultChainConfig()). Start adds the network's write token to it.
+	ChainConfig *vmconfig.ChainConfig
+	// Token is the network's write token (empty: Start generates one). Its
+	// hash goes into the chain config as TokenName; the token itself is
+	// written to <network dir>/token (mode 0600), where Open finds it, so
+	// that `schain` commands, the demo and the e2e tests write with it.
+	Token string
+	// Progress receives human-readable progress lines.
+	Progress io.Writer
+}
+
+// DefaultSnow are the local network's consensus parameters: k=20,
+// alphaPreference=11, alphaConfidence=12, beta=12.
+//
+// Avalanchego samples a poll's k validators by stake units without
+// replacement, so one validator can fill several places of one sample, and a
+// node's own vote counts as often as it samples itself. With the earlier
+// k=3, alpha=2, beta=3 on 3 nodes, a validator cut off from the others
+// sampled itself twice in a poll a quarter of the time and finalized its own
+// blocks alone, forking from the majority (found by the partition test,
+// TestX_Partition). With k=20 and alphaConfidence=12, a third of the stake
+// reaches 12 votes in a poll with probability 1.3%, twelve polls in a row
+// about 2e-23; two thirds of it (one node of three down) do in 81% of polls,
+// so the network keeps finalizing, after about 60 polls on average instead
+// of 12 (polls on loopback take milliseconds).
+func DefaultSnow() map[string]any {
+	return map[string]any{"k": 20, "alphaPreference": 11, "alphaConfidence": 12, "beta": 12, "concurrentRepolls": 4}
+}
+
+// RoundDuration and LivenessRounds are the local network's liveness rule:
+// every validator heartbeats once per round, and one that stops is dropped
+// from the members after LivenessRounds+1 rounds at most.
+const (
+	RoundDuration  = 30 * time.Second
+	LivenessRounds = 1
+)
+
+// TokenName names the network's write token in the nodes' chain config
+// (and so in their logs and metrics).
+const TokenName = "localnet"
+
+// TokenFile is the file, in the network directory, holding the network's
+// write token.
+const TokenFile = "token"
+
+// DefaultConfig starts 3 nodes from the build directory's binaries.
+func DefaultConfig(buildDir string) Config {
+	return Config{
+		Nodes:       3,
+		RootDir:     filepath.Join(buildDir, "network"),
+		AvalancheGo: filepath.Join(buildDir, "avalanchego"),
+		PluginDir:   filepath.Join(buildDir, "plugins"),
+		Progress:    os.Stdout,
+	}
+}
+
+// Node is one running validator as a client needs it.
+type Node struct {
+	NodeID ids.NodeID `json:"nodeID"`
+	URI    string     `json:"uri"`
+	PID    int        `json:"pid"`
+	// StakingPort is where the node's peers reach it (127.0.0.1): what a
+	// partition test cuts.
+	StakingPort uint16 `json:"stakingPort"`
+}
+
+// Network is a started network.
+type Network struct {
+	Dir      string `json:"dir"`
+	SubnetID ids.ID `json:"subnetID"`
+	ChainID  ids.ID `json:"chainID"`
+	Nodes    []Node `json:"nodes"`
+	// Token is the network's write token (from <Dir>/token; empty for a
+	// network started before tokens existed). Never printed.
+	Token string `json:"-"`
+	tmp   *tmpnet.Network
+	log   logging.Logger
+}
+
+// TokenPath is the file holding the network's write token.
+func (n *Network) TokenPath() string { return filepath.Join(n.Dir, TokenFile) }
+
+// ChainURIs are the JSON-RPC endpoints of every node.
+func (n *Network) ChainURIs() []string {
+	out := make([]string, len(n.Nodes))
+	for i, nd := range n.Nodes {
+		out[i] = n.ChainURI(nd)
+	}
+	return out
+}
+
+// ChainURIsBase are the nodes' base URIs (what clients take with a chain ID).
+func (n *Network) ChainURIsBase() []string {
+	out := make([]string, len(n.Nodes))
+	for i, nd := range n.Nodes {
+		out[i] = nd.URI
+	}
+	return out
+}
+
+// ChainURI is a node's S-Chain JSON-RPC endpoint.
+func (n *Network) ChainURI(nd Node) string { return nd.URI + "/ext/bc/" + n.ChainID.String() }
+
+func (c Config) verify() error {
+	if c.Nodes < 2 {
+		return fmt.Errorf("localnet: %d nodes: at least 2 are needed (one node runs without a validator set)", c.Nodes)
+	}
+	for _, p := range []string{c.AvalancheGo, filepath.Join(c.PluginDir, vm.ID.String())} {
+		if _, err := os.Stat(p); err != nil {
+			return fmt.Errorf("%w: %s", ErrMissingBinary, p)
+		}
+	}
+	return nil
+}
+
+func logger(w io.Writer) logging.Logger {
+	if w == nil {
+		w = io.Discard
+	}
+	return logging.NewLogger("", logging.NewWrappedCore(logging.Info, nopCloser{w}, logging.Plain.ConsoleEncoder()))
+}
+
+type nopCloser struct{ io.Writer }
+
+func (nopCloser) Close() error { return nil }
+
+// Start creates and bootstraps a new network under cfg.RootDir and waits
+// until every node is healthy. On failure it stops what it started.
+func Start(ctx context.Context, cfg Config) (*Network, error) {
+	if err := cfg.verify(); err != nil {
+		return nil, err
+	}
+	if err := os.MkdirAll(cfg.RootDir, 0o755); err != nil {
+		return nil, err
+	}
+	absAvago, err := filepath.Abs(cfg.AvalancheGo)
+	if err != nil {
+		return nil, err
+	}
+	absPlugins, err := filepath.Abs(cfg.PluginDir)
+	if err != nil {
+		return nil, err
+	}
+	snow := cfg.Snow
+	if snow == nil {
+		snow = DefaultSnow()
+	}
+	genesis := cfg.Genesis
+	if len(genesis) == 0 {
+		// The chain starts now: with a genesis time after the proposer VM's
+		// fork, the chain reaches blocks with a P-chain context one block
+		// sooner.
+		genesis = []byte(fmt.Sprintf(`{"timestamp": %d, "roundDurationMs": %d, "livenessRounds": %d, "poolChunk": %d}`,
+			time.Now().UnixMilli(), RoundDuration.Milliseconds(), LivenessRounds, cfg.PoolChunk))
+	}
+	token, chainConfig, err := cfg.chainConfig()
+	if err != nil {
+		return nil, err
+	}
+	log := logger(cfg.Progress)
+	nodes := tmpnet.NewNodesOrPanic(cfg.Nodes)
+	flags := tmpnet.DefaultTmpnetFlags()
+	flags[config.FdLimitKey] = "8192"
+	flags[config.ProposerVMUseCurrentHeightKey] = "true"
+	flags[config.ProposerVMMinBlockDelayKey] = "0s"
+	flags[config.LogLevelKey] = "info"
+	setPrimaryConsensus(flags)
+	tn := &tmpnet.Network{
+		Owner:        "schain",
+		DefaultFlags: flags,
+		DefaultRuntimeConfig: tmpnet.NodeRuntimeConfig{Process: &tmpnet.ProcessRuntimeConfig{
+			AvalancheGoPath: absAvago, PluginDir: absPlugins, ReuseDynamicPorts: true,
+		}},
+		Nodes: nodes,
+		Subnets: []*tmpnet.Subnet{{
+			Name:   SubnetName,
+			Config: tmpnet.ConfigMap{"snowParameters": snow},
+			Chains: []*tmpnet.Chain{{
+				VMID: vm.ID, Genesis: genesis, Config: chainConfig, VersionArgs: []string{"version-json"},
+			}},
+			ValidatorIDs: tmpnet.NodesToIDs(nodes...),
+		}},
+	}
+	fmt.Fprintf(progress(cfg), "starting %d avalanchego nodes on 127.0.0.1 with an S-Chain subnet (about 20 s)...\n", cfg.Nodes)
+	if err := tmpnet.BootstrapNewNetwork(ctx, log, tn, cfg.RootDir); err != nil {
+		if tn.Dir != "" {
+			_ = tn.Stop(context.Background())
+		}
+		return nil, fmt.Errorf("bootstrapping the network: %w", err)
+	}
+	n, err := describe(ctx, tn, log)
+	if err != nil {
+		_ = tn.Stop(context.Background())
+		return nil, err
+	}
+	if err := writeToken(n.TokenPath(), token); err != nil {
+		_ = tn.Stop(context.Background())
+		return nil, err
+	}
+	n.Token = token
+	if err := writeCurrent(cfg.RootDir, n.Dir); err != nil {
+		_ = tn.Stop(context.Background())
+		return nil, err
+	}
+	return n, nil
+}
+
+// chainConfig returns the network's token and the chain config JSON that
+// lists its hash.
+func (c Config) chainConfig() (string, string, error) {
+	token := c.Token
+	if token == "" {
+		var err error
+		if token, err = vmconfig.GenerateToken(); err != nil {
+			return "", "", err
+		}
+	}
+	cc := vmconfig.DefaultChainConfig()
+	if c.ChainConfig != nil {
+		cc = *c.ChainConfig
+		cc.WriteTokens = slices.Clone(cc.WriteTokens)
+	}
+	wt, err := vmconfig.NewWriteToken(TokenName, token)
+	if err != nil {
+		return "", "", err
+	}
+	cc.WriteTokens = append(cc.WriteTokens, wt)
+	if err := cc.Verify(); err != nil {
+		return "", "", err
+	}
+	b, err := json.Marshal(cc)
+	if err != nil {
+		return "", "", err
+	}
+	return token, string(b), nil
+}
+
+// writeToken stores the token readable by its owner only.
+func writeToken(path, token string) error {
+	if err := os.WriteFile(path, []byte(token+"\n"), 0o600); err != nil {
+		return fmt.Errorf("localnet: writing the network's token: %w", err)
+	}
+	// WriteFile keeps the mode of an existing file: make sure.
+	return os.Chmod(path, 0o600)
+}
+
+// ReadToken reads a token file (surrounding whitespace trimmed).
+func ReadToken(path string) (string, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return "", err
+	}
+	tok := strings.TrimSpace(string(b))
+	if tok == "" {
+		return "", fmt.Errorf("token file %s is empty", path)
+	}
+	return tok, nil
+}
+
+func progress(cfg Config) io.Writer {
+	if cfg.Progress == nil {
+		return io.Discard
+	}
+	return cfg.Progress
+}
+
+// Open reads the current network of rootDir.
+func Open(ctx context.Context, rootDir string, progress io.Writer) (*Network, error) {
+	b, err := os.ReadFile(filepath.Join(rootDir, "current"))
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, ErrNoNetwork
+	}
+	if err != nil {
+		return nil, err
+	}
+	log := logger(progress)
+	tn, err := tmpnet.ReadNetwork(ctx, log, string(b))
+	if err != nil {
+		return nil, fmt.Errorf("reading network %s: %w", b, err)
+	}
+	return describe(ctx, tn, log)
+}
+
+func writeCurrent(rootDir, dir string) error {
+	return os.WriteFile(filepath.Join(rootDir, "current"), []byte(dir), 0o644)
+}
+
+func describe(_ context.Context, tn *tmpnet.Network, log logging.Logger) (*Network, error) {
+	s := tn.GetSubnet(SubnetName)
+	if s == nil || len(s.Chains) == 0 {
+		return nil, fmt.Errorf("localnet: network %s has no %q subnet", tn.Dir, SubnetName)
+	}
+	n := &Network{Dir: tn.Dir, SubnetID: s.SubnetID, ChainID: s.Chains[0].ChainID, tmp: tn, log: log}
+	if tok, err := ReadToken(n.TokenPath()); err == nil {
+		n.Token = tok
+	}
+	for _, nd := range tn.Nodes {
+		pc, _ := readProcess(nd)
+		n.Nodes = append(n.Nodes, Node{NodeID: nd.NodeID, URI: nd.URI, PID: pc.PID, StakingPort: pc.StakingAddress.Port()})
+	}
+	// A stable order, so "node1" means the same node in every command.
+	slices.SortFunc(n.Nodes, func(a, b Node) int { return a.NodeID.Compare(b.NodeID) })
+	return n, nil
+}
+
+func readProcess(nd *tmpnet.Node) (nodeconfig.ProcessContext, error) {
+	var pc nodeconfig.ProcessContext
+	b, err := os.ReadFile(filepath.Join(nd.DataDir, config.DefaultProcessContextFilename))
+	if err != nil {
+		return pc, err
+	}
+	return pc, json.Unmarshal(b, &pc)
+}
+
+// Stop stops every node and waits for the processes to exit.
+func (n *Network) Stop(ctx context.Context) error { return n.tmp.Stop(ctx) }
+
+// StopAll stops the current network of rootDir, if any.
+func StopAll(ctx context.Context, rootDir string, progress io.Writer) error {
+	n, err := Open(ctx, rootDir, progress)
+	if err != nil {
+		return err
+	}
+	if err := n.Stop(ctx); err != nil {
+		return err
+	}
+	return os.Remove(filepath.Join(rootDir, "current"))
+}
+
+func (n *Network) node(id ids.NodeID) (*tmpnet.Node, error) { return n.tmp.GetNode(id) }
+
+// StopNode stops one node gracefully and waits until it exited.
+func (n *Network) StopNode(ctx context.Context, id ids.NodeID) error {
+	nd, err := n.node(id)
+	if err != nil {
+		return err
+	}
+	return nd.Stop(ctx)
+}
+
+// KillNode sends SIGKILL to one node (a crash, not a shutdown) and waits
+// until the process is gone.
+func (n *Network) KillNode(ctx context.Context, id ids.NodeID) error {
+	nd, err := n.node(id)
+	if err != nil {
+		return err
+	}
+	pc, err := readProcess(nd)
+	if err != nil {
+		return fmt.Errorf("finding the process of %s: %w", id, err)
+	}
+	if err := syscall.Kill(pc.PID, syscall.SIGKILL); err != nil {
+		return fmt.Errorf("killing %s (pid %d): %w", id, pc.PID, err)
+	}
+	for {
+		if gone(pc.PID) {
+			_ = os.Remove(filepath.Join(nd.DataDir, config.DefaultProcessContextFilename))
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("waiting for %s (pid %d) to die: %w", id, pc.PID, ctx.Err())
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+}
+
+// gone reports whether pid has exited. A node started by this process is
+// its child: it stays a zombie (and looks alive to signal 0) until reaped,
+// so reap it here.
+func gone(pid int) bool {
+	var ws syscall.WaitStatus
+	wpid, err := syscall.Wait4(pid, &ws, syscall.WNOHANG, nil)
+	switch {
+	case wpid == pid:
+		return true
+	case errors.Is(err, syscall.ECHILD):
+		// Not our child (started by another `schain` process): init reaps it.
+		if err := syscall.Kill(pid, 0); errors.Is(err, syscall.ESRCH) {
+			return true
+		}
+		stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+		return err != nil || strings.Contains(string(stat), ") Z ")
+	}
+	return false
+}
+
+// StartNode (re)starts a stopped or killed node and waits until healthy.
+func (n *Network) StartNode(ctx context.Context, id ids.NodeID) error {
+	nd, err := n.node(id)
+	if err != nil {
+		return err
+	}
+	// Keep the node's ports across restarts, so clients and peers that knew
+	// it find it again.
+	for _, known := range n.Nodes {
+		if known.NodeID != id {
+			continue
+		}
+		if u, err := url.Parse(known.URI); err == nil && u.Port() != "" {
+			nd.Flags[config.HTTPPortKey] = u.Port()
+		}
+	}
+	if nd.StakingAddress.IsValid() {
+		nd.Flags[config.StakingPortKey] = strconv.Itoa(int(nd.StakingAddress.Port()))
+	}
+	if err := n.tmp.StartNode(ctx, nd); err != nil {
+		return err
+	}
+	if err := nd.WaitForHealthy(ctx); err != nil {
+		return err
+	}
+	pc, _ := readProcess(nd)
+	for i := range n.Nodes {
+		if n.Nodes[i].NodeID == id {
+			n.Nodes[i].URI, n.Nodes[i].PID, n.Nodes[i].StakingPort = nd.URI, pc.PID, pc.StakingAddress.Port()
+		}
+	}
+	return nil
+}

@@ -1,0 +1,321 @@
+// Package builder decides when the engine should build a block and what
+// goes into it: WaitForEvent, BuildBlock and BuildBlockWithContext. It picks
+// pending transactions in pool order into a chain.Draft, skips what cannot
+// go into this block yet, and never builds an empty block for nothing.
+package builder
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/s-chain/schain/errcode"
+
+	"github.com/ava-labs/avalanchego/ids"
+	"github.com/ava-labs/avalanchego/snow/consensus/snowman"
+	"github.com/ava-labs/avalanchego/snow/engine/common"
+	snowblock "github.com/ava-labs/avalanchego/snow/engine/snowman/block"
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/s-chain/schain/txs"
+	"github.com/s-chain/schain/vm/chain"
+	"github.com/s-chain/schain/vm/execute"
+	"github.com/s-chain/schain/vm/mempool"
+)
+
+// ErrNoWork is returned by BuildBlock when no pending transaction can go
+// into a block: S-Chain never builds empty blocks for nothing.
+var ErrNoWork = errors.New("builder: nothing to build")
+
+// maxContextlessOpening bounds the empty blocks built without a P-chain
+// context while the chain opens its first membership.
+const maxContextlessOpening = 4
+
+// retryBuild is how often pending work that could not go into the last
+// block is offered to the engine again.
+const retryBuild = time.Second
+
+// Owners is what the builder tells the write path (package writer).
+type Owners interface {
+	// Refused: tx broke a rule and left the pool; its receipt says why.
+	Refused(txID ids.ID, reason string)
+	// RepinWanted: a build skipped work pinned to a membership or round
+	// that can never come back; owners re-sign theirs at the next accept.
+	RepinWanted()
+}
+
+// Builder is safe for concurrent use.
+type Builder struct {
+	chain   *chain.Chain
+	mempool *mempool.Mempool
+	owners  Owners
+	refused *prometheus.CounterVec
+
+	mu sync.Mutex // guards the fields below
+	// openingWanted is set when a client asked for something that needs
+	// a membership before the chain has one: only then are the (empty)
+	// opening blocks built. bootstrapTried stops WaitForEvent from asking
+	// for opening blocks the builder cannot make (no proposer VM context);
+	// it is reset on every accept.
+	openingWanted  bool
+	bootstrapTried bool
+	// stalled is set when a build found nothing to include while
+	// transactions were pending; WaitForEvent then waits for a change.
+	stalled bool
+	// membershipWanted is set when a range waits to move to its new owner:
+	// the next build opens the new membership even without work.
+	membershipWanted bool
+	changed          chan struct{} // closed and replaced at every change
+}
+
+// New returns a builder of blocks on c from pool.
+func New(c *chain.Chain, pool *mempool.Mempool, owners Owners, reg prometheus.Registerer) (*Builder, error) {
+	refused := prometheus.NewCounterVec(prometheus.CounterOpts{Name: "refused_txs_total", Help: "pending transactions a build found invalid and evicted, by reason"}, []string{"reason"})
+	if reg == nil {
+		reg = prometheus.NewRegistry()
+	}
+	if err := reg.Register(refused); err != nil {
+		return nil, err
+	}
+	return &Builder{chain: c, mempool: pool, owners: owners, refused: refused, changed: make(chan struct{})}, nil
+}
+
+// WantOpening makes the builder build the chain's opening blocks: a caller
+// needs a membership and none is open.
+func (b *Builder) WantOpening() {
+	b.mu.Lock()
+	b.openingWanted = true
+	b.mu.Unlock()
+	b.Wake()
+}
+
+// WantMembership makes the next build open the new liveness round's
+// membership even without work: a range waits to move to its new owner.
+func (b *Builder) WantMembership() {
+	b.mu.Lock()
+	b.membershipWanted = true
+	b.mu.Unlock()
+	b.Wake()
+}
+
+// Accepted resets what an accepted block settles.
+func (b *Builder) Accepted(membershipChanged bool) {
+	b.mu.Lock()
+	b.bootstrapTried = false
+	if membershipChanged {
+		b.membershipWanted = false
+	}
+	b.mu.Unlock()
+	b.Wake()
+}
+
+// Wake tells WaitForEvent that something changed.
+func (b *Builder) Wake() {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	close(b.changed)
+	b.changed = make(chan struct{})
+}
+
+func (b *Builder) wait() <-chan struct{} {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.changed
+}
+
+// WaitForEvent returns PendingTxs when the mempool holds transactions, or
+// while the chain has not opened its first membership (no block with a P-chain
+// context yet), so that the engine builds the opening blocks.
+//
+// It is level-triggered: while transactions are pending it keeps reporting
+// them, because a build attempt can fail above the VM (the proposer VM's
+// slot checks) after the event was consumed. When the last build found
+// nothing to include (work pinned to a P-chain height the chain has not reached,
+// or already in a processing block), it waits for a change (a new
+// transaction, a decided block) or for retryBuild, so the engine neither
+// spins nor stalls.
+func (b *Builder) WaitForEvent(ctx context.Context) (common.Message, error) {
+	for {
+		changed := b.wait()
+		if b.needsOpening() {
+			return common.PendingTxs, nil
+		}
+		b.mu.Lock()
+		stalled := b.stalled
+		b.mu.Unlock()
+		if b.mempool.Len() > 0 && !stalled {
+			return common.PendingTxs, nil
+		}
+		timer := time.NewTimer(retryBuild)
+		retry := timer.C
+		if b.mempool.Len() == 0 {
+			retry = nil // nothing to retry: wait for a transaction
+		}
+		select {
+		case <-b.mempool.Pending():
+			timer.Stop()
+			b.setStalled(false)
+			return common.PendingTxs, nil
+		case <-changed:
+			timer.Stop()
+			b.setStalled(false)
+		case <-retry:
+			b.setStalled(false)
+			return common.PendingTxs, nil
+		case <-ctx.Done():
+			timer.Stop()
+			return 0, ctx.Err()
+		}
+	}
+}
+
+func (b *Builder) setStalled(v bool) {
+	b.mu.Lock()
+	b.stalled = v
+	b.mu.Unlock()
+}
+
+func (b *Builder) needsOpening() bool {
+	if n, _ := b.chain.Processing(ids.Empty); n != 0 {
+		return false
+	}
+	opened := b.chain.LastAccepted().HasPChainHeight
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return (b.openingWanted && !opened && !b.bootstrapTried) || b.membershipWanted
+}
+
+// BuildBlock builds without a P-chain context. Such a block (the first after
+// genesis) carries no transactions; it is built only while no membership is
+// known and a client asked for one, so that the chain reaches the heights
+// where the proposer VM supplies contexts.
+func (b *Builder) BuildBlock(ctx context.Context) (snowman.Block, error) {
+	return b.build(ctx, nil)
+}
+
+// BuildBlockWithContext packs pending transactions pinned to the context's
+// P-chain height.
+func (b *Builder) BuildBlockWithContext(ctx context.Context, bctx *snowblock.Context) (snowman.Block, error) {
+	return b.build(ctx, bctx)
+}
+
+func (b *Builder) build(ctx context.Context, bctx *snowblock.Context) (snowman.Block, error) {
+	b.mu.Lock()
+	wanted, wantMembership := b.openingWanted, b.membershipWanted
+	b.mu.Unlock()
+	if b.mempool.Len() == 0 && !wanted && !wantMembership {
+		return nil, ErrNoWork
+	}
+	d, err := b.chain.NewDraft(ctx, bctx)
+	if err != nil {
+		return nil, err
+	}
+	// Until a block carries a P-chain height, nodes cannot pin transactions: the
+	// chain opens its first membership with (at most a few) empty blocks.
+	opening := !d.Parent().HasPChainHeight && wanted
+	if bctx == nil {
+		// Before the proposer VM forks in (one or two blocks after genesis,
+		// depending on the genesis time) blocks come without a context;
+		// they open the chain and carry nothing. A bound keeps a chain
+		// whose proposer VM never activates from building empty blocks
+		// forever.
+		if !opening || d.Parent().Block.Height >= maxContextlessOpening {
+			d.Discard()
+			b.mu.Lock()
+			b.bootstrapTried = true
+			b.mu.Unlock()
+			return nil, fmt.Errorf("%w: a block without a P-chain context carries no transactions", ErrNoWork)
+		}
+		return d.Seal()
+	}
+	if d.Validators() == nil && !opening {
+		d.Discard()
+		return nil, fmt.Errorf("%w: no usable validator at P-chain height %d", chain.ErrNotReady, bctx.PChainHeight)
+	}
+	stale := false
+	if d.Membership() != nil {
+		stale = b.pick(d)
+	}
+	// With only stale work, or a range waiting to move to its new owner, a
+	// block that puts a new membership in force is what lets owners
+	// (re-)sign; otherwise an empty block is built for nothing.
+	if d.Len() == 0 && !opening && !((stale || wantMembership) && d.Changed()) {
+		changed := d.Changed()
+		d.Discard()
+		b.mu.Lock()
+		b.stalled = true
+		if !changed {
+			b.membershipWanted = false // nothing to open: the membership in force stays
+		}
+		b.mu.Unlock()
+		if stale {
+			b.owners.RepinWanted()
+		}
+		return nil, ErrNoWork
+	}
+	b.setStalled(false)
+	if stale {
+		b.owners.RepinWanted()
+	}
+	blk, err := d.Seal()
+	if err != nil {
+		return nil, err
+	}
+	if b.mempool.Len() > d.Len() {
+		b.mempool.Signal() // more than one block's worth is pending
+	}
+	return blk, nil
+}
+
+// pick adds pending transactions to d in pool order, as many as fit: a
+// transaction that does not fit is skipped, not the whole build, and one
+// that cannot go into this block yet does not keep the ones behind it out.
+// It reports work that can never be included under this block's
+// membership (its owner re-pins it once a block is accepted).
+func (b *Builder) pick(d *chain.Draft) (stale bool) {
+	for _, tx := range b.mempool.All() {
+		if !d.Fits(tx) {
+			continue // a smaller transaction behind it may still fit
+		}
+		err := d.Add(tx)
+		switch {
+		case err == nil:
+		case errors.Is(err, execute.ErrReplay):
+			// In a processing ancestor; kept in case that one is rejected.
+		case ahead(tx, d):
+			// Pinned to a P-chain height or round this block has not reached.
+		case errors.Is(err, execute.ErrWrongPChainHeight), errors.Is(err, execute.ErrWrongFingerprint),
+			errors.Is(err, execute.ErrExpired):
+			// Pinned to a membership or round no longer in force.
+			stale = true
+		default:
+			b.mempool.Remove(tx.ID()) // evict only the offending transaction
+			b.owners.Refused(tx.ID(), "rejected: "+err.Error())
+			b.refused.WithLabelValues(reason(err)).Inc()
+		}
+	}
+	return stale
+}
+
+// ahead reports whether tx is pinned to a P-chain height, or signed in a
+// liveness round, that d has not reached yet.
+func ahead(tx *txs.Tx, d *chain.Draft) bool {
+	h := tx.Unsigned.Head()
+	if height := d.Membership().Height(); h.PChainHeight != height {
+		return h.PChainHeight > height
+	}
+	if tx.IsHeartbeat() {
+		return h.Round > d.Round()
+	}
+	return h.Round > d.Round()+1
+}
+
+// reason labels an eviction for the metric.
+func reason(err error) string {
+	if _, r := errcode.Of(err); r != "" {
+		return r
+	}
+	return "other"
+}

@@ -1,0 +1,177 @@
+package config
+
+import (
+	"bytes"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"time"
+)
+
+// ErrBadChainConfig wraps every problem found in a node's chain config.
+var ErrBadChainConfig = errors.New("config: invalid chain config")
+
+// Bounds of the chain config's limits.
+const (
+	minRequestBytes = 4 << 10
+	maxRequestBytes = 64 << 20
+	maxPendingBound = 1 << 20
+	maxWaitBoundMs  = 10 * 60 * 1000
+	maxTokenNameLen = 64
+)
+
+// ChainConfig is one node's configuration of its S-Chain API: who may make
+// the node sign (write tokens) and the abuse limits. Unlike the genesis it is
+// not consensus-relevant and may differ between nodes. The node reads it
+// from <chain-config-dir>/<chainID>/config.json (or --chain-configs-content)
+// when the chain starts: revoking a token is removing its entry and
+// restarting the node.
+type ChainConfig struct {
+	// WriteTokens may call the methods that make this node sign (allocate,
+	// putManifest). With none, those methods are disabled; read methods are
+	// always open.
+	WriteTokens []WriteToken `json:"writeTokens"`
+	// MaxRequestBytes bounds one HTTP request body; a larger one is answered
+	// with HTTP 413 and api.CodeRequestTooLarge before it is decoded.
+	MaxRequestBytes int64 `json:"maxRequestBytes"`
+	// MaxPendingPerToken bounds the write requests of one token in flight
+	// (received and not yet answered, waits included); more are answered
+	// with api.CodeTooManyRequests, so that one client cannot starve another.
+	MaxPendingPerToken int `json:"maxPendingPerToken"`
+	// MaxWaitMs bounds how long a "wait" write request blocks: the wait is
+	// min(request waitMs, maxWaitMs, genesis maxWaitMs).
+	MaxWaitMs uint64 `json:"maxWaitMs"`
+}
+
+// WriteToken is one named bearer token, stored as the SHA-256 of the token
+// (64 hex digits) so the config file holds no secret. `schain token new`
+// prints a fresh token and its entry.
+type WriteToken struct {
+	// Name identifies the token's holder in logs and metrics (1..64 of
+	// [A-Za-z0-9._-]). The token itself is never logged.
+	Name string `json:"name"`
+	// SHA256 is hex(SHA-256(token)).
+	SHA256 string `json:"sha256"`
+}
+
+// DefaultChainConfig is what an empty chain config means: no write token
+// (writes disabled), 1 MiB requests, 4096 pending writes per token, waits of
+// at most 30 s.
+func DefaultChainConfig() ChainConfig {
+	return ChainConfig{
+		MaxRequestBytes:    1 << 20,
+		MaxPendingPerToken: 4096,
+		MaxWaitMs:          30_000,
+	}
+}
+
+// ParseChainConfig overlays JSON on the defaults. Empty input means the
+// defaults; unknown fields are errors naming the field, so a typo never
+// silently falls back to a default (or to no token at all).
+func ParseChainConfig(b []byte) (ChainConfig, error) {
+	c := DefaultChainConfig()
+	if len(bytes.TrimSpace(b)) == 0 {
+		return c, nil
+	}
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&c); err != nil {
+		return ChainConfig{}, fmt.Errorf("%w: %w (known fields: writeTokens[{name, sha256}], maxRequestBytes, maxPendingPerToken, maxWaitMs)", ErrBadChainConfig, err)
+	}
+	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
+		return ChainConfig{}, fmt.Errorf("%w: data after the JSON object", ErrBadChainConfig)
+	}
+	if err := c.Verify(); err != nil {
+		return ChainConfig{}, err
+	}
+	return c, nil
+}
+
+// Verify checks the tokens (valid unique names, well-formed unique hashes)
+// and the limits' ranges.
+func (c *ChainConfig) Verify() error {
+	names := make(map[string]bool, len(c.WriteTokens))
+	hashes := make(map[string]bool, len(c.WriteTokens))
+	for i, t := range c.WriteTokens {
+		if err := verifyTokenName(t.Name); err != nil {
+			return fmt.Errorf("%w: writeTokens[%d].name: %w", ErrBadChainConfig, i, err)
+		}
+		if names[t.Name] {
+			return fmt.Errorf("%w: writeTokens[%d]: name %q is used twice", ErrBadChainConfig, i, t.Name)
+		}
+		names[t.Name] = true
+		h, err := hex.DecodeString(t.SHA256)
+		if err != nil || len(h) != sha256.Size {
+			return fmt.Errorf("%w: writeTokens[%d] (%s).sha256 must be 64 hex digits, the SHA-256 of the token (`schain token new` prints it); never put the token itself in the config", ErrBadChainConfig, i, t.Name)
+		}
+		key := strings.ToLower(t.SHA256)
+		if hashes[key] {
+			return fmt.Errorf("%w: writeTokens[%d] (%s): the same token hash is listed twice", ErrBadChainConfig, i, t.Name)
+		}
+		hashes[key] = true
+	}
+	switch {
+	case c.MaxRequestBytes < minRequestBytes || c.MaxRequestBytes > maxRequestBytes:
+		return fmt.Errorf("%w: maxRequestBytes %d not in [%d, %d]", ErrBadChainConfig, c.MaxRequestBytes, minRequestBytes, maxRequestBytes)
+	case c.MaxPendingPerToken < 1 || c.MaxPendingPerToken > maxPendingBound:
+		return fmt.Errorf("%w: maxPendingPerToken %d not in [1, %d]", ErrBadChainConfig, c.MaxPendingPerToken, maxPendingBound)
+	case c.MaxWaitMs < 1 || c.MaxWaitMs > maxWaitBoundMs:
+		return fmt.Errorf("%w: maxWaitMs %d not in [1, %d]", ErrBadChainConfig, c.MaxWaitMs, maxWaitBoundMs)
+	}
+	return nil
+}
+
+// MaxWait as a duration.
+func (c *ChainConfig) MaxWait() time.Duration { return time.Duration(c.MaxWaitMs) * time.Millisecond }
+
+func verifyTokenName(name string) error {
+	if len(name) == 0 || len(name) > maxTokenNameLen {
+		return fmt.Errorf("%d bytes, must be 1..%d", len(name), maxTokenNameLen)
+	}
+	for i := 0; i < len(name); i++ {
+		c := name[i]
+		ok := c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '.' || c == '_' || c == '-'
+		if !ok {
+			return fmt.Errorf("%q: byte 0x%02x at %d (only A-Z a-z 0-9 . _ -)", name, c, i)
+		}
+	}
+	return nil
+}
+
+// TokenHash is the config form of a token: hex(SHA-256(token)).
+func TokenHash(token string) string {
+	sum := sha256.Sum256([]byte(token))
+	return hex.EncodeToString(sum[:])
+}
+
+// NewWriteToken returns the config entry of token under name, checking the
+// name.
+func NewWriteToken(name, token string) (WriteToken, error) {
+	if err := verifyTokenName(name); err != nil {
+		return WriteToken{}, fmt.Errorf("token name: %w", err)
+	}
+	if token == "" {
+		return WriteToken{}, errors.New("empty token")
+	}
+	return WriteToken{Name: name, SHA256: TokenHash(token)}, nil
+}
+
+// tokenPrefix marks S-Chain tokens, so secret scanners and people can tell
+// them apart.
+const tokenPrefix = "schain_"
+
+// GenerateToken returns a fresh random write token: 256 bits from
+// crypto/rand, base64url-encoded after a "schain_" prefix.
+func GenerateToken() (string, error) {
+	var b [32]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		return "", fmt.Errorf("generating a token: %w", err)
+	}
+	return tokenPrefix + base64.RawURLEncoding.EncodeToString(b[:]), nil
+}

@@ -1,0 +1,142 @@
+// Package gossip spreads pending transactions to the subnet's validators
+// with avalanchego's push and pull gossip (the X-chain's model): push
+// often, so a transaction reaches the slot's proposer fast, and pull as a
+// safety net for what a push missed. What peers push or answer to pulls
+// goes through the node's own admission.
+package gossip
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/ava-labs/avalanchego/ids"
+	"github.com/ava-labs/avalanchego/network/p2p"
+	avagossip "github.com/ava-labs/avalanchego/network/p2p/gossip"
+	"github.com/ava-labs/avalanchego/snow/engine/common"
+	"github.com/ava-labs/avalanchego/snow/validators"
+	"github.com/ava-labs/avalanchego/utils/logging"
+	"github.com/ava-labs/avalanchego/version"
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/s-chain/schain/txs"
+	"github.com/s-chain/schain/vm/mempool"
+)
+
+// Gossip periods.
+const (
+	pushPeriod = 100 * time.Millisecond
+	pullPeriod = time.Second
+)
+
+// Admitter takes a transaction into the pool after the node's admission
+// checks (package writer).
+type Admitter interface {
+	Admit(tx *txs.Tx) error
+}
+
+// Config is what gossip needs from its node.
+type Config struct {
+	NodeID     ids.NodeID
+	SubnetID   ids.ID
+	Limits     txs.Limits
+	Log        logging.Logger
+	Registerer prometheus.Registerer
+	Sender     common.AppSender
+	Peers      validators.State
+}
+
+var (
+	_ avagossip.Set[*txs.Tx]        = set{}
+	_ avagossip.Marshaller[*txs.Tx] = marshaller{}
+)
+
+// set shows the pool to the gossip protocol.
+type set struct {
+	admit Admitter
+	pool  *mempool.Mempool
+}
+
+func (s set) Add(tx *txs.Tx) error { return s.admit.Admit(tx) }
+func (s set) Has(id ids.ID) bool   { return s.pool.Has(id) }
+func (s set) Len() int             { return s.pool.Len() }
+
+func (s set) Iterate(f func(*txs.Tx) bool) {
+	for _, tx := range s.pool.All() {
+		if !f(tx) {
+			return
+		}
+	}
+}
+
+type marshaller struct{ limits txs.Limits }
+
+func (marshaller) MarshalGossip(tx *txs.Tx) ([]byte, error) { return tx.Bytes(), nil }
+
+func (m marshaller) UnmarshalGossip(b []byte) (*txs.Tx, error) { return txs.Parse(b, m.limits) }
+
+// Gossip is the push and pull gossip of one node's pool.
+type Gossip struct {
+	common.AppHandler
+	network *p2p.Network
+	set     *avagossip.BloomSet[*txs.Tx]
+	push    *avagossip.PushGossiper[*txs.Tx]
+	pull    avagossip.Gossiper
+	loops   sync.WaitGroup
+}
+
+// New wires gossip into the node's p2p layer; Run starts it.
+func New(cfg Config, admit Admitter, pool *mempool.Mempool) (*Gossip, error) {
+	peers := p2p.NewValidators(cfg.Log, cfg.SubnetID, cfg.Peers, time.Minute)
+	network, err := p2p.NewNetwork(cfg.Log, cfg.Sender, cfg.Registerer, "p2p", peers)
+	if err != nil {
+		return nil, fmt.Errorf("p2p network: %w", err)
+	}
+	bloom, err := avagossip.NewBloomSet[*txs.Tx](set{admit: admit, pool: pool}, avagossip.BloomSetConfig{})
+	if err != nil {
+		return nil, err
+	}
+	handler, pull, push, err := avagossip.NewSystem(cfg.NodeID, network, peers, bloom, marshaller{cfg.Limits}, avagossip.SystemConfig{
+		Log:           cfg.Log,
+		Registry:      cfg.Registerer,
+		Namespace:     "tx_gossip",
+		RequestPeriod: pullPeriod,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("gossip: %w", err)
+	}
+	if err := network.AddHandler(p2p.TxGossipHandlerID, handler); err != nil {
+		return nil, err
+	}
+	return &Gossip{AppHandler: network, network: network, set: bloom, push: push, pull: pull}, nil
+}
+
+// Offer admits tx here and pushes it to the other validators.
+func (g *Gossip) Offer(tx *txs.Tx) error {
+	if err := g.set.Add(tx); err != nil {
+		return err
+	}
+	g.push.Add(tx)
+	return nil
+}
+
+// Run gossips until ctx ends; Wait waits for it to stop.
+func (g *Gossip) Run(ctx context.Context, log logging.Logger) {
+	g.loops.Add(2)
+	go func() { defer g.loops.Done(); avagossip.Every(ctx, log, g.push, pushPeriod) }()
+	go func() { defer g.loops.Done(); avagossip.Every(ctx, log, g.pull, pullPeriod) }()
+}
+
+// Wait returns once Run's loops stopped.
+func (g *Gossip) Wait() { g.loops.Wait() }
+
+// Connected tells gossip about a peer.
+func (g *Gossip) Connected(ctx context.Context, nodeID ids.NodeID, v *version.Application) error {
+	return g.network.Connected(ctx, nodeID, v)
+}
+
+// Disconnected tells gossip a peer left.
+func (g *Gossip) Disconnected(ctx context.Context, nodeID ids.NodeID) error {
+	return g.network.Disconnected(ctx, nodeID)
+}

@@ -1,0 +1,345 @@
+package rpc
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"net/http"
+	"time"
+
+	"github.com/ava-labs/avalanchego/ids"
+	"github.com/ava-labs/avalanchego/utils/logging"
+	"github.com/gorilla/rpc/v2"
+	"github.com/gorilla/rpc/v2/json2"
+	"github.com/prometheus/client_golang/prometheus"
+
+	avajson "github.com/ava-labs/avalanchego/utils/json"
+
+	"github.com/s-chain/schain/errcode"
+	"github.com/s-chain/schain/state"
+	"github.com/s-chain/schain/txs"
+	"github.com/s-chain/schain/vm/api"
+	"github.com/s-chain/schain/vm/chain"
+	"github.com/s-chain/schain/vm/config"
+	"github.com/s-chain/schain/vm/execute"
+	"github.com/s-chain/schain/vm/writer"
+)
+
+// Writes is the node's write path (package writer).
+type Writes interface {
+	AllocateOne(ctx context.Context, entry txs.AllocateEntry) (writer.Submitted, error)
+	AllocatePooled(ctx context.Context, rangeKey string, count uint64) (writer.Pooled, error)
+	PutManifest(ctx context.Context, m txs.Manifest) (*txs.Tx, error)
+	Receipt(txID ids.ID) (*api.ReceiptReply, error)
+	WaitReceipt(ctx context.Context, txID ids.ID) (*api.ReceiptReply, error)
+}
+
+// Reads is what the read methods need (package chain).
+type Reads interface {
+	Snapshot(ctx context.Context) (*execute.Membership, error)
+	ValidatorSet(ctx context.Context, height uint64) (*execute.ValidatorSet, error)
+	State() state.Reader
+	LastAccepted() *chain.Block
+}
+
+// Config is what the API needs from its node.
+type Config struct {
+	NodeID    ids.NodeID
+	NetworkID uint32
+	ChainID   ids.ID
+	Genesis   *config.Genesis
+	// ChainConfig is this node's API access control and limits. Nil is only
+	// for a VM run in-process (tests, embedding): no token is then
+	// required.
+	ChainConfig *config.ChainConfig
+	Log         logging.Logger
+	Registerer  prometheus.Registerer
+}
+
+// Server is the JSON-RPC service with its access gate.
+type Server struct {
+	cfg     Config
+	gate    *gate
+	reads   Reads
+	writes  Writes
+	handler http.Handler
+}
+
+// New serves the JSON-RPC API (package api) behind the access control and
+// limits of the node's chain config (access.go).
+func New(cfg Config, reads Reads, writes Writes) (*Server, error) {
+	if cfg.Log == nil {
+		cfg.Log = logging.NoLog{}
+	}
+	m, err := newMetrics(cfg.Registerer)
+	if err != nil {
+		return nil, err
+	}
+	g, err := newGate(cfg.ChainConfig, cfg.Log, m)
+	if err != nil {
+		return nil, err
+	}
+	srv := &Server{cfg: cfg, gate: g, reads: reads, writes: writes}
+	server := rpc.NewServer()
+	codec := apiCodec{Codec: avajson.NewCodec(), gate: g}
+	server.RegisterCodec(codec, "application/json")
+	server.RegisterCodec(codec, "application/json;charset=UTF-8")
+	if err := server.RegisterService(&Service{s: srv}, api.Service); err != nil {
+		return nil, err
+	}
+	srv.handler = apiHandler{gate: g, next: server}
+	return srv, nil
+}
+
+// Handler serves the API at /ext/bc/<chainID>.
+func (s *Server) Handler() http.Handler { return s.handler }
+
+// Service implements the api methods. Reads see accepted state only.
+type Service struct{ s *Server }
+
+// Allocate group-commits one allocation of a range this node owns.
+func (s *Service) Allocate(r *http.Request, args *api.AllocateArgs, reply *api.AllocateReply) error {
+	l := s.s.cfg.Genesis.TxLimits
+	if err := txs.VerifyRange(args.Range, l); err != nil {
+		return s.invalidParams(r, err)
+	}
+	if args.Count == 0 || args.Count > l.MaxCount {
+		return s.invalidParams(r, fmt.Errorf("count %d not in [1, %d]", args.Count, l.MaxCount))
+	}
+	if args.Floor > math.MaxUint64-args.Count {
+		return s.invalidParams(r, fmt.Errorf("floor %d + count %d overflows 64 bits", args.Floor, args.Count))
+	}
+	if args.Pooled {
+		if args.Floor != 0 {
+			return s.invalidParams(r, errors.New("a pooled allocation takes no floor (allocate with a floor without pooling)"))
+		}
+		p, err := s.s.writes.AllocatePooled(r.Context(), args.Range, args.Count)
+		if errors.Is(err, writer.ErrInvalidPooled) {
+			return s.invalidParams(r, err)
+		}
+		if err != nil {
+			return rpcError(err)
+		}
+		*reply = api.AllocateReply{TxID: p.TxID, Index: p.Index, Owner: s.s.cfg.NodeID, Pooled: true, Base: p.Base, Count: p.Count}
+		return nil
+	}
+	sub, err := s.s.writes.AllocateOne(r.Context(), txs.AllocateEntry{Range: args.Range, Count: args.Count, Floor: args.Floor})
+	if err != nil {
+		return rpcError(err)
+	}
+	//lint:ignore SA1019 the former field is sent for one release
+	*reply = api.AllocateReply{TxID: sub.TxID, Index: sub.Index, PChainHeight: sub.PChainHeight, Epoch: sub.PChainHeight, Owner: sub.Owner}
+	if args.Wait {
+		rc, err := s.wait(r.Context(), sub.TxID, sub.Index, args.WaitMs)
+		if err != nil {
+			return err
+		}
+		reply.Receipt = rc
+	}
+	return nil
+}
+
+// PutManifest commits one manifest of a bucket this node owns.
+func (s *Service) PutManifest(r *http.Request, args *api.PutManifestArgs, reply *api.PutManifestReply) error {
+	m := txs.Manifest{Bucket: args.Bucket, Key: args.Key, Size: args.Size, ContentHash: args.ContentHash, Chunks: args.Chunks, Deleted: args.Deleted}
+	if err := m.Verify(s.s.cfg.Genesis.TxLimits); err != nil {
+		return s.invalidParams(r, err)
+	}
+	tx, err := s.s.writes.PutManifest(r.Context(), m)
+	if err != nil {
+		return rpcError(err)
+	}
+	h := tx.Unsigned.Head()
+	//lint:ignore SA1019 the former field is sent for one release
+	*reply = api.PutManifestReply{TxID: tx.ID(), PChainHeight: h.PChainHeight, Epoch: h.PChainHeight, Owner: h.Owner}
+	if args.Wait {
+		rc, err := s.wait(r.Context(), tx.ID(), 0, args.WaitMs)
+		if err != nil {
+			return err
+		}
+		reply.Receipt = rc
+	}
+	return nil
+}
+
+// wait waits for a write's receipt for at most min(waitMs, the chain
+// config's maxWaitMs, the genesis maxWaitMs); waitMs 0 means no bound of the
+// caller's own. A timeout names the transaction, so the caller polls it
+// instead of signing a second one.
+func (s *Service) wait(ctx context.Context, txID ids.ID, index int, waitMs uint64) (*api.ReceiptReply, error) {
+	bound := min(s.s.gate.cfg.MaxWait(), s.s.cfg.Genesis.MaxWait())
+	// Compared in milliseconds: a waitMs beyond what a Duration holds
+	// must mean the node's bound, not overflow into a negative wait.
+	if waitMs > 0 && waitMs < uint64(bound/time.Millisecond) {
+		bound = time.Duration(waitMs) * time.Millisecond
+	}
+	ctx, cancel := context.WithTimeout(ctx, bound)
+	defer cancel()
+	rc, err := s.s.writes.WaitReceipt(ctx, txID)
+	if errors.Is(err, writer.ErrWaitTimeout) || errors.Is(err, context.DeadlineExceeded) {
+		return nil, &json2.Error{
+			Code:    json2.ErrorCode(errcode.Timeout),
+			Message: fmt.Sprintf("%v (wait bound %v = min(waitMs, maxWaitMs); poll getReceipt, do not resend)", err, bound),
+			Data:    api.TimeoutData{TxID: txID, Index: index, WaitMs: uint64(bound / time.Millisecond)},
+		}
+	}
+	if err != nil {
+		return nil, rpcError(err)
+	}
+	return rc, nil
+}
+
+// invalidParams refuses a write's arguments, counted under its token.
+func (s *Service) invalidParams(r *http.Request, err error) error {
+	c, _ := callOf(r)
+	s.s.gate.reject(r, "", reasonInvalidParams, c.tokenName())
+	return invalidParams(err)
+}
+
+// GetReceipt reports a transaction's status.
+func (s *Service) GetReceipt(_ *http.Request, args *api.TxIDArgs, reply *api.ReceiptReply) error {
+	rc, err := s.s.writes.Receipt(args.TxID)
+	if err != nil {
+		return rpcError(err)
+	}
+	*reply = *rc
+	return nil
+}
+
+// GetAllocation reads a range's next unissued id.
+func (s *Service) GetAllocation(_ *http.Request, args *api.RangeArgs, reply *api.AllocationReply) error {
+	if err := txs.VerifyRange(args.Range, s.s.cfg.Genesis.TxLimits); err != nil {
+		return invalidParams(err)
+	}
+	next, err := s.s.reads.State().Counter(args.Range)
+	if err != nil {
+		return rpcError(err)
+	}
+	*reply = api.AllocationReply{Range: args.Range, Next: next}
+	return nil
+}
+
+// GetManifest reads an accepted manifest.
+func (s *Service) GetManifest(_ *http.Request, args *api.ManifestArgs, reply *api.ManifestReply) error {
+	m, err := s.s.reads.State().Manifest(args.Bucket, args.Key)
+	if errors.Is(err, state.ErrNotFound) {
+		return &json2.Error{Code: json2.ErrorCode(errcode.NotFound), Message: err.Error()}
+	}
+	if err != nil {
+		return rpcError(err)
+	}
+	reply.Manifest = *m
+	return nil
+}
+
+// GetOwner names a range's owner in the membership the next block will
+// have: where writes are routed.
+func (s *Service) GetOwner(r *http.Request, args *api.RangeArgs, reply *api.OwnerReply) error {
+	if err := txs.VerifyRange(args.Range, s.s.cfg.Genesis.TxLimits); err != nil {
+		return invalidParams(err)
+	}
+	e, err := s.s.reads.Snapshot(r.Context())
+	if err != nil {
+		return rpcError(err)
+	}
+	//lint:ignore SA1019 the former field is sent for one release
+	*reply = api.OwnerReply{Range: args.Range, Owner: e.Owner(args.Range), PChainHeight: e.Height(), Epoch: e.Height(), Fingerprint: e.Fingerprint()}
+	return nil
+}
+
+// GetMembership describes the membership the next block will have: the
+// members (live validators), the whole P-chain set and each validator's
+// liveness record.
+func (s *Service) GetMembership(r *http.Request, _ *api.Empty, reply *api.MembershipReply) error {
+	return s.membership(r, reply)
+}
+
+// GetEpoch is GetMembership under its former name.
+//
+// Deprecated: kept for one release; use getMembership.
+func (s *Service) GetEpoch(r *http.Request, args *api.Empty, reply *api.MembershipReply) error {
+	return s.membership(r, reply)
+}
+
+func (s *Service) membership(r *http.Request, reply *api.MembershipReply) error {
+	e, err := s.s.reads.Snapshot(r.Context())
+	if err != nil {
+		return rpcError(err)
+	}
+	v, err := s.s.reads.ValidatorSet(r.Context(), e.Height())
+	if err != nil {
+		return rpcError(fmt.Errorf("%w: %w", chain.ErrNotReady, err))
+	}
+	m := e.Record()
+	*reply = api.MembershipReply{
+		PChainHeight: e.Height(), Round: m.Round, Fingerprint: e.Fingerprint(),
+		Generation: m.Generation, Fallback: m.Fallback,
+		RoundDurationMs: s.s.cfg.Genesis.RoundDurationMs, LivenessRounds: s.s.cfg.Genesis.LivenessRounds,
+		//lint:ignore SA1019 the former field is sent for one release
+		EpochDurationMs: s.s.cfg.Genesis.RoundDurationMs, LivenessEpochs: s.s.cfg.Genesis.LivenessRounds,
+		NodeID: s.s.cfg.NodeID,
+	}
+	for _, mb := range e.Members() {
+		reply.Members = append(reply.Members, api.Member{NodeID: mb.NodeID, Weight: mb.Weight})
+	}
+	accepted := s.s.reads.State()
+	for _, val := range v.Members() {
+		_, member := e.Weight(val.NodeID)
+		vl := api.ValidatorLiveness{NodeID: val.NodeID, Weight: val.Weight, Member: member}
+		rec, known, err := accepted.Liveness(val.NodeID)
+		if err != nil {
+			return rpcError(err)
+		}
+		if known {
+			vl.FirstSeen = &rec.FirstSeen
+			if rec.HasHeartbeat {
+				vl.LastHeartbeat = &rec.Heartbeat
+			}
+		}
+		reply.Validators = append(reply.Validators, vl)
+	}
+	return nil
+}
+
+// GetNode identifies this node and its last accepted block.
+func (s *Service) GetNode(_ *http.Request, _ *api.Empty, reply *api.NodeReply) error {
+	last := s.s.reads.LastAccepted()
+	*reply = api.NodeReply{NodeID: s.s.cfg.NodeID, NetworkID: s.s.cfg.NetworkID, ChainID: s.s.cfg.ChainID, Height: last.Block.Height, StateRoot: last.StateRoot}
+	return nil
+}
+
+func invalidParams(err error) error {
+	_, reason := errcode.Of(err)
+	return &json2.Error{Code: json2.ErrorCode(errcode.InvalidParams), Message: err.Error(), Data: api.RejectedData{Reason: reason}}
+}
+
+// retryAfter is the back-off a NotReady or MempoolFull answer suggests.
+var retryAfter = map[string]uint64{"pool_refill": 200, "mempool_full": 200}
+
+// rpcError answers err with the code and reason it carries (package
+// errcode): the identity belongs to the error, never to its message.
+func rpcError(err error) error {
+	code, reason := errcode.Of(err)
+	if code == errcode.Unknown && errors.Is(err, context.DeadlineExceeded) {
+		code, reason = errcode.Timeout, "deadline"
+	}
+	e := &json2.Error{Code: json2.ErrorCode(code), Message: err.Error()}
+	switch code {
+	case errcode.NotOwner:
+		var noe *execute.NotOwnerError
+		if errors.As(err, &noe) {
+			//lint:ignore SA1019 the former field is sent for one release
+			e.Data = api.NotOwnerData{Range: noe.Range, Owner: noe.Owner, PChainHeight: noe.PChainHeight, Epoch: noe.PChainHeight}
+		}
+	case errcode.NotReady, errcode.MempoolFull:
+		wait, ok := retryAfter[reason]
+		if !ok {
+			wait = 1000
+		}
+		e.Data = api.RetryData{RetryAfterMs: wait}
+	case errcode.Rejected, errcode.InvalidParams:
+		e.Data = api.RejectedData{Reason: reason}
+	}
+	return e
+}

@@ -1,0 +1,132 @@
+package writer
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/ava-labs/avalanchego/ids"
+
+	"github.com/s-chain/schain/txs"
+	"github.com/s-chain/schain/vm/execute"
+	"github.com/s-chain/schain/vm/mempool"
+)
+
+// Submitted says where a request's entry went: transaction, entry index and
+// the P-chain height and owner it was pinned to.
+type Submitted struct {
+	TxID         ids.ID
+	Index        int
+	PChainHeight uint64
+	Owner        ids.NodeID
+}
+
+type intent struct {
+	entry txs.AllocateEntry
+	reply chan intentResult
+}
+
+type intentResult struct {
+	sub Submitted
+	err error
+}
+
+// AllocateOne queues one allocate request for group commit: concurrent
+// requests arriving within the group-commit window are signed together as
+// one transaction (one BLS signature, verified once by every validator).
+func (w *Writer) AllocateOne(ctx context.Context, entry txs.AllocateEntry) (Submitted, error) {
+	if err := w.checkOwned(ctx, []string{entry.Range}); err != nil {
+		return Submitted{}, err
+	}
+	it := intent{entry: entry, reply: make(chan intentResult, 1)}
+	select {
+	case w.intents <- it:
+	case <-ctx.Done():
+		return Submitted{}, ctx.Err()
+	default:
+		return Submitted{}, fmt.Errorf("%w: group-commit queue is full", mempool.ErrFull)
+	}
+	select {
+	case r := <-it.reply:
+		return r.sub, r.err
+	case <-ctx.Done():
+		return Submitted{}, ctx.Err()
+	}
+}
+
+// checkOwned fails fast (NotOwner, or NotReady while the range moves here)
+// before a request waits for a group.
+func (w *Writer) checkOwned(ctx context.Context, ranges []string) error {
+	_, err := w.signingMembership(ctx, ranges)
+	return err
+}
+
+// runCommitter collects intents into groups bounded by entries and by the
+// window, and signs each group as one transaction.
+func (w *Writer) runCommitter(ctx context.Context) {
+	defer close(w.committerDone)
+	window := w.genesis.GroupCommitWindow()
+	for {
+		var first intent
+		select {
+		case first = <-w.intents:
+		case <-ctx.Done():
+			w.drainIntents()
+			return
+		}
+		group := []intent{first}
+		timer := time.NewTimer(window)
+	collect:
+		for len(group) < w.genesis.GroupCommitMaxEntries {
+			select {
+			case it := <-w.intents:
+				group = append(group, it)
+			case <-timer.C:
+				break collect
+			case <-ctx.Done():
+				break collect
+			}
+		}
+		timer.Stop()
+		w.commitGroup(ctx, group)
+	}
+}
+
+func (w *Writer) drainIntents() {
+	for {
+		select {
+		case it := <-w.intents:
+			it.reply <- intentResult{err: ErrShuttingDown}
+		default:
+			return
+		}
+	}
+}
+
+func (w *Writer) commitGroup(ctx context.Context, group []intent) {
+	entries := make([]txs.AllocateEntry, len(group))
+	for i, it := range group {
+		entries[i] = it.entry
+	}
+	tx, err := w.Allocate(ctx, entries)
+	if err != nil && len(group) > 1 {
+		var noe *execute.NotOwnerError
+		if errors.As(err, &noe) {
+			// The membership moved while the group formed: answer each request
+			// on its own so owned ranges still go through.
+			for _, it := range group {
+				w.commitGroup(ctx, []intent{it})
+			}
+			return
+		}
+	}
+	for i, it := range group {
+		if err != nil {
+			it.reply <- intentResult{err: err}
+			continue
+		}
+		h := tx.Unsigned.Head()
+		it.reply <- intentResult{sub: Submitted{TxID: tx.ID(), Index: i, PChainHeight: h.PChainHeight, Owner: h.Owner}}
+	}
+}

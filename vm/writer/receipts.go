@@ -1,0 +1,142 @@
+package writer
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+
+	"github.com/s-chain/schain/errcode"
+
+	"github.com/ava-labs/avalanchego/ids"
+
+	"github.com/s-chain/schain/state"
+	"github.com/s-chain/schain/vm/api"
+)
+
+// tracker remembers what happened to transactions this node saw but the
+// chain did not accept: rejections with their reason and re-pinned
+// replacements. It is bounded (oldest first out) and wakes waiters whenever
+// something is decided.
+type tracker struct {
+	mu       sync.Mutex
+	limit    int
+	rejected map[ids.ID]string
+	replaced map[ids.ID]ids.ID
+	order    []ids.ID
+	changed  chan struct{} // closed and replaced on every decision
+}
+
+func newTracker(limit int) *tracker {
+	return &tracker{limit: max(limit, 1), rejected: map[ids.ID]string{}, replaced: map[ids.ID]ids.ID{}, changed: make(chan struct{})}
+}
+
+func (t *tracker) reject(id ids.ID, reason string) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.remember(id)
+	t.rejected[id] = reason
+	t.wakeLocked()
+}
+
+func (t *tracker) replace(old, replacement ids.ID) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.remember(old)
+	t.replaced[old] = replacement
+	t.wakeLocked()
+}
+
+func (t *tracker) lookup(id ids.ID) (reason string, rejected bool, replacement ids.ID, replaced bool) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	reason, rejected = t.rejected[id]
+	replacement, replaced = t.replaced[id]
+	return
+}
+
+// wait returns a channel closed at the next decision (accept, reject or
+// replacement).
+func (t *tracker) wait() <-chan struct{} {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.changed
+}
+
+func (t *tracker) wake() {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.wakeLocked()
+}
+
+func (t *tracker) wakeLocked() {
+	close(t.changed)
+	t.changed = make(chan struct{})
+}
+
+func (t *tracker) remember(id ids.ID) {
+	if _, ok := t.rejected[id]; ok {
+		return
+	}
+	if _, ok := t.replaced[id]; ok {
+		return
+	}
+	t.order = append(t.order, id)
+	if len(t.order) > t.limit {
+		old := t.order[0]
+		t.order = t.order[1:]
+		delete(t.rejected, old)
+		delete(t.replaced, old)
+	}
+}
+
+// Receipt reports a transaction's status from accepted state, the pending
+// pool and processing blocks, and what this node remembers of rejections and
+// re-pins.
+func (w *Writer) Receipt(txID ids.ID) (*api.ReceiptReply, error) {
+	rc, err := w.chain.State().Receipt(txID)
+	switch {
+	case err == nil:
+		return &api.ReceiptReply{TxID: txID, Status: api.StatusAccepted, Height: rc.Height, Entries: rc.Entries}, nil
+	case !errors.Is(err, state.ErrNotFound):
+		return nil, err
+	}
+	if reason, rejected, repl, replaced := w.tracker.lookup(txID); replaced {
+		return &api.ReceiptReply{TxID: txID, Status: api.StatusPending, ReplacedBy: &repl}, nil
+	} else if rejected {
+		return &api.ReceiptReply{TxID: txID, Status: api.StatusRejected, Error: reason}, nil
+	}
+	if _, carried := w.chain.Processing(txID); carried || w.mempool.Has(txID) {
+		return &api.ReceiptReply{TxID: txID, Status: api.StatusPending}, nil
+	}
+	return &api.ReceiptReply{TxID: txID, Status: api.StatusUnknown}, nil
+}
+
+// ErrWaitTimeout is returned when a wait outlasts the genesis bound.
+var ErrWaitTimeout = errcode.New(errcode.Timeout, "wait_timeout", "writer: transaction not decided within the wait bound")
+
+// WaitReceipt blocks until txID (or the transaction that replaced it) is
+// accepted or rejected, ctx ends, or the genesis wait bound passes.
+func (w *Writer) WaitReceipt(ctx context.Context, txID ids.ID) (*api.ReceiptReply, error) {
+	ctx, cancel := context.WithTimeout(ctx, w.genesis.MaxWait())
+	defer cancel()
+	for {
+		changed := w.tracker.wait()
+		rc, err := w.Receipt(txID)
+		if err != nil {
+			return nil, err
+		}
+		switch {
+		case rc.ReplacedBy != nil:
+			txID = *rc.ReplacedBy
+			continue
+		case rc.Status == api.StatusAccepted || rc.Status == api.StatusRejected:
+			return rc, nil
+		}
+		select {
+		case <-changed:
+		case <-ctx.Done():
+			return nil, fmt.Errorf("%w: %s is %s (%w)", ErrWaitTimeout, txID, rc.Status, ctx.Err())
+		}
+	}
+}

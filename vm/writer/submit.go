@@ -1,0 +1,272 @@
+package writer
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/s-chain/schain/errcode"
+
+	"github.com/ava-labs/avalanchego/ids"
+
+	"github.com/s-chain/schain/state"
+	"github.com/s-chain/schain/txs"
+	"github.com/s-chain/schain/vm/chain"
+	"github.com/s-chain/schain/vm/execute"
+	"github.com/s-chain/schain/vm/mempool"
+)
+
+// Allocate signs an allocation of this node's own ranges, pinned to the
+// membership in force, and queues it. A range this node does not own is
+// refused with execute.NotOwnerError naming the owner: there is no fallback
+// writer.
+func (w *Writer) Allocate(ctx context.Context, entries []txs.AllocateEntry) (*txs.Tx, error) {
+	return w.signOwn(ctx, func(h txs.Header) txs.Unsigned {
+		return &txs.AllocateTx{Header: h, Entries: entries}
+	}, (&txs.AllocateTx{Entries: entries}).Ranges())
+}
+
+// PutManifest signs a manifest of a bucket this node owns and queues it.
+func (w *Writer) PutManifest(ctx context.Context, m txs.Manifest) (*txs.Tx, error) {
+	return w.signOwn(ctx, func(h txs.Header) txs.Unsigned {
+		return &txs.PutManifestTx{Header: h, Entries: []txs.Manifest{m}}
+	}, []string{m.Bucket})
+}
+
+// signOwn pins a transaction of this node's own ranges to the membership in
+// force,
+// signs and queues it.
+func (w *Writer) signOwn(ctx context.Context, build func(txs.Header) txs.Unsigned, ranges []string) (*txs.Tx, error) {
+	tx, err := w.signCurrent(ctx, build, ranges)
+	if err != nil {
+		return nil, err
+	}
+	if err := w.SubmitTx(tx); err != nil {
+		return nil, err
+	}
+	return tx, nil
+}
+
+// signCurrent signs against the membership in force (see signingMembership)
+// after checking this node owns every range.
+func (w *Writer) signCurrent(ctx context.Context, build func(txs.Header) txs.Unsigned, ranges []string) (*txs.Tx, error) {
+	e, err := w.signingMembership(ctx, ranges)
+	if err != nil {
+		return nil, err
+	}
+	round := w.chain.CurrentRound()
+	for attempt := 0; ; attempt++ {
+		tx, err := w.sign(build(w.header(e.Height(), e.Fingerprint(), round)))
+		if err != nil {
+			return nil, err
+		}
+		// A transaction identical to an applied one would be refused as a
+		// replay while its caller read the old receipt as its own: never
+		// hand one out (the next nonce makes it new).
+		_, err = w.chain.State().Receipt(tx.ID())
+		switch {
+		case errors.Is(err, state.ErrNotFound):
+			return tx, nil
+		case err != nil:
+			return nil, err
+		case attempt == 2:
+			return nil, fmt.Errorf("writer: signed a transaction identical to applied %s three times", tx.ID())
+		}
+	}
+}
+
+// header starts a transaction of this node with a fresh nonce.
+func (w *Writer) header(pChainHeight uint64, fingerprint ids.ID, round uint64) txs.Header {
+	w.mu.Lock()
+	w.nonce++
+	nonce := w.nonce
+	w.mu.Unlock()
+	return txs.Header{
+		NetworkID: w.cfg.NetworkID, ChainID: w.cfg.ChainID, PChainHeight: pChainHeight,
+		Fingerprint: fingerprint, Owner: w.cfg.NodeID, Nonce: nonce, Round: round,
+	}
+}
+
+// sign signs u with this node's key. The signature is this node's own, so
+// it enters the verified-signature cache at once: admission and this node's
+// Verify of the block carrying it skip the BLS check (about a third of an
+// allocate request's CPU). Every other validator still verifies it.
+func (w *Writer) sign(u txs.Unsigned) (*txs.Tx, error) {
+	tx, err := txs.Sign(u, w.genesis.TxLimits, w.cfg.Signer)
+	if err != nil {
+		return nil, err
+	}
+	w.sigs.Add(tx.ID())
+	return tx, nil
+}
+
+// Admission errors. Each refuses a transaction before it costs a
+// validator-set lookup or a signature check.
+var (
+	// ErrOutsideWindow: pinned to a P-chain height below the last accepted
+	// block's or above the newest this node has seen, or signed in a
+	// liveness round too far from this node's.
+	ErrOutsideWindow = errcode.New(errcode.NotReady, "outside_window", "writer: transaction pinned outside this node's window")
+	// ErrStale: the transaction can never be included any more (its
+	// membership was superseded, or it expired).
+	ErrStale = errcode.New(errcode.Rejected, "stale", "writer: transaction can never be included any more")
+	// ErrUnknownMembership: pinned to a membership this node has not
+	// computed (it may lag behind the signer); gossip offers it again.
+	ErrUnknownMembership = errcode.New(errcode.NotReady, "unknown_membership", "writer: transaction pinned to a membership this node does not know")
+)
+
+// window is what admission checks a transaction's pins against: the P-chain
+// heights of the last accepted block and the newest context seen, the
+// liveness round of the last accepted block and the current one, and the
+// membership in force.
+type window struct {
+	lowHeight, highHeight uint64
+	acceptedRound, round  uint64
+	inForce               *execute.Membership
+}
+
+func (w *Writer) admissionWindow() (window, error) {
+	newest, ok := w.chain.NewestHeight()
+	inForce := w.chain.InForce()
+	if !ok || inForce == nil {
+		return window{}, fmt.Errorf("%w: no membership open yet", chain.ErrNotReady)
+	}
+	last := w.chain.LastAccepted().Block
+	return window{
+		lowHeight: last.PChainHeight, highHeight: newest,
+		acceptedRound: w.chain.Round(last.Timestamp),
+		round:         w.chain.Round(max(uint64(w.cfg.Clock().UnixMilli()), last.Timestamp)),
+		inForce:       inForce,
+	}, nil
+}
+
+// check refuses pins no honest signer produces now: a P-chain height
+// outside [last accepted, newest seen] (which bounds the validator-set
+// lookups gossip can cause to heights this node uses anyway), a heartbeat
+// for a liveness round other than the previous, current or next one (one
+// validator could otherwise fill every pool with heartbeats that never go
+// stale), or any transaction signed more than one round ahead.
+func (win window) check(h *txs.Header, heartbeat bool) error {
+	switch {
+	case h.PChainHeight < win.lowHeight || h.PChainHeight > win.highHeight:
+		return fmt.Errorf("%w: P-chain height %d not in [%d, %d]", ErrOutsideWindow, h.PChainHeight, win.lowHeight, win.highHeight)
+	case h.Round > win.round+1:
+		return fmt.Errorf("%w: signed in liveness round %d, this node is in %d", ErrOutsideWindow, h.Round, win.round)
+	case heartbeat && h.Round+1 < win.round:
+		return fmt.Errorf("%w: heartbeat of liveness round %d, this node is in %d", ErrOutsideWindow, h.Round, win.round)
+	}
+	return nil
+}
+
+// dead reports whether tx can never be included in a block that extends the
+// last accepted one, whose membership in force is win.inForce and whose
+// liveness round is win.acceptedRound: block P-chain heights and rounds
+// never go down, a transaction expires TxLifetimeRounds after it was signed,
+// and a superseded membership never comes back. A transaction pinned to a
+// membership only a processing block has opened yet (this node lags behind
+// its signer) is not dead.
+func (w *Writer) dead(tx *txs.Tx, win window) bool {
+	h := tx.Unsigned.Head()
+	switch {
+	case h.PChainHeight != win.inForce.Height():
+		return h.PChainHeight < win.inForce.Height()
+	case tx.IsHeartbeat():
+		return h.Round < win.acceptedRound
+	case h.Round+w.genesis.TxLifetimeRounds < win.acceptedRound:
+		return true
+	case h.Fingerprint == win.inForce.Fingerprint():
+		return false
+	}
+	m, ok := w.chain.Membership(h.Fingerprint)
+	return !ok || !m.Record().After(win.inForce.Record())
+}
+
+// checkSigner verifies that the transaction is pinned where an honest
+// signer pins now, to a membership this node knows in which the signer owns
+// every range, and that a validator of its P-chain height signed it. The
+// checks run cheapest first: no validator-set lookup or signature check for
+// a transaction refused by its pins. The success is cached, so the block
+// that later carries the tx skips the BLS check.
+func (w *Writer) checkSigner(tx *txs.Tx) error {
+	h := tx.Unsigned.Head()
+	if h.NetworkID != w.cfg.NetworkID || h.ChainID != w.cfg.ChainID {
+		return fmt.Errorf("%w: network %d chain %s", execute.ErrWrongChain, h.NetworkID, h.ChainID)
+	}
+	win, err := w.admissionWindow()
+	if err != nil {
+		return err
+	}
+	if err := win.check(h, tx.IsHeartbeat()); err != nil {
+		return err
+	}
+	var pinned *execute.Membership
+	if !tx.IsHeartbeat() {
+		m, ok := w.chain.Membership(h.Fingerprint)
+		if !ok || m.Height() != h.PChainHeight {
+			return fmt.Errorf("%w: fingerprint %s at P-chain height %d", ErrUnknownMembership, h.Fingerprint, h.PChainHeight)
+		}
+		pinned = m
+	}
+	if w.dead(tx, win) {
+		return fmt.Errorf("%w: %s", ErrStale, tx.ID())
+	}
+	// A relayed copy of an applied transaction would wait in the pool
+	// until it expires: refuse it here (one read of accepted state).
+	switch applied, err := w.chain.State().Applied(h.Round, tx.SigningHash()); {
+	case err != nil:
+		return err
+	case applied:
+		return fmt.Errorf("%w: %s", execute.ErrReplay, tx.ID())
+	}
+	if pinned != nil {
+		if err := pinned.CheckOwner(tx.Unsigned.Ranges(), h.Owner); err != nil {
+			return err
+		}
+	}
+	if w.sigs.Verified(tx.ID()) {
+		return nil
+	}
+	e, err := w.chain.ValidatorSet(context.Background(), h.PChainHeight)
+	if err != nil {
+		return fmt.Errorf("%w: %w", chain.ErrNotReady, err)
+	}
+	pk, ok := e.PublicKey(h.Owner)
+	if !ok {
+		return fmt.Errorf("%w: %s", execute.ErrUnknownSigner, h.Owner)
+	}
+	if err := tx.VerifySignature(pk); err != nil {
+		return err
+	}
+	w.sigs.Add(tx.ID())
+	return nil
+}
+
+// SubmitTx queues a signed transaction of this node (API, re-pinning) and
+// pushes it to the other validators.
+func (w *Writer) SubmitTx(tx *txs.Tx) error {
+	if w.gossip == nil {
+		return w.Admit(tx)
+	}
+	return w.gossip.Offer(tx)
+}
+
+// Admit queues a transaction after the cheap checks: stateless rules, its
+// pins, and a known signer with a valid signature (so gossip cannot fill the
+// pool with junk); execution decides the rest at build time.
+func (w *Writer) Admit(tx *txs.Tx) error {
+	if err := txs.Validate(tx.Unsigned, w.genesis.TxLimits); err != nil {
+		return err
+	}
+	if w.mempool.Has(tx.ID()) {
+		return fmt.Errorf("%w: %s", mempool.ErrDuplicate, tx.ID())
+	}
+	if err := w.checkSigner(tx); err != nil {
+		w.metrics.refused.WithLabelValues(reason(err)).Inc()
+		return err
+	}
+	if err := w.mempool.Add(tx); err != nil {
+		return err
+	}
+	w.metrics.mempoolDepth.Set(float64(w.mempool.Len()))
+	return nil
+}

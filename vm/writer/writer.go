@@ -1,0 +1,256 @@
+// Package writer is the owner's write path: it signs this node's
+// allocations, manifests and heartbeats against the membership in force,
+// admits transactions (its own and gossiped ones) into the pool, groups
+// concurrent requests into one signed transaction, hands out ids from
+// pools committed in advance, re-signs pending work a new membership made
+// stale, and answers receipts and waits.
+package writer
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/binary"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/s-chain/schain/errcode"
+
+	"github.com/ava-labs/avalanchego/ids"
+	"github.com/ava-labs/avalanchego/utils/logging"
+	"github.com/ava-labs/avalanchego/vms/platformvm/warp"
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/s-chain/schain/txs"
+	"github.com/s-chain/schain/vm/chain"
+	"github.com/s-chain/schain/vm/config"
+	"github.com/s-chain/schain/vm/execute"
+	"github.com/s-chain/schain/vm/mempool"
+)
+
+// ErrShuttingDown is returned to requests that arrive while the VM stops.
+var ErrShuttingDown = errcode.New(errcode.NotReady, "shutting_down", "writer: shutting down")
+
+// ErrMembershipOpening is the NotReady of a range that moves to this node
+// when the next block opens the new round's membership: the range
+// is this node's in the membership that block will have, not yet in the one
+// in force.
+var ErrMembershipOpening = errcode.New(errcode.NotReady, "membership_opening", "writer: ownership moves to this node when the next block opens the new membership")
+
+// Config is what the write path needs from its node.
+type Config struct {
+	NetworkID uint32
+	ChainID   ids.ID
+	NodeID    ids.NodeID
+	Signer    warp.Signer
+	Genesis   *config.Genesis
+	Clock     func() time.Time
+	Log       logging.Logger
+	// Registerer receives the write path's metrics (nil: a private one).
+	Registerer prometheus.Registerer
+	// Heartbeats makes the writer send this validator's heartbeat a few
+	// times per liveness round (a node always does; in-process users call
+	// Heartbeat themselves).
+	Heartbeats bool
+}
+
+// Builds is what the write path asks of the block builder.
+type Builds interface {
+	// WantMembership: a range waits to move to this node; the next block
+	// should open the new membership even without work.
+	WantMembership()
+}
+
+// Gossip offers a transaction to the other validators after admitting it
+// here (package gossip).
+type Gossip interface {
+	Offer(tx *txs.Tx) error
+}
+
+// Writer is safe for concurrent use.
+type Writer struct {
+	cfg     Config
+	genesis *config.Genesis
+	chain   *chain.Chain
+	mempool *mempool.Mempool
+	builds  Builds
+	gossip  Gossip // nil without gossip; set before Start
+	sigs    *execute.SignatureCache
+	tracker *tracker
+	pools   *pools
+	metrics *metrics
+
+	mu            sync.Mutex // guards nonce and lastHeartbeat
+	nonce         uint64
+	lastHeartbeat *txs.Tx // the last heartbeat this node sent
+
+	// repinWanted is set when a build skipped stale work: the next accept
+	// re-pins even if it changed no membership.
+	repinWanted atomic.Bool
+
+	intents       chan intent
+	stop          context.CancelFunc
+	lifetime      context.Context // ends at Stop
+	committerDone chan struct{}
+	background    sync.WaitGroup // re-pinning, refills, heartbeats
+}
+
+// New returns the write path of c's node over pool.
+func New(cfg Config, c *chain.Chain, pool *mempool.Mempool, builds Builds) (*Writer, error) {
+	if cfg.Log == nil {
+		cfg.Log = logging.NoLog{}
+	}
+	m, err := newMetrics(cfg.Registerer)
+	if err != nil {
+		return nil, err
+	}
+	g := cfg.Genesis
+	w := &Writer{
+		cfg: cfg, genesis: g, chain: c, mempool: pool, builds: builds, metrics: m,
+		sigs:    c.Signatures(),
+		tracker: newTracker(g.TrackedTxs),
+		pools:   newPools(g.PoolChunkOrDefault(), g.PoolRanges),
+		intents: make(chan intent, 4*g.GroupCommitMaxEntries),
+	}
+	// Nonces only need to differ between this node's own transactions of one
+	// round, including across restarts: start at a random point, so that
+	// neither a clock stepped back nor a fixed clock repeats one.
+	if w.nonce, err = randomNonce(); err != nil {
+		return nil, err
+	}
+	return w, nil
+}
+
+// UseGossip makes SubmitTx offer this node's transactions to the other
+// validators. Call it before Start.
+func (w *Writer) UseGossip(g Gossip) { w.gossip = g }
+
+// Start runs the group committer and, with Config.Heartbeats, the
+// heartbeat loop.
+func (w *Writer) Start() {
+	ctx, cancel := context.WithCancel(context.Background())
+	w.stop, w.lifetime = cancel, ctx
+	w.committerDone = make(chan struct{})
+	go w.runCommitter(ctx)
+	if w.cfg.Heartbeats {
+		w.background.Add(1)
+		go w.runHeartbeats(ctx, heartbeatInterval(w.genesis.RoundDurationMs))
+	}
+}
+
+// Stop ends the committer and waits for background work.
+func (w *Writer) Stop() {
+	if w.stop == nil {
+		return
+	}
+	w.stop()
+	<-w.committerDone
+	w.background.Wait()
+}
+
+// Accepted is the write path's part of a block's acceptance: included
+// transactions leave the pool, stale ones are re-pinned when the block put
+// a new membership in force (or a build found stale work), and waiters
+// wake.
+func (w *Writer) Accepted(b *chain.Block, inForce *execute.Membership, changed bool) {
+	included := make([]ids.ID, len(b.Txs))
+	for i, tx := range b.Txs {
+		included[i] = tx.ID()
+	}
+	w.mempool.Remove(included...)
+	if repin := w.repinWanted.Swap(false); b.HasPChainHeight && inForce != nil && (changed || repin) {
+		w.repinStale(inForce)
+	}
+	w.mempool.Signal()
+	w.metrics.mempoolDepth.Set(float64(w.mempool.Len()))
+	w.tracker.wake()
+}
+
+// Rejected returns a rejected block's transactions to the pool (unless a
+// competing block applied them); if the pool is full, their owners
+// re-submit.
+func (w *Writer) Rejected(b *chain.Block) {
+	for _, tx := range b.Unapplied() {
+		_ = w.mempool.Add(tx)
+	}
+	w.tracker.wake()
+}
+
+// Refused records that a build evicted tx for breaking a rule.
+func (w *Writer) Refused(txID ids.ID, reason string) { w.tracker.reject(txID, reason) }
+
+// RepinWanted asks the next accept to re-pin stale work.
+func (w *Writer) RepinWanted() { w.repinWanted.Store(true) }
+
+// signingMembership is the membership this node signs its transactions against,
+// after checking that it owns every range: the membership in force at the
+// last accepted block. Signing only against a membership in force is what
+// makes re-pinning safe: a transaction is re-signed only once the
+// membership it was signed against has been superseded on the accepted
+// chain, and a superseded membership never comes back (a generation only
+// grows), so the replaced transaction can never be applied. A range this
+// node owns in the membership the next block will have (Snapshot) but not
+// yet in the one in force answers chain.ErrNotReady, and makes the next
+// block open the new membership; a range it owns now but not in the next
+// membership answers NotOwner with the next owner.
+func (w *Writer) signingMembership(ctx context.Context, ranges []string) (*execute.Membership, error) {
+	next, err := w.chain.Snapshot(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if err := next.CheckOwner(ranges, w.cfg.NodeID); err != nil {
+		return nil, err
+	}
+	now := w.chain.InForce()
+	if now == nil {
+		return nil, w.chain.NeedMembership()
+	}
+	if err := now.CheckOwner(ranges, w.cfg.NodeID); err != nil {
+		w.builds.WantMembership()
+		// Not wrapped: the caller must not route to the owner in force,
+		// which is handing the range over.
+		return nil, fmt.Errorf("%w: %w (%v; retry shortly)", chain.ErrNotReady, ErrMembershipOpening, err)
+	}
+	return now, nil
+}
+
+func randomNonce() (uint64, error) {
+	var b [8]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		return 0, fmt.Errorf("drawing a nonce: %w", err)
+	}
+	return binary.BigEndian.Uint64(b[:]) >> 1, nil // half the space above it is left for increments
+}
+
+// metrics are the write path's series (docs/operations.md lists them all).
+type metrics struct {
+	mempoolDepth prometheus.Gauge
+	refused      *prometheus.CounterVec // admission refusals, by reason
+	pooled       *prometheus.CounterVec // pooled allocations: "hit" or "wait" (for a reservation)
+}
+
+func newMetrics(reg prometheus.Registerer) (*metrics, error) {
+	if reg == nil {
+		reg = prometheus.NewRegistry()
+	}
+	m := &metrics{
+		mempoolDepth: prometheus.NewGauge(prometheus.GaugeOpts{Name: "mempool_txs", Help: "pending transactions"}),
+		refused:      prometheus.NewCounterVec(prometheus.CounterOpts{Name: "admission_refusals_total", Help: "transactions refused by admission (API, re-pinning, gossip), by reason"}, []string{"reason"}),
+		pooled:       prometheus.NewCounterVec(prometheus.CounterOpts{Name: "pooled_allocations_total", Help: "pooled allocations, by whether they waited for a reservation"}, []string{"outcome"}),
+	}
+	for _, c := range []prometheus.Collector{m.mempoolDepth, m.refused, m.pooled} {
+		if err := reg.Register(c); err != nil {
+			return nil, err
+		}
+	}
+	return m, nil
+}
+
+// reason labels a refusal for the metric.
+func reason(err error) string {
+	if _, r := errcode.Of(err); r != "" {
+		return r
+	}
+	return "other"
+}
