@@ -182,7 +182,7 @@ func Observation(i int, p schainseq.Pair) shadow.Observation {
 	case p.Missing:
 	case p.SChain != nil:
 		r := p.SChain
-		o.SChain.Result = shadow.SChainResult{Base: r.Base, Count: r.Count, TxID: r.TxID, Epoch: r.Epoch, Owner: r.Owner}
+		o.SChain.Result = shadow.SChainResult{Base: r.Base, Count: r.Count, TxID: r.TxID, PChainHeight: r.PChainHeight, Owner: r.Owner}
 	default:
 		o.SChain.Err = errors.New(p.Error)
 	}

@@ -218,7 +218,7 @@ type service struct {
 
 func authorized(r *http.Request) error {
 	if r.Header.Get("Authorization") != "Bearer "+Token {
-		return &json2.Error{Code: api.CodeUnauthorized, Message: "unauthorized", Data: api.UnauthorizedData{Reason: api.ReasonInvalid}}
+		return &json2.Error{Code: json2.ErrorCode(api.CodeUnauthorized), Message: "unauthorized", Data: api.UnauthorizedData{Reason: api.ReasonInvalid}}
 	}
 	return nil
 }
@@ -237,7 +237,7 @@ func (s *service) GetNode(_ *http.Request, _ *api.Empty, reply *api.NodeReply) e
 
 func (s *service) GetOwner(_ *http.Request, args *api.RangeArgs, reply *api.OwnerReply) error {
 	s.count("getOwner")
-	*reply = api.OwnerReply{Range: args.Range, Owner: s.c.NodeIDs[s.c.Owner(args.Range)], Epoch: 7}
+	*reply = api.OwnerReply{Range: args.Range, Owner: s.c.NodeIDs[s.c.Owner(args.Range)], PChainHeight: 7}
 	return nil
 }
 
@@ -265,7 +265,7 @@ func (s *service) Allocate(r *http.Request, args *api.AllocateArgs, reply *api.A
 		return err
 	}
 	if args.Count == 0 || args.Count > 1<<20 || strings.ContainsAny(args.Range, " \t") {
-		return &json2.Error{Code: api.CodeInvalidParams, Message: fmt.Sprintf("bad allocate %+v", *args)}
+		return &json2.Error{Code: json2.ErrorCode(api.CodeInvalidParams), Message: fmt.Sprintf("bad allocate %+v", *args)}
 	}
 	c := s.c
 	c.mu.Lock()
@@ -278,12 +278,12 @@ func (s *service) Allocate(r *http.Request, args *api.AllocateArgs, reply *api.A
 	if c.notReady > 0 {
 		c.notReady--
 		c.mu.Unlock()
-		return &json2.Error{Code: api.CodeNotReady, Message: "not ready", Data: api.RetryData{RetryAfterMs: 10}}
+		return &json2.Error{Code: json2.ErrorCode(api.CodeNotReady), Message: "not ready", Data: api.RetryData{RetryAfterMs: 10}}
 	}
 	if owner := c.ownerLocked(args.Range); owner != s.i {
 		c.mu.Unlock()
-		return &json2.Error{Code: api.CodeNotOwner, Message: fmt.Sprintf("not the owner of %q", args.Range),
-			Data: api.NotOwnerData{Range: args.Range, Owner: c.NodeIDs[owner], Epoch: 7}}
+		return &json2.Error{Code: json2.ErrorCode(api.CodeNotOwner), Message: fmt.Sprintf("not the owner of %q", args.Range),
+			Data: api.NotOwnerData{Range: args.Range, Owner: c.NodeIDs[owner], PChainHeight: 7}}
 	}
 	if args.Pooled {
 		defer c.mu.Unlock()
@@ -309,7 +309,7 @@ func (s *service) Allocate(r *http.Request, args *api.AllocateArgs, reply *api.A
 	c.receipts[txID] = rc
 	wait := c.blockTime
 	c.mu.Unlock()
-	*reply = api.AllocateReply{TxID: txID, Index: 1, Epoch: 7, Owner: c.NodeIDs[s.i]}
+	*reply = api.AllocateReply{TxID: txID, Index: 1, PChainHeight: 7, Owner: c.NodeIDs[s.i]}
 	if args.Wait {
 		if wait > 0 {
 			t := time.NewTimer(wait)

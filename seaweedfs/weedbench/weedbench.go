@@ -27,11 +27,11 @@ import (
 
 	"github.com/s-chain/schain/benchmark"
 	"github.com/s-chain/schain/client"
+	"github.com/s-chain/schain/localnet"
 	"github.com/s-chain/schain/seaweedfs/cluster"
 	"github.com/s-chain/schain/seaweedfs/schainseq"
 	"github.com/s-chain/schain/seaweedfs/workload"
 	"github.com/s-chain/schain/shadow/seaweed"
-	"github.com/s-chain/schain/localnet"
 )
 
 // Settings shape the bench.
