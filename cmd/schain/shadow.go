@@ -15,13 +15,13 @@ import (
 	"github.com/schollz/progressbar/v3"
 	"github.com/spf13/cobra"
 
+	"github.com/s-chain/schain/localnet"
 	"github.com/s-chain/schain/shadow"
 	"github.com/s-chain/schain/shadow/legacy"
 	"github.com/s-chain/schain/shadow/legacyraft"
 	"github.com/s-chain/schain/shadow/plot"
 	"github.com/s-chain/schain/shadow/schainrpc"
 	"github.com/s-chain/schain/shadow/seaweed"
-	"github.com/s-chain/schain/localnet"
 )
 
 // exitNotReady is shadow run's exit code when the gate stays closed.

@@ -14,8 +14,8 @@ import (
 
 	"github.com/s-chain/schain/client"
 	"github.com/s-chain/schain/eviction"
-	"github.com/s-chain/schain/subnet"
 	"github.com/s-chain/schain/localnet"
+	"github.com/s-chain/schain/subnet"
 	"github.com/s-chain/schain/vm/api"
 )
 
