@@ -16,8 +16,8 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/s-chain/schain/benchmark"
-	"github.com/s-chain/schain/shadow/legacyraft"
 	"github.com/s-chain/schain/localnet"
+	"github.com/s-chain/schain/shadow/legacyraft"
 )
 
 // benchStopTimeout bounds stopping every system after a run, even when the

@@ -69,7 +69,7 @@ type Allocation struct {
 
 // New starts n nodes; they stop when the test ends. A range's owner is
 // CRC32(range) modulo the nodes that are up, so killing a node moves its
-// ranges at once (the real chain waits for a liveness epoch).
+// ranges at once (the real chain waits for a liveness round).
 func New(t testing.TB, n int) *Chain {
 	c := &Chain{
 		ChainID: ids.GenerateTestID(), down: map[int]bool{}, counters: map[string]uint64{},
