@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/s-chain/schain/client"
+	"github.com/s-chain/schain/errcode"
 	"github.com/s-chain/schain/vm/api"
 )
 
@@ -53,6 +54,13 @@ func describe(err error, g *globals) failure {
 		f.Name, f.ExitCode = "usage", exitUsage
 		f.Line = fmt.Sprintf("usage: %v (see schain --help)", err)
 		return f
+	case isVerifyError(err):
+		f.Name, f.ExitCode = "not_verified", exitNotVerified
+		_, reason := errcode.Of(err)
+		f.Line = fmt.Sprintf("not verified (%s): %v", reason, err)
+	case errors.Is(err, client.ErrNotFinal):
+		f.Name, f.ExitCode = "not_final", exitUnavailable
+		f.Line = fmt.Sprintf("not final: %v", err)
 	case isValidatorsError(err):
 		f.Name, f.Line, f.ExitCode, _ = validatorsFailure(err)
 	case errors.Is(err, client.ErrTxRejected):

@@ -56,6 +56,9 @@ func receiptFields(rc *api.ReceiptReply) []field {
 	if rc.ReplacedBy != nil {
 		fs = append(fs, field{"replacedBy", *rc.ReplacedBy})
 	}
+	if rc.Final {
+		fs = append(fs, field{"final", fmt.Sprintf("certified at height %d (schain verify %s checks it)", rc.CertifiedBy, rc.TxID)})
+	}
 	for _, e := range rc.Entries {
 		fs = append(fs, field{"entry", entryString(e)})
 	}

@@ -72,7 +72,8 @@ Exit codes: 0 ok, 1 error, 2 usage or invalid parameters, 3 rejected by the
 chain, 4 not owner / owner unreachable, 5 unavailable (not ready, mempool
 full, too many requests, unreachable, timed out), 7 unauthorized (no, wrong
 or revoked write token), 8 refused by a validators command's precondition
-(nothing issued).`,
+(nothing issued), 9 a finality certificate or its proof does not check out
+(schain verify).`,
 		SilenceErrors: true,
 		SilenceUsage:  true,
 	}
@@ -88,7 +89,7 @@ or revoked write token), 8 refused by a validators command's precondition
 		newAllocateCmd(g), newPutManifestCmd(g),
 		newReceiptCmd(g), newOwnerCmd(g), newMembershipCmd(g), newAllocCmd(g), newManifestCmd(g), newNodeCmd(g),
 		newLegacyCmd(g), newNetworkCmd(g), newDemoCmd(g), newTokenCmd(g), newShadowCmd(g), newBenchCmd(g),
-		newValidatorsCmd(g), newSeaweedFSCmd(g),
+		newValidatorsCmd(g), newSeaweedFSCmd(g), newVerifyCmd(g),
 	)
 	return root
 }
