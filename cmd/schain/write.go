@@ -34,11 +34,8 @@ quarter of the genesis poolChunk ids, no --floor. Ids of a pool lost with its
 node are skipped, never reissued.`,
 		Args: exactArgs(0, "no arguments"),
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if args.Range == "" || args.Count == 0 {
-				return usageError{errors.New("--range and a positive --count are required")}
-			}
-			if args.Pooled && (wait || args.Floor != 0) {
-				return usageError{errors.New("--pooled answers with accepted ids at once and takes neither --wait nor --floor")}
+			if args.Count == 0 {
+				return usageError{errors.New("--count must be positive")}
 			}
 			return g.withRouter(cmd, func(ctx context.Context, r *client.Router) error {
 				reply, err := r.Allocate(ctx, args)
@@ -65,7 +62,10 @@ node are skipped, never reissued.`,
 	f.Uint64Var(&args.Count, "count", 0, "number of ids to reserve")
 	f.Uint64Var(&args.Floor, "floor", 0, "lowest acceptable base (cutover from the legacy allocator)")
 	f.BoolVar(&wait, "wait", false, "wait until the transaction is decided")
-	f.BoolVar(&args.Pooled, "pooled", false, "answer at once from the owner's committed id pool")
+	f.BoolVar(&args.Pooled, "pooled", false, "answer at once from the owner's committed id pool (takes neither --wait nor --floor)")
+	mustMarkRequired(cmd, "range", "count")
+	cmd.MarkFlagsMutuallyExclusive("pooled", "wait")
+	cmd.MarkFlagsMutuallyExclusive("pooled", "floor")
 	return cmd
 }
 
@@ -96,9 +96,6 @@ func newPutManifestCmd(g *globals) *cobra.Command {
 range (the bucket or one of its bands). Hashes are CB58 or 64 hex digits.`,
 		Args: exactArgs(0, "no arguments"),
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if args.Bucket == "" || args.Key == "" || (contentHash == "" && !args.Deleted) {
-				return usageError{errors.New("--bucket, --key and --content-hash are required")}
-			}
 			if contentHash != "" {
 				h, err := parseID(contentHash)
 				if err != nil {
@@ -137,6 +134,8 @@ range (the bucket or one of its bands). Hashes are CB58 or 64 hex digits.`,
 	f.StringArrayVar(&chunkSpecs, "chunk", nil, "chunk as range:id:size:hash (repeatable, in order)")
 	f.BoolVar(&args.Deleted, "deleted", false, "write a tombstone")
 	f.BoolVar(&wait, "wait", false, "wait until the transaction is decided")
+	mustMarkRequired(cmd, "bucket", "key")
+	cmd.MarkFlagsOneRequired("content-hash", "deleted")
 	return cmd
 }
 
