@@ -61,8 +61,11 @@ fmt:
 	@out=$$(gofmt -l $$(git ls-files '*.go' ; git ls-files --others --exclude-standard '*.go')); \
 	if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
 
+# The e2e packages build only with the e2e tag: vet them too, so a rename
+# never breaks them unnoticed.
 vet:
 	$(GO) vet $(PKGS)
+	$(GO) vet -tags e2e ./tests/e2e/ ./seaweedfs/e2e/
 
 $(STATICCHECK):
 	GOBIN=$(BIN) $(GO) install honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION)

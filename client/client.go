@@ -142,13 +142,13 @@ func (c *Client) Endpoint() string { return c.endpoint }
 // args.Range in the membership its next block will have.
 func (c *Client) Allocate(ctx context.Context, args api.AllocateArgs) (*api.AllocateReply, error) {
 	reply := new(api.AllocateReply)
-	return reply, c.call(ctx, "allocate", args, reply, args.Wait)
+	return reply, c.call(ctx, "allocate", args, reply, args.Wait.Waits())
 }
 
 // PutManifest commits a manifest; the node must own args.Bucket.
 func (c *Client) PutManifest(ctx context.Context, args api.PutManifestArgs) (*api.PutManifestReply, error) {
 	reply := new(api.PutManifestReply)
-	return reply, c.call(ctx, "putManifest", args, reply, args.Wait)
+	return reply, c.call(ctx, "putManifest", args, reply, args.Wait.Waits())
 }
 
 // GetReceipt reports a transaction's status as this node knows it.
@@ -191,7 +191,26 @@ func (c *Client) GetNode(ctx context.Context) (*api.NodeReply, error) {
 // WaitForReceipt polls this node until txID (or the transaction that
 // replaced it) is decided; see Router.WaitForReceipt.
 func (c *Client) WaitForReceipt(ctx context.Context, txID ids.ID) (*api.ReceiptReply, error) {
-	return waitForReceipt(ctx, txID, DefaultRetry(), c.GetReceipt)
+	return waitForReceipt(ctx, txID, DefaultRetry(), api.WaitAccepted, c.GetReceipt)
+}
+
+// WaitFinal polls this node until txID (or its replacement) is decided and,
+// if accepted, final: the receipt then carries its certificate.
+func (c *Client) WaitFinal(ctx context.Context, txID ids.ID) (*api.ReceiptReply, error) {
+	return waitForReceipt(ctx, txID, DefaultRetry(), api.WaitFinal, c.GetReceipt)
+}
+
+// GetCertificate is the finality certificate covering height (the lowest
+// one at or above it); a NotReady error while none does.
+func (c *Client) GetCertificate(ctx context.Context, height uint64) (*api.CertificateReply, error) {
+	reply := new(api.CertificateReply)
+	return reply, c.call(ctx, "getCertificate", api.HeightArgs{Height: height}, reply, false)
+}
+
+// GetBlock is the accepted block at height.
+func (c *Client) GetBlock(ctx context.Context, height uint64) (*api.BlockReply, error) {
+	reply := new(api.BlockReply)
+	return reply, c.call(ctx, "getBlock", api.HeightArgs{Height: height}, reply, false)
 }
 
 type request struct {

@@ -52,7 +52,7 @@ func TestClientMethods(t *testing.T) {
 	require.Equal(f.Nodes[0].ID, owner.Owner)
 	require.Equal(uint64(7), owner.PChainHeight)
 
-	alloc, err := c.Allocate(ctx, api.AllocateArgs{Range: "photos", Count: 10, Floor: 100, Wait: true})
+	alloc, err := c.Allocate(ctx, api.AllocateArgs{Range: "photos", Count: 10, Floor: 100, Wait: api.WaitAccepted})
 	require.NoError(err)
 	require.Equal(f.Nodes[0].ID, alloc.Owner)
 	require.NotNil(alloc.Receipt)

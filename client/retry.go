@@ -19,6 +19,7 @@ const maxReplacements = 32
 var (
 	errBadRetry        = errors.New("invalid retry policy")
 	errReplacementLoop = errors.New("replacement chain loops or is too long")
+	errNotFinalYet     = errors.New("not final yet")
 )
 
 // Retry bounds the Router's retries and WaitForReceipt's polling. The
@@ -101,7 +102,7 @@ func sleep(ctx context.Context, d time.Duration, last error) error {
 // waitForReceipt polls get until txID, or the transaction that replaced it,
 // is accepted or rejected. It returns the final receipt (and ErrTxRejected
 // if rejected); when ctx ends it returns the last receipt seen, if any.
-func waitForReceipt(ctx context.Context, txID ids.ID, retry Retry,
+func waitForReceipt(ctx context.Context, txID ids.ID, retry Retry, until api.Wait,
 	get func(context.Context, ids.ID) (*api.ReceiptReply, error),
 ) (*api.ReceiptReply, error) {
 	seen := map[ids.ID]bool{txID: true}
@@ -111,8 +112,14 @@ func waitForReceipt(ctx context.Context, txID ids.ID, retry Retry,
 		if err == nil {
 			last = rc
 			switch {
-			case rc.Status == api.StatusAccepted:
+			case rc.Status == api.StatusAccepted && (until != api.WaitFinal || rc.Final):
 				return rc, nil
+			case rc.Status == api.StatusAccepted:
+				err = fmt.Errorf("%w: transaction %s accepted at height %d, not final yet", errNotFinalYet, txID, rc.Height)
+				if serr := sleep(ctx, retry.backoff(attempt, err), err); serr != nil {
+					return last, serr
+				}
+				continue
 			case rc.Status == api.StatusRejected:
 				return rc, fmt.Errorf("%w: %s: %s", ErrTxRejected, txID, rc.Error)
 			case rc.ReplacedBy != nil && *rc.ReplacedBy != txID:

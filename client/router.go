@@ -146,9 +146,14 @@ type Committed struct {
 // the ids are committed: it waits for the owner's transaction (following a
 // re-pin to its replacement) and returns this request's entry of the
 // accepted receipt. A transaction the chain rejected is ErrTxRejected with
-// its receipt. args.Wait and args.Pooled are set by the call.
+// its receipt. args.Pooled is cleared; args.Wait api.WaitFinal waits for
+// a final receipt (with its certificate), anything else for an accepted
+// one.
 func (r *Router) AllocateCommitted(ctx context.Context, args api.AllocateArgs) (*Committed, error) {
-	args.Wait, args.Pooled = true, false
+	if args.Wait != api.WaitFinal {
+		args.Wait = api.WaitAccepted
+	}
+	args.Pooled = false
 	rep, err := r.Allocate(ctx, args)
 	var late api.TimeoutData
 	if decodeData(err, api.CodeTimeout, &late) && late.TxID != ids.Empty {
@@ -160,8 +165,8 @@ func (r *Router) AllocateCommitted(ctx context.Context, args api.AllocateArgs) (
 		return nil, err
 	}
 	rc := rep.Receipt
-	if rc == nil || rc.Status != api.StatusAccepted {
-		if rc, err = r.WaitForReceipt(ctx, rep.TxID); err != nil {
+	if rc == nil || rc.Status != api.StatusAccepted || (args.Wait == api.WaitFinal && !rc.Final) {
+		if rc, err = r.waitReceipt(ctx, rep.TxID, args.Wait); err != nil {
 			return nil, err
 		}
 	}
@@ -227,7 +232,32 @@ func (r *Router) GetNode(ctx context.Context) (*api.NodeReply, error) {
 // "unknown" transaction is polled too (it may not have been gossiped yet),
 // so ctx must carry the caller's patience.
 func (r *Router) WaitForReceipt(ctx context.Context, txID ids.ID) (*api.ReceiptReply, error) {
-	return waitForReceipt(ctx, txID, r.cfg.Retry, func(ctx context.Context, id ids.ID) (*api.ReceiptReply, error) {
+	return r.waitReceipt(ctx, txID, api.WaitAccepted)
+}
+
+// WaitFinal is WaitForReceipt that also waits, for an accepted
+// transaction, until a finality certificate covers it.
+func (r *Router) WaitFinal(ctx context.Context, txID ids.ID) (*api.ReceiptReply, error) {
+	return r.waitReceipt(ctx, txID, api.WaitFinal)
+}
+
+// GetCertificate asks any healthy endpoint for the certificate covering
+// height.
+func (r *Router) GetCertificate(ctx context.Context, height uint64) (*api.CertificateReply, error) {
+	return readAny(ctx, r, func(ctx context.Context, e *endpoint) (*api.CertificateReply, error) {
+		return e.c.GetCertificate(ctx, height)
+	})
+}
+
+// GetBlock asks any healthy endpoint for the accepted block at height.
+func (r *Router) GetBlock(ctx context.Context, height uint64) (*api.BlockReply, error) {
+	return readAny(ctx, r, func(ctx context.Context, e *endpoint) (*api.BlockReply, error) {
+		return e.c.GetBlock(ctx, height)
+	})
+}
+
+func (r *Router) waitReceipt(ctx context.Context, txID ids.ID, until api.Wait) (*api.ReceiptReply, error) {
+	return waitForReceipt(ctx, txID, r.cfg.Retry, until, func(ctx context.Context, id ids.ID) (*api.ReceiptReply, error) {
 		return readOnce(ctx, r, func(ctx context.Context, e *endpoint) (*api.ReceiptReply, error) {
 			return e.c.GetReceipt(ctx, id)
 		})

@@ -289,7 +289,7 @@ func TestBoundedWait(t *testing.T) {
 		bound  time.Duration
 	}{{0, 300 * time.Millisecond}, {60_000, 300 * time.Millisecond}, {50, 50 * time.Millisecond}} {
 		began := time.Now()
-		e, _ := authCall(t, url, auth, "allocate", api.AllocateArgs{Range: mine, Count: 1, Wait: true, WaitMs: c.waitMs}, nil)
+		e, _ := authCall(t, url, auth, "allocate", api.AllocateArgs{Range: mine, Count: 1, Wait: api.WaitAccepted, WaitMs: c.waitMs}, nil)
 		took := time.Since(began)
 		require.NotNil(e)
 		require.Equal(api.CodeTimeout, e.Code)
@@ -324,7 +324,7 @@ func TestFloodDoesNotStarveOtherTokens(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			e, _ := authCall(t, url, bearerOf(tokA), "allocate", api.AllocateArgs{Range: mine, Count: 1, Wait: true}, nil)
+			e, _ := authCall(t, url, bearerOf(tokA), "allocate", api.AllocateArgs{Range: mine, Count: 1, Wait: api.WaitAccepted}, nil)
 			held <- e
 		}()
 	}

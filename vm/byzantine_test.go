@@ -75,7 +75,7 @@ func TestHugeWaitWaits(t *testing.T) {
 	done := make(chan *rpcErr, 1)
 	var reply api.AllocateReply
 	go func() {
-		done <- rpcCall(t, nw.server(0), "allocate", api.AllocateArgs{Range: mine, Count: 1, Wait: true, WaitMs: 10_000_000_000_000}, &reply)
+		done <- rpcCall(t, nw.server(0), "allocate", api.AllocateArgs{Range: mine, Count: 1, Wait: api.WaitAccepted, WaitMs: 10_000_000_000_000}, &reply)
 	}()
 	// The request waits for its block: build it once the tx is pending.
 	require.Eventually(t, func() bool { return nw.vms[0].Mempool().Len() > 0 }, 10*time.Second, time.Millisecond)

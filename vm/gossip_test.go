@@ -13,9 +13,11 @@ import (
 	"github.com/ava-labs/avalanchego/snow/validators/validatorstest"
 	"github.com/ava-labs/avalanchego/utils/set"
 	"github.com/ava-labs/avalanchego/version"
+	"github.com/ava-labs/avalanchego/vms/platformvm/warp"
 	"github.com/stretchr/testify/require"
 
 	"github.com/s-chain/schain/txs"
+	"github.com/s-chain/schain/txs/txstest"
 	"github.com/s-chain/schain/vm"
 )
 
@@ -102,6 +104,12 @@ func (s *sender) SendAppGossip(_ context.Context, cfg common.SendConfig, msg []b
 
 // newGossipNet is newNet with gossip wired through a router.
 func newGossipNet(t *testing.T, n int) (*net, *router) {
+	return newGossipNetWith(t, n, nil)
+}
+
+// newGossipNetWith is newGossipNet where signer, if set, gives node i its
+// warp signer (a faulty one, say) instead of its key's.
+func newGossipNetWith(t *testing.T, n int, signer func(i int, k *txstest.Key) warp.Signer) (*net, *router) {
 	nw := newNet(t, 0)
 	keys, err := newKeys(t, n)
 	require.NoError(t, err)
@@ -119,16 +127,19 @@ func newGossipNet(t *testing.T, n int) (*net, *router) {
 	t.Cleanup(r.flights.Wait)
 	for i, k := range keys {
 		v := &vm.VM{}
+		sign := k.Signer(5, chainID)
+		if signer != nil {
+			sign = signer(i, k)
+		}
 		require.NoError(t, v.Init(vm.Config{
 			NetworkID: 5, ChainID: chainID, SubnetID: subnetID, NodeID: k.NodeID,
-			Signer: k.Signer(5, chainID), Validators: nw.sets,
-			Clock:  func() time.Time { return time.UnixMilli(5000) },
+			Signer: sign, Validators: nw.sets,
+			Clock:  func() time.Time { return time.UnixMilli(nw.now.Load()) },
 			Sender: &sender{from: k.NodeID, r: r}, Peers: peers,
 		}, memdb.New(), genesis))
 		t.Cleanup(func() { require.NoError(t, v.Shutdown(context.Background())) })
 		nw.vms = append(nw.vms, v)
 		r.vms[k.NodeID] = v
-		_ = i
 	}
 	for _, a := range nw.vms {
 		for _, k := range keys {

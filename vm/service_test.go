@@ -223,7 +223,7 @@ func TestJSONRPC(t *testing.T) {
 	done := make(chan api.AllocateReply, 1)
 	go func() {
 		var r api.AllocateReply
-		if e := rpcCall(t, url0, "allocate", api.AllocateArgs{Range: mine, Count: 1, Wait: true}, &r); e == nil {
+		if e := rpcCall(t, url0, "allocate", api.AllocateArgs{Range: mine, Count: 1, Wait: api.WaitAccepted}, &r); e == nil {
 			done <- r
 		}
 		close(done)

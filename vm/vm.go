@@ -24,6 +24,8 @@ import (
 
 	"github.com/ava-labs/avalanchego/database"
 	"github.com/ava-labs/avalanchego/ids"
+	"github.com/ava-labs/avalanchego/network/p2p"
+	"github.com/ava-labs/avalanchego/network/p2p/acp118"
 	"github.com/ava-labs/avalanchego/snow"
 	"github.com/ava-labs/avalanchego/snow/consensus/snowman"
 	"github.com/ava-labs/avalanchego/snow/engine/common"
@@ -36,6 +38,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/s-chain/schain/vm/builder"
+	"github.com/s-chain/schain/vm/certifier"
 	"github.com/s-chain/schain/vm/chain"
 	"github.com/s-chain/schain/vm/config"
 	"github.com/s-chain/schain/vm/execute"
@@ -112,8 +115,12 @@ type VM struct {
 	builder *builder.Builder
 	writer  *writer.Writer
 	gossip  *gossip.Gossip
-	api     *rpc.Server
-	stop    context.CancelFunc
+	network *p2p.Network // nil without a sender: gossip and signature requests ride on it
+	// certifier is set before the chain accepts its first block after
+	// Init: the chain's listener reaches it.
+	certifier *certifier.Certifier
+	api       *rpc.Server
+	stop      context.CancelFunc
 }
 
 // Initialize is the node's entry point.
@@ -188,26 +195,46 @@ func (vm *VM) Init(cfg Config, db database.Database, genesisBytes []byte) error 
 	if vm.builder, err = builder.New(vm.chain, vm.mempool, vm.writer, cfg.Registerer); err != nil {
 		return err
 	}
+	if vm.certifier, err = certifier.New(certifier.Config{
+		NetworkID: cfg.NetworkID, ChainID: cfg.ChainID, SubnetID: cfg.SubnetID, NodeID: cfg.NodeID,
+		Signer: cfg.Signer, Validators: cfg.Validators, Clock: cfg.Clock, Log: cfg.Log,
+		Registerer: cfg.Registerer, StallAfter: cfg.ChainConfig.CertificateStallAfter(),
+	}, db, vm.chain, vm.chain.LastAccepted().Block); err != nil {
+		return err
+	}
 	if vm.api, err = rpc.New(rpc.Config{
 		NodeID: cfg.NodeID, NetworkID: cfg.NetworkID, ChainID: cfg.ChainID, Genesis: g,
 		ChainConfig: cfg.ChainConfig, Log: cfg.Log, Registerer: cfg.Registerer,
-	}, vm.chain, vm.writer); err != nil {
+	}, vm.chain, vm.writer, vm.certifier); err != nil {
 		return err
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	vm.stop = cancel
+	var requester certifier.Requester
 	if cfg.Sender != nil && cfg.Peers != nil {
+		peers := p2p.NewValidators(cfg.Log, cfg.SubnetID, cfg.Peers, time.Minute)
+		network, err := p2p.NewNetwork(cfg.Log, cfg.Sender, cfg.Registerer, "p2p", peers)
+		if err != nil {
+			cancel()
+			return fmt.Errorf("p2p network: %w", err)
+		}
 		if vm.gossip, err = gossip.New(gossip.Config{
-			NodeID: cfg.NodeID, SubnetID: cfg.SubnetID, Limits: g.TxLimits, Log: cfg.Log,
-			Registerer: cfg.Registerer, Sender: cfg.Sender, Peers: cfg.Peers,
+			NodeID: cfg.NodeID, Limits: g.TxLimits, Log: cfg.Log,
+			Registerer: cfg.Registerer, Network: network, Peers: peers,
 		}, vm.writer, vm.mempool); err != nil {
 			cancel()
 			return err
 		}
-		vm.AppHandler = vm.gossip
+		if err := network.AddHandler(acp118.HandlerID, vm.certifier.Handler()); err != nil {
+			cancel()
+			return err
+		}
+		vm.network, vm.AppHandler = network, network
+		requester = network.NewClient(acp118.HandlerID, peers)
 		vm.writer.UseGossip(vm.gossip)
 		vm.gossip.Run(ctx, cfg.Log)
 	}
+	vm.certifier.Start(requester)
 	vm.writer.Start()
 	vm.logStart()
 	return nil
@@ -237,6 +264,7 @@ func (vm *VM) logStart() {
 func (vm *VM) Accepted(b *chain.Block, inForce *execute.Membership, changed bool) {
 	vm.writer.Accepted(b, inForce, changed)
 	vm.builder.Accepted(changed)
+	vm.certifier.Accepted(b.Block)
 }
 
 // Rejected is the chain's listener for a rejected block.
@@ -247,12 +275,13 @@ func (vm *VM) Rejected(b *chain.Block) {
 
 // Chain, Builder, Writer and Mempool are the VM's parts, for in-process
 // users (tests, tools) that drive them directly.
-func (vm *VM) Chain() *chain.Chain            { return vm.chain }
-func (vm *VM) Builder() *builder.Builder      { return vm.builder }
-func (vm *VM) Writer() *writer.Writer         { return vm.writer }
-func (vm *VM) Mempool() *mempool.Mempool      { return vm.mempool }
-func (vm *VM) Genesis() *config.Genesis       { return vm.genesis }
-func (vm *VM) Handler() (http.Handler, error) { return vm.api.Handler(), nil }
+func (vm *VM) Chain() *chain.Chain             { return vm.chain }
+func (vm *VM) Builder() *builder.Builder       { return vm.builder }
+func (vm *VM) Writer() *writer.Writer          { return vm.writer }
+func (vm *VM) Mempool() *mempool.Mempool       { return vm.mempool }
+func (vm *VM) Certifier() *certifier.Certifier { return vm.certifier }
+func (vm *VM) Genesis() *config.Genesis        { return vm.genesis }
+func (vm *VM) Handler() (http.Handler, error)  { return vm.api.Handler(), nil }
 
 // SetState is a no-op: S-Chain has no state sync or bootstrapping phase of
 // its own.
@@ -265,6 +294,7 @@ func (vm *VM) Shutdown(context.Context) error {
 	}
 	vm.stop()
 	vm.writer.Stop()
+	vm.certifier.Stop()
 	if vm.gossip != nil {
 		vm.gossip.Wait()
 	}
@@ -285,20 +315,20 @@ func (vm *VM) CreateHandlers(context.Context) (map[string]http.Handler, error) {
 // NewHTTPHandler has no header-routed handler.
 func (*VM) NewHTTPHandler(context.Context) (http.Handler, error) { return nil, nil }
 
-// Connected tells gossip about a peer.
+// Connected tells the p2p network about a peer.
 func (vm *VM) Connected(ctx context.Context, nodeID ids.NodeID, v *version.Application) error {
-	if vm.gossip == nil {
+	if vm.network == nil {
 		return nil
 	}
-	return vm.gossip.Connected(ctx, nodeID, v)
+	return vm.network.Connected(ctx, nodeID, v)
 }
 
-// Disconnected tells gossip a peer left.
+// Disconnected tells the p2p network a peer left.
 func (vm *VM) Disconnected(ctx context.Context, nodeID ids.NodeID) error {
-	if vm.gossip == nil {
+	if vm.network == nil {
 		return nil
 	}
-	return vm.gossip.Disconnected(ctx, nodeID)
+	return vm.network.Disconnected(ctx, nodeID)
 }
 
 // WaitForEvent is the builder's.
@@ -351,14 +381,23 @@ func (vm *VM) GetBlockIDAtHeight(_ context.Context, h uint64) (ids.ID, error) {
 	return vm.chain.GetBlockIDAtHeight(h)
 }
 
-// HealthCheck reports the last accepted height and pending work, and fails
-// with ErrUnhealthy and the reason while no membership open yet, or while this
-// node is in the P-chain set but no heartbeat of it landed in the previous
-// liveness round (with K=1 its ranges move at the next one).
+// HealthCheck reports the last accepted height, pending work and
+// finality progress, and fails with the reason while no membership is open
+// yet, while this node is in the P-chain set but no heartbeat of it landed
+// in the previous liveness round (with K=1 its ranges move at the next
+// one), or while finality certificates stall (certifier.ErrStalled).
 func (vm *VM) HealthCheck(context.Context) (interface{}, error) {
 	if vm.chain == nil {
 		return nil, ErrNotInitialized
 	}
+	details, err := vm.liveness()
+	finality, ferr := vm.certifier.Health()
+	details["finality"] = finality
+	return details, errors.Join(err, ferr)
+}
+
+// liveness is HealthCheck's view of the chain and this node's heartbeats.
+func (vm *VM) liveness() (map[string]any, error) {
 	last := vm.chain.LastAccepted()
 	inForce := vm.chain.InForce()
 	details := map[string]any{"lastAcceptedHeight": last.Block.Height, "mempool": vm.mempool.Len()}
@@ -377,7 +416,7 @@ func (vm *VM) HealthCheck(context.Context) (interface{}, error) {
 		landed = max(landed, rec.Heartbeat)
 	}
 	round := vm.chain.CurrentRound()
-	details["lastHeartbeatEpoch"], details["epoch"] = landed, round
+	details["lastHeartbeatRound"], details["round"] = landed, round
 	if known && round > landed+1 {
 		return details, fmt.Errorf("%w: no heartbeat of this validator landed since liveness round %d (now %d): its ranges move once it is %d rounds behind (check its clock, its connectivity to the other validators and the log's \"heartbeat not sent\" warnings)",
 			ErrUnhealthy, landed, round, vm.genesis.LivenessRounds+1)

@@ -207,7 +207,7 @@ func Record(ctx context.Context, c Chain, prefix string, f Floors) (Floors, erro
 		next := cur.Next
 		if next < max(x.want, 1) {
 			// One id at floor want-1 moves the counter to want (or above).
-			rep, err := c.Allocate(ctx, api.AllocateArgs{Range: x.rng, Count: 1, Floor: max(x.want, 1) - 1, Wait: true})
+			rep, err := c.Allocate(ctx, api.AllocateArgs{Range: x.rng, Count: 1, Floor: max(x.want, 1) - 1, Wait: api.WaitAccepted})
 			if err != nil {
 				return Floors{}, fmt.Errorf("recording %s >= %d: %w", x.rng, x.want, err)
 			}

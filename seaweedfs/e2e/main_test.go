@@ -79,7 +79,7 @@ func waitReady(ctx context.Context, n *localnet.Network) error {
 			return err
 		}
 		for {
-			_, err := c.GetEpoch(ctx)
+			_, err := c.GetMembership(ctx)
 			if err == nil {
 				break
 			}

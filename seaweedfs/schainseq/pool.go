@@ -42,9 +42,10 @@ func (s sizing) target(perSec float64) uint64 {
 //
 // At most one refill runs at a time. A request finding the pool empty waits
 // for the refill in flight (starting one if none is), at most its bound;
-// after a failed refill, requests fail at once with its error for
-// retryAfter instead of each waiting, so that an unreachable S-Chain costs
-// the master's assign loop nothing but the error.
+// when the refill has already been in flight that long, or failed less than
+// retryAfter ago, the request fails at once instead, so that a slow or
+// unreachable S-Chain (or a dead owner) costs the master's assign loop
+// nothing but the error, and its next pick can land on another volume.
 type pool struct {
 	rng        string
 	reserve    reserveFunc
@@ -60,6 +61,7 @@ type pool struct {
 	segs      []Reservation // unused committed ids; segs[0].Base is the next
 	left      uint64        // ids in segs
 	refill    chan struct{} // non-nil while a refill runs; closed when it ends
+	refillAt  time.Time     // when the refill in flight started
 	lastErr   error
 	lastErrAt time.Time
 	meter     rateMeter
@@ -73,6 +75,9 @@ type poolStats struct {
 	Refills  uint64 `json:"refills"`
 	Failures uint64 `json:"failures"`
 	Waits    uint64 `json:"waits"`
+	// FastFails are requests that found no id while a reservation had been
+	// in flight longer than their bound, and failed without waiting.
+	FastFails uint64 `json:"fast_fails"`
 }
 
 func newPool(background context.Context, rng string, reserve reserveFunc, size sizing, timeout time.Duration, logf func(string, ...any)) *pool {
@@ -105,6 +110,13 @@ func (p *pool) take(count, above uint64, wait time.Duration) (uint64, error) {
 				return 0, p.lastErr
 			}
 			p.start(max(p.size.target(p.meter.rate(time.Now())), count), above)
+		}
+		if since := time.Since(p.refillAt); !waited && since >= wait {
+			// A request already waited this long for the reservation in
+			// flight: waiting again would only hold the master's pick,
+			// which can try another volume instead.
+			p.stats.FastFails++
+			return 0, fmt.Errorf("%w: range %s: a reservation is in flight for %v (S-Chain slow or the range's owner down)", ErrNoKeys, p.rng, since.Round(time.Millisecond))
 		}
 		if !waited {
 			p.stats.Waits++
@@ -183,7 +195,7 @@ func (p *pool) prime() {
 // start runs one refill of n ids in the background; mu is held.
 func (p *pool) start(n, above uint64) {
 	done := make(chan struct{})
-	p.refill = done
+	p.refill, p.refillAt = done, time.Now()
 	go func() {
 		ctx, cancel := context.WithTimeout(p.background, p.timeout)
 		t0 := time.Now()

@@ -131,7 +131,8 @@ type Reservation struct {
 	Count uint64 `json:"count"`
 	TxID  string `json:"txID"`
 	Owner string `json:"owner"`
-	// PChainHeight the reservation was pinned to.
+	// PChainHeight is the P-chain height the reservation was pinned to (0
+	// for a pooled answer).
 	PChainHeight uint64 `json:"pChainHeight"`
 }
 
@@ -214,8 +215,9 @@ func (c *Client) allocate(ctx context.Context, args allocateArgs) (Reservation, 
 	}
 }
 
-// errResend marks a transaction that reserved nothing (rejected when its
-// range moved to another owner): sending the request again is safe.
+// errResend marks a transaction that reserved nothing (rejected after its
+// wait, when its range moved to another owner): sending the request again
+// is safe.
 var errResend = errors.New("transaction rejected without effect")
 
 // reservationOf reads this request's entry out of the reply.
@@ -235,10 +237,12 @@ func reservationOf(args allocateArgs, rep allocateReply) (Reservation, error) {
 	switch rc.Status {
 	case "accepted":
 	case "rejected":
-		if strings.Contains(rc.Error, "owner changed") || strings.Contains(rc.Error, "re-pinning failed") {
-			return Reservation{}, fmt.Errorf("%w: %s: %s", errResend, rc.TxID, rc.Error)
-		}
-		return Reservation{}, fmt.Errorf("%w: transaction %s rejected: %s", ErrRefused, rc.TxID, rc.Error)
+		// A rejected transaction reserved nothing, so sending the request
+		// again is safe; after a wait it was rejected for its P-chain
+		// height (the range moved, re-pinning failed), not for its
+		// arguments, which the owner checked on admission. The caller's
+		// deadline bounds the retries.
+		return Reservation{}, fmt.Errorf("%w: %s: %s", errResend, rc.TxID, rc.Error)
 	default:
 		return Reservation{}, fmt.Errorf("%w: receipt of %s is %q after a wait", ErrRefused, rc.TxID, rc.Status)
 	}

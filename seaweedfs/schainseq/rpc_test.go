@@ -153,17 +153,16 @@ func TestReservationOfRefusesAnAnswerThatIsNotOurs(t *testing.T) {
 	require.Equal(t, uint64(100), res.Base)
 
 	for name, rep := range map[string]allocateReply{
-		"no receipt":    {TxID: "t"},
-		"other range":   {Receipt: &receipt{Status: "accepted", Entries: []receiptEntry{{Range: "x", Base: 100, Count: 10}}}},
-		"other count":   {Receipt: &receipt{Status: "accepted", Entries: []receiptEntry{{Range: "r", Base: 100, Count: 9}}}},
-		"below floor":   {Receipt: &receipt{Status: "accepted", Entries: []receiptEntry{{Range: "r", Base: 99, Count: 10}}}},
-		"bad index":     {Index: 3, Receipt: &receipt{Status: "accepted", Entries: []receiptEntry{{Range: "r", Base: 100, Count: 10}}}},
-		"pending":       {Receipt: &receipt{Status: "pending"}},
-		"rule rejected": {Receipt: &receipt{Status: "rejected", Error: "counter overflow"}},
+		"no receipt":  {TxID: "t"},
+		"other range": {Receipt: &receipt{Status: "accepted", Entries: []receiptEntry{{Range: "x", Base: 100, Count: 10}}}},
+		"other count": {Receipt: &receipt{Status: "accepted", Entries: []receiptEntry{{Range: "r", Base: 100, Count: 9}}}},
+		"below floor": {Receipt: &receipt{Status: "accepted", Entries: []receiptEntry{{Range: "r", Base: 99, Count: 10}}}},
+		"bad index":   {Index: 3, Receipt: &receipt{Status: "accepted", Entries: []receiptEntry{{Range: "r", Base: 100, Count: 10}}}},
+		"pending":     {Receipt: &receipt{Status: "pending"}},
 	} {
 		_, err := reservationOf(args, rep)
 		require.ErrorIs(t, err, ErrRefused, name)
 	}
 	_, err = reservationOf(args, allocateReply{Receipt: &receipt{Status: "rejected", Error: "rejected: owner changed: range \"r\" is owned by X"}})
-	require.ErrorIs(t, err, errResend, "a re-pin rejection reserved nothing: send again")
+	require.ErrorIs(t, err, errResend, "a rejected transaction reserved nothing: send again")
 }

@@ -156,11 +156,12 @@ func (s *SChain) report() {
 			sum.Refills += st.Refills
 			sum.Failures += st.Failures
 			sum.Waits += st.Waits
+			sum.FastFails += st.FastFails
 			left += l
 		}
 		if sum != last {
-			s.logf("%d key ranges: %d keys handed out, %d reservations, %d failed, %d waits, %d keys reserved and unused, heartbeat max key %d",
-				len(pools), sum.Taken, sum.Refills, sum.Failures, sum.Waits, left, s.heartbeatMax.Load())
+			s.logf("%d key ranges: %d keys handed out, %d reservations, %d failed, %d waits, %d picks refused while a reservation was late, %d keys reserved and unused, heartbeat max key %d",
+				len(pools), sum.Taken, sum.Refills, sum.Failures, sum.Waits, sum.FastFails, left, s.heartbeatMax.Load())
 			last = sum
 		}
 	}

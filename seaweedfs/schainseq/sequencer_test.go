@@ -423,3 +423,36 @@ func BenchmarkNextFileId(b *testing.B) {
 		})
 	})
 }
+
+// TestPoolFailsFastWhileAReservationHangs: the first request waits its
+// bound for a reservation that does not come; the next ones fail without
+// waiting while it is still in flight, and the pool serves again once it
+// lands.
+func TestPoolFailsFastWhileAReservationHangs(t *testing.T) {
+	require := require.New(t)
+	release := make(chan struct{})
+	reserve := func(ctx context.Context, count, above uint64) (Reservation, error) {
+		select {
+		case <-release:
+			return Reservation{Base: 10, Count: count}, nil
+		case <-ctx.Done():
+			return Reservation{}, ctx.Err()
+		}
+	}
+	p := newPool(context.Background(), "r", reserve, sizing{min: 8, max: 8}, time.Minute, testLog(t))
+	_, err := p.take(1, 0, 50*time.Millisecond)
+	require.ErrorIs(err, ErrNoKeys)
+	for range 5 {
+		_, err = p.take(1, 0, 50*time.Millisecond)
+		require.ErrorIs(err, ErrNoKeys)
+		require.ErrorContains(err, "in flight for")
+	}
+	st, _ := p.snapshot()
+	require.Equal(uint64(1), st.Waits, "only the first request waited")
+	require.Equal(uint64(5), st.FastFails)
+	close(release)
+	require.Eventually(func() bool { _, left := p.snapshot(); return left == 8 }, 5*time.Second, 5*time.Millisecond)
+	k, err := p.take(1, 0, 50*time.Millisecond)
+	require.NoError(err)
+	require.Equal(uint64(10), k)
+}

@@ -310,7 +310,7 @@ func (s *service) Allocate(r *http.Request, args *api.AllocateArgs, reply *api.A
 	wait := c.blockTime
 	c.mu.Unlock()
 	*reply = api.AllocateReply{TxID: txID, Index: 1, PChainHeight: 7, Owner: c.NodeIDs[s.i]}
-	if args.Wait {
+	if args.Wait.Waits() {
 		if wait > 0 {
 			t := time.NewTimer(wait)
 			select {

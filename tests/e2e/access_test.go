@@ -75,7 +75,7 @@ func TestAccessControl(t *testing.T) {
 
 	// With the token, the owner signs.
 	rk := owned[network.Nodes[0].NodeID][0]
-	rep, err := r.Allocate(ctx, api.AllocateArgs{Range: rk, Count: 1, Wait: true})
+	rep, err := r.Allocate(ctx, api.AllocateArgs{Range: rk, Count: 1, Wait: api.WaitAccepted})
 	require.NoError(err)
 	require.NotNil(rep.Receipt)
 	require.Equal(api.StatusAccepted, rep.Receipt.Status)

@@ -204,7 +204,11 @@ func TestB_PooledLoad(t *testing.T) {
 			for i := 0; i < perWorker; i++ {
 				rk := fmt.Sprintf("pooled-%d", (w+i)%8)
 				pooled := i%10 != 0
-				rep, err := r.Allocate(ctx, api.AllocateArgs{Range: rk, Count: 3, Pooled: pooled, Wait: !pooled})
+				args := api.AllocateArgs{Range: rk, Count: 3, Pooled: pooled}
+				if !pooled {
+					args.Wait = api.WaitAccepted
+				}
+				rep, err := r.Allocate(ctx, args)
 				var iv [2]uint64
 				switch {
 				case err != nil:

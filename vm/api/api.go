@@ -13,8 +13,11 @@
 package api
 
 import (
+	"fmt"
+
 	"github.com/ava-labs/avalanchego/ids"
 
+	"github.com/s-chain/schain/certificate"
 	"github.com/s-chain/schain/errcode"
 
 	"github.com/s-chain/schain/state"
@@ -111,9 +114,58 @@ type AllocateArgs struct {
 	Range  string `json:"range"`
 	Count  uint64 `json:"count"`
 	Floor  uint64 `json:"floor,omitempty"`
-	Wait   bool   `json:"wait,omitempty"`
+	Wait   Wait   `json:"wait,omitempty"`
 	WaitMs uint64 `json:"waitMs,omitempty"`
 	Pooled bool   `json:"pooled,omitempty"`
+}
+
+// Wait is how far a write call waits before it answers: not at all (the
+// reply names the transaction), until the transaction is decided
+// ("accepted", or true), or until a finality certificate covers its block
+// ("final": the receipt carries the certificate). A wait is bounded by
+// min(waitMs, the node's maxWaitMs); running out answers CodeTimeout with
+// the transaction to poll.
+type Wait string
+
+// The waits.
+const (
+	WaitNone     Wait = ""
+	WaitAccepted Wait = "accepted"
+	WaitFinal    Wait = "final"
+)
+
+// ErrBadWait names the values wait takes.
+var ErrBadWait = errcode.New(errcode.InvalidParams, "bad_wait", `api: wait is true, false, "accepted" or "final"`)
+
+// Waits reports whether the call waits at all.
+func (w Wait) Waits() bool { return w != WaitNone }
+
+// MarshalJSON writes "accepted" as true, what nodes before "final" read.
+func (w Wait) MarshalJSON() ([]byte, error) {
+	switch w {
+	case WaitNone:
+		return []byte("false"), nil
+	case WaitAccepted:
+		return []byte("true"), nil
+	case WaitFinal:
+		return []byte(`"final"`), nil
+	}
+	return nil, fmt.Errorf("%w: %q", ErrBadWait, string(w))
+}
+
+// UnmarshalJSON reads a boolean or one of the names.
+func (w *Wait) UnmarshalJSON(b []byte) error {
+	switch string(b) {
+	case "false", "null", `""`:
+		*w = WaitNone
+	case "true", `"accepted"`:
+		*w = WaitAccepted
+	case `"final"`:
+		*w = WaitFinal
+	default:
+		return fmt.Errorf("%w, not %s", ErrBadWait, b)
+	}
+	return nil
 }
 
 // AllocateReply names the signed transaction and this request's entry in it.
@@ -142,7 +194,7 @@ type PutManifestArgs struct {
 	ContentHash ids.ID      `json:"contentHash"`
 	Chunks      []txs.Chunk `json:"chunks"`
 	Deleted     bool        `json:"deleted,omitempty"`
-	Wait        bool        `json:"wait,omitempty"`
+	Wait        Wait        `json:"wait,omitempty"`
 	WaitMs      uint64      `json:"waitMs,omitempty"`
 }
 
@@ -175,13 +227,45 @@ type TxIDArgs struct {
 // entries (ids reserved, objects written) and the block height. A pending
 // transaction that was re-signed for a new membership names its
 // replacement.
+//
+// Final is set once a finality certificate covers the block: Certificate
+// is the lowest one at or above Height (CertifiedBy is its height; above
+// Height, the certified block descends from the receipt's, which the
+// blocks in between prove: getBlock). Check it offline against the P-chain
+// validator set with certificate.Verify or `schain verify`.
 type ReceiptReply struct {
-	TxID       ids.ID               `json:"txID"`
-	Status     string               `json:"status"`
-	Height     uint64               `json:"height,omitempty"`
-	Entries    []state.ReceiptEntry `json:"entries,omitempty"`
-	Error      string               `json:"error,omitempty"`
-	ReplacedBy *ids.ID              `json:"replacedBy,omitempty"`
+	TxID        ids.ID                   `json:"txID"`
+	Status      string                   `json:"status"`
+	Height      uint64                   `json:"height,omitempty"`
+	Entries     []state.ReceiptEntry     `json:"entries,omitempty"`
+	Error       string                   `json:"error,omitempty"`
+	ReplacedBy  *ids.ID                  `json:"replacedBy,omitempty"`
+	Final       bool                     `json:"final,omitempty"`
+	CertifiedBy uint64                   `json:"certifiedBy,omitempty"`
+	Certificate *certificate.Certificate `json:"certificate,omitempty"`
+}
+
+// HeightArgs names an accepted block by height.
+type HeightArgs struct {
+	Height uint64 `json:"height"`
+}
+
+// CertificateReply is the finality certificate covering a height: the
+// lowest one at or above it. CodeNotReady (reason "not_final") while none
+// does yet.
+type CertificateReply struct {
+	Height      uint64                  `json:"height"`
+	Certificate certificate.Certificate `json:"certificate"`
+}
+
+// BlockReply is an accepted block: its ID is the SHA-256 of Bytes, whose
+// encoding (package vm/block) names the parent, height, state root and
+// transactions. A client walks parents from a certified block down to a
+// receipt's to prove the certificate covers it.
+type BlockReply struct {
+	Height uint64 `json:"height"`
+	ID     ids.ID `json:"id"`
+	Bytes  string `json:"bytes"` // 0x-prefixed hex
 }
 
 // RangeArgs names a range.

@@ -71,6 +71,11 @@ func FuzzParse(f *testing.F) {
 		again, err := block.New(blk.Parent, blk.Height, blk.Timestamp, blk.HasPChainHeight, blk.PChainHeight, blk.StateRoot, blk.Txs, l)
 		require.NoError(t, err)
 		require.Equal(t, in, again.Bytes(), "accepted block bytes are canonical")
+		links, err := block.ReadLinks(in)
+		require.NoError(t, err, "a client reads the links of every valid block")
+		require.Equal(t, blk.ID(), links.ID)
+		require.Equal(t, blk.Parent, links.Parent)
+		require.Len(t, links.TxIDs, len(blk.Txs))
 	})
 }
 
@@ -88,4 +93,23 @@ func TestSizeIsTheEncodedSize(t *testing.T) {
 		}
 		require.Len(t, b.Bytes(), block.Size(sizes...))
 	}
+}
+
+func TestLinksAgreeWithParse(t *testing.T) {
+	b, err := block.New(ids.ID{'p'}, 7, 1234, true, 9, ids.ID{'r'}, sampleTxs(t), block.DefaultLimits())
+	require.NoError(t, err)
+	l, err := block.ReadLinks(b.Bytes())
+	require.NoError(t, err)
+	require.Equal(t, b.ID(), l.ID)
+	require.Equal(t, b.Parent, l.Parent)
+	require.Equal(t, b.Height, l.Height)
+	require.Equal(t, b.StateRoot, l.StateRoot)
+	require.Len(t, l.TxIDs, len(b.Txs))
+	for i, tx := range b.Txs {
+		require.Equal(t, tx.ID(), l.TxIDs[i])
+	}
+	_, err = block.ReadLinks(append(b.Bytes(), 0))
+	require.ErrorIs(t, err, block.ErrTrailingBytes)
+	_, err = block.ReadLinks(b.Bytes()[:40])
+	require.Error(t, err)
 }

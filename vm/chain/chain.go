@@ -247,6 +247,23 @@ func (c *Chain) GetBlockIDAtHeight(h uint64) (ids.ID, error) {
 	return id, err
 }
 
+// AcceptedAt is the accepted block at height h (database.ErrNotFound
+// above the last accepted height).
+func (c *Chain) AcceptedAt(h uint64) (*block.Block, error) {
+	id, err := c.GetBlockIDAtHeight(h)
+	if err != nil {
+		return nil, err
+	}
+	if last := c.LastAccepted(); last.ID() == id {
+		return last.Block, nil
+	}
+	b, err := c.loadAccepted(id)
+	if err != nil {
+		return nil, err
+	}
+	return b.Block, nil
+}
+
 // State gives read access to accepted state.
 func (c *Chain) State() state.Reader { return c.state.Accepted() }
 

@@ -47,6 +47,10 @@ type ChainConfig struct {
 	// MaxWaitMs bounds how long a "wait" write request blocks: the wait is
 	// min(request waitMs, maxWaitMs, genesis maxWaitMs).
 	MaxWaitMs uint64 `json:"maxWaitMs"`
+	// CertificateStallMs is how long an accepted block may wait for its
+	// finality certificate before the node's health check fails (the
+	// validators whose signatures are missing are named).
+	CertificateStallMs uint64 `json:"certificateStallMs"`
 }
 
 // WriteToken is one named bearer token, stored as the SHA-256 of the token
@@ -62,12 +66,14 @@ type WriteToken struct {
 
 // DefaultChainConfig is what an empty chain config means: no write token
 // (writes disabled), 1 MiB requests, 4096 pending writes per token, waits of
-// at most 30 s.
+// at most 30 s, health failing after a minute without a finality
+// certificate.
 func DefaultChainConfig() ChainConfig {
 	return ChainConfig{
 		MaxRequestBytes:    1 << 20,
 		MaxPendingPerToken: 4096,
 		MaxWaitMs:          30_000,
+		CertificateStallMs: 60_000,
 	}
 }
 
@@ -82,7 +88,7 @@ func ParseChainConfig(b []byte) (ChainConfig, error) {
 	dec := json.NewDecoder(bytes.NewReader(b))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&c); err != nil {
-		return ChainConfig{}, fmt.Errorf("%w: %w (known fields: writeTokens[{name, sha256}], maxRequestBytes, maxPendingPerToken, maxWaitMs)", ErrBadChainConfig, err)
+		return ChainConfig{}, fmt.Errorf("%w: %w (known fields: writeTokens[{name, sha256}], maxRequestBytes, maxPendingPerToken, maxWaitMs, certificateStallMs)", ErrBadChainConfig, err)
 	}
 	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
 		return ChainConfig{}, fmt.Errorf("%w: data after the JSON object", ErrBadChainConfig)
@@ -123,8 +129,19 @@ func (c *ChainConfig) Verify() error {
 		return fmt.Errorf("%w: maxPendingPerToken %d not in [1, %d]", ErrBadChainConfig, c.MaxPendingPerToken, maxPendingBound)
 	case c.MaxWaitMs < 1 || c.MaxWaitMs > maxWaitBoundMs:
 		return fmt.Errorf("%w: maxWaitMs %d not in [1, %d]", ErrBadChainConfig, c.MaxWaitMs, maxWaitBoundMs)
+	case c.CertificateStallMs < 1000 || c.CertificateStallMs > maxWaitBoundMs:
+		return fmt.Errorf("%w: certificateStallMs %d not in [1000, %d]", ErrBadChainConfig, c.CertificateStallMs, maxWaitBoundMs)
 	}
 	return nil
+}
+
+// CertificateStallAfter as a duration; zero for a nil config (the
+// certifier's default).
+func (c *ChainConfig) CertificateStallAfter() time.Duration {
+	if c == nil {
+		return 0
+	}
+	return time.Duration(c.CertificateStallMs) * time.Millisecond
 }
 
 // MaxWait as a duration.

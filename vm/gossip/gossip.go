@@ -14,10 +14,7 @@ import (
 	"github.com/ava-labs/avalanchego/ids"
 	"github.com/ava-labs/avalanchego/network/p2p"
 	avagossip "github.com/ava-labs/avalanchego/network/p2p/gossip"
-	"github.com/ava-labs/avalanchego/snow/engine/common"
-	"github.com/ava-labs/avalanchego/snow/validators"
 	"github.com/ava-labs/avalanchego/utils/logging"
-	"github.com/ava-labs/avalanchego/version"
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/s-chain/schain/txs"
@@ -36,15 +33,15 @@ type Admitter interface {
 	Admit(tx *txs.Tx) error
 }
 
-// Config is what gossip needs from its node.
+// Config is what gossip needs from its node: the node's p2p network (its
+// handlers are registered there) and the subnet's validators on it.
 type Config struct {
 	NodeID     ids.NodeID
-	SubnetID   ids.ID
 	Limits     txs.Limits
 	Log        logging.Logger
 	Registerer prometheus.Registerer
-	Sender     common.AppSender
-	Peers      validators.State
+	Network    *p2p.Network
+	Peers      *p2p.Validators
 }
 
 var (
@@ -78,21 +75,15 @@ func (m marshaller) UnmarshalGossip(b []byte) (*txs.Tx, error) { return txs.Pars
 
 // Gossip is the push and pull gossip of one node's pool.
 type Gossip struct {
-	common.AppHandler
-	network *p2p.Network
-	set     *avagossip.BloomSet[*txs.Tx]
-	push    *avagossip.PushGossiper[*txs.Tx]
-	pull    avagossip.Gossiper
-	loops   sync.WaitGroup
+	set   *avagossip.BloomSet[*txs.Tx]
+	push  *avagossip.PushGossiper[*txs.Tx]
+	pull  avagossip.Gossiper
+	loops sync.WaitGroup
 }
 
-// New wires gossip into the node's p2p layer; Run starts it.
+// New registers gossip on the node's p2p network; Run starts it.
 func New(cfg Config, admit Admitter, pool *mempool.Mempool) (*Gossip, error) {
-	peers := p2p.NewValidators(cfg.Log, cfg.SubnetID, cfg.Peers, time.Minute)
-	network, err := p2p.NewNetwork(cfg.Log, cfg.Sender, cfg.Registerer, "p2p", peers)
-	if err != nil {
-		return nil, fmt.Errorf("p2p network: %w", err)
-	}
+	network, peers := cfg.Network, cfg.Peers
 	bloom, err := avagossip.NewBloomSet[*txs.Tx](set{admit: admit, pool: pool}, avagossip.BloomSetConfig{})
 	if err != nil {
 		return nil, err
@@ -109,7 +100,7 @@ func New(cfg Config, admit Admitter, pool *mempool.Mempool) (*Gossip, error) {
 	if err := network.AddHandler(p2p.TxGossipHandlerID, handler); err != nil {
 		return nil, err
 	}
-	return &Gossip{AppHandler: network, network: network, set: bloom, push: push, pull: pull}, nil
+	return &Gossip{set: bloom, push: push, pull: pull}, nil
 }
 
 // Offer admits tx here and pushes it to the other validators.
@@ -130,13 +121,3 @@ func (g *Gossip) Run(ctx context.Context, log logging.Logger) {
 
 // Wait returns once Run's loops stopped.
 func (g *Gossip) Wait() { g.loops.Wait() }
-
-// Connected tells gossip about a peer.
-func (g *Gossip) Connected(ctx context.Context, nodeID ids.NodeID, v *version.Application) error {
-	return g.network.Connected(ctx, nodeID, v)
-}
-
-// Disconnected tells gossip a peer left.
-func (g *Gossip) Disconnected(ctx context.Context, nodeID ids.NodeID) error {
-	return g.network.Disconnected(ctx, nodeID)
-}

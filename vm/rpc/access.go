@@ -31,13 +31,15 @@ import (
 // closed, so a new method that makes the node sign cannot be left open by
 // forgetting it here.
 var openMethods = map[string]bool{
-	"GetReceipt":    true,
-	"GetAllocation": true,
-	"GetManifest":   true,
-	"GetOwner":      true,
-	"GetEpoch":      true,
-	"GetMembership": true,
-	"GetNode":       true,
+	"GetReceipt":     true,
+	"GetAllocation":  true,
+	"GetManifest":    true,
+	"GetOwner":       true,
+	"GetEpoch":       true,
+	"GetMembership":  true,
+	"GetNode":        true,
+	"GetCertificate": true,
+	"GetBlock":       true,
 }
 
 // Reasons of api rejects beyond api.Reason* (metric and log labels).

@@ -2,12 +2,14 @@ package rpc
 
 import (
 	"context"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"math"
 	"net/http"
 	"time"
 
+	"github.com/ava-labs/avalanchego/database"
 	"github.com/ava-labs/avalanchego/ids"
 	"github.com/ava-labs/avalanchego/utils/logging"
 	"github.com/gorilla/rpc/v2"
@@ -16,10 +18,12 @@ import (
 
 	avajson "github.com/ava-labs/avalanchego/utils/json"
 
+	"github.com/s-chain/schain/certificate"
 	"github.com/s-chain/schain/errcode"
 	"github.com/s-chain/schain/state"
 	"github.com/s-chain/schain/txs"
 	"github.com/s-chain/schain/vm/api"
+	"github.com/s-chain/schain/vm/block"
 	"github.com/s-chain/schain/vm/chain"
 	"github.com/s-chain/schain/vm/config"
 	"github.com/s-chain/schain/vm/execute"
@@ -41,6 +45,13 @@ type Reads interface {
 	ValidatorSet(ctx context.Context, height uint64) (*execute.ValidatorSet, error)
 	State() state.Reader
 	LastAccepted() *chain.Block
+	AcceptedAt(height uint64) (*block.Block, error)
+}
+
+// Finality is the node's finality certificates (package certifier).
+type Finality interface {
+	Covering(height uint64) (*certificate.Certificate, error)
+	WaitFinal(ctx context.Context, height uint64) error
 }
 
 // Config is what the API needs from its node.
@@ -59,16 +70,17 @@ type Config struct {
 
 // Server is the JSON-RPC service with its access gate.
 type Server struct {
-	cfg     Config
-	gate    *gate
-	reads   Reads
-	writes  Writes
-	handler http.Handler
+	cfg      Config
+	gate     *gate
+	reads    Reads
+	writes   Writes
+	finality Finality
+	handler  http.Handler
 }
 
 // New serves the JSON-RPC API (package api) behind the access control and
 // limits of the node's chain config (access.go).
-func New(cfg Config, reads Reads, writes Writes) (*Server, error) {
+func New(cfg Config, reads Reads, writes Writes, finality Finality) (*Server, error) {
 	if cfg.Log == nil {
 		cfg.Log = logging.NoLog{}
 	}
@@ -80,7 +92,7 @@ func New(cfg Config, reads Reads, writes Writes) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	srv := &Server{cfg: cfg, gate: g, reads: reads, writes: writes}
+	srv := &Server{cfg: cfg, gate: g, reads: reads, writes: writes, finality: finality}
 	server := rpc.NewServer()
 	codec := apiCodec{Codec: avajson.NewCodec(), gate: g}
 	server.RegisterCodec(codec, "application/json")
@@ -122,6 +134,13 @@ func (s *Service) Allocate(r *http.Request, args *api.AllocateArgs, reply *api.A
 			return rpcError(err)
 		}
 		*reply = api.AllocateReply{TxID: p.TxID, Index: p.Index, Owner: s.s.cfg.NodeID, Pooled: true, Base: p.Base, Count: p.Count}
+		if args.Wait == api.WaitFinal {
+			rc, err := s.wait(r.Context(), p.TxID, p.Index, args.WaitMs, args.Wait)
+			if err != nil {
+				return err
+			}
+			reply.Receipt = rc
+		}
 		return nil
 	}
 	sub, err := s.s.writes.AllocateOne(r.Context(), txs.AllocateEntry{Range: args.Range, Count: args.Count, Floor: args.Floor})
@@ -130,8 +149,8 @@ func (s *Service) Allocate(r *http.Request, args *api.AllocateArgs, reply *api.A
 	}
 	//lint:ignore SA1019 the former field is sent for one release
 	*reply = api.AllocateReply{TxID: sub.TxID, Index: sub.Index, PChainHeight: sub.PChainHeight, Epoch: sub.PChainHeight, Owner: sub.Owner}
-	if args.Wait {
-		rc, err := s.wait(r.Context(), sub.TxID, sub.Index, args.WaitMs)
+	if args.Wait.Waits() {
+		rc, err := s.wait(r.Context(), sub.TxID, sub.Index, args.WaitMs, args.Wait)
 		if err != nil {
 			return err
 		}
@@ -153,8 +172,8 @@ func (s *Service) PutManifest(r *http.Request, args *api.PutManifestArgs, reply 
 	h := tx.Unsigned.Head()
 	//lint:ignore SA1019 the former field is sent for one release
 	*reply = api.PutManifestReply{TxID: tx.ID(), PChainHeight: h.PChainHeight, Epoch: h.PChainHeight, Owner: h.Owner}
-	if args.Wait {
-		rc, err := s.wait(r.Context(), tx.ID(), 0, args.WaitMs)
+	if args.Wait.Waits() {
+		rc, err := s.wait(r.Context(), tx.ID(), 0, args.WaitMs, args.Wait)
 		if err != nil {
 			return err
 		}
@@ -163,11 +182,12 @@ func (s *Service) PutManifest(r *http.Request, args *api.PutManifestArgs, reply 
 	return nil
 }
 
-// wait waits for a write's receipt for at most min(waitMs, the chain
-// config's maxWaitMs, the genesis maxWaitMs); waitMs 0 means no bound of the
+// wait waits for a write's receipt (with api.WaitFinal, for a certificate
+// covering its block too) for at most min(waitMs, the chain config's
+// maxWaitMs, the genesis maxWaitMs); waitMs 0 means no bound of the
 // caller's own. A timeout names the transaction, so the caller polls it
 // instead of signing a second one.
-func (s *Service) wait(ctx context.Context, txID ids.ID, index int, waitMs uint64) (*api.ReceiptReply, error) {
+func (s *Service) wait(ctx context.Context, txID ids.ID, index int, waitMs uint64, until api.Wait) (*api.ReceiptReply, error) {
 	bound := min(s.s.gate.cfg.MaxWait(), s.s.cfg.Genesis.MaxWait())
 	// Compared in milliseconds: a waitMs beyond what a Duration holds
 	// must mean the node's bound, not overflow into a negative wait.
@@ -177,6 +197,12 @@ func (s *Service) wait(ctx context.Context, txID ids.ID, index int, waitMs uint6
 	ctx, cancel := context.WithTimeout(ctx, bound)
 	defer cancel()
 	rc, err := s.s.writes.WaitReceipt(ctx, txID)
+	if err == nil && until == api.WaitFinal && rc.Status == api.StatusAccepted {
+		if err = s.s.finality.WaitFinal(ctx, rc.Height); err != nil {
+			err = fmt.Errorf("accepted at height %d, not final yet: %w", rc.Height, err)
+		}
+		s.finalize(rc)
+	}
 	if errors.Is(err, writer.ErrWaitTimeout) || errors.Is(err, context.DeadlineExceeded) {
 		return nil, &json2.Error{
 			Code:    json2.ErrorCode(errcode.Timeout),
@@ -203,7 +229,47 @@ func (s *Service) GetReceipt(_ *http.Request, args *api.TxIDArgs, reply *api.Rec
 	if err != nil {
 		return rpcError(err)
 	}
+	s.finalize(rc)
 	*reply = *rc
+	return nil
+}
+
+// finalize marks an accepted receipt final when a certificate covers its
+// block, and attaches that certificate.
+func (s *Service) finalize(rc *api.ReceiptReply) {
+	if rc.Status != api.StatusAccepted || rc.Final {
+		return
+	}
+	if cert, err := s.s.finality.Covering(rc.Height); err == nil {
+		rc.Final, rc.Certificate, rc.CertifiedBy = true, cert, cert.Height
+	}
+}
+
+// GetCertificate is the finality certificate covering a height: the lowest
+// one at or above it.
+func (s *Service) GetCertificate(_ *http.Request, args *api.HeightArgs, reply *api.CertificateReply) error {
+	if args.Height > s.s.reads.LastAccepted().Block.Height {
+		return &json2.Error{Code: json2.ErrorCode(errcode.NotFound), Message: fmt.Sprintf("no block accepted at height %d", args.Height)}
+	}
+	cert, err := s.s.finality.Covering(args.Height)
+	if err != nil {
+		return rpcError(err)
+	}
+	*reply = api.CertificateReply{Height: args.Height, Certificate: *cert}
+	return nil
+}
+
+// GetBlock is the accepted block at a height, as bytes: what a client
+// walks to prove a certificate above a receipt covers it.
+func (s *Service) GetBlock(_ *http.Request, args *api.HeightArgs, reply *api.BlockReply) error {
+	b, err := s.s.reads.AcceptedAt(args.Height)
+	if errors.Is(err, database.ErrNotFound) {
+		return &json2.Error{Code: json2.ErrorCode(errcode.NotFound), Message: fmt.Sprintf("no block accepted at height %d", args.Height)}
+	}
+	if err != nil {
+		return rpcError(err)
+	}
+	*reply = api.BlockReply{Height: b.Height, ID: b.ID(), Bytes: "0x" + hex.EncodeToString(b.Bytes())}
 	return nil
 }
 

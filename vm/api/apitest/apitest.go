@@ -309,7 +309,7 @@ func (s *Service) Allocate(r *http.Request, args *api.AllocateArgs, reply *api.A
 		Entries: []state.ReceiptEntry{{Range: args.Range, Base: base, Count: args.Count}}}
 	f.receipts[id] = &receipt{reply: rc}
 	*reply = api.AllocateReply{TxID: id, PChainHeight: f.height, Owner: s.n.ID}
-	if args.Wait {
+	if args.Wait.Waits() {
 		reply.Receipt = &rc
 	}
 	return nil
@@ -350,7 +350,7 @@ func (s *Service) PutManifest(r *http.Request, args *api.PutManifestArgs, reply 
 		Entries: []state.ReceiptEntry{{Bucket: args.Bucket, Key: args.Key, Deleted: args.Deleted}}}
 	f.receipts[id] = &receipt{reply: rc}
 	*reply = api.PutManifestReply{TxID: id, PChainHeight: f.height, Owner: s.n.ID}
-	if args.Wait {
+	if args.Wait.Waits() {
 		reply.Receipt = &rc
 	}
 	return nil

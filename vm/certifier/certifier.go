@@ -1,0 +1,383 @@
+// Package certifier gives a node finality certificates for the blocks it
+// accepted: it signs the certificate statement of any block it has itself
+// accepted when a peer asks (avalanchego's ACP-118 signature requests), and
+// in the background collects the other validators' signatures on its
+// newest accepted block until they carry more than 2/3 of the stake at the
+// block's P-chain height, then stores the certificate with the block.
+//
+// A certificate over height h covers every block below it, so the work is
+// bounded however fast blocks come: one round at a time, always on the
+// newest accepted block; blocks accepted meanwhile are covered by the next
+// certificate. Package certificate checks them offline.
+package certifier
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/ava-labs/avalanchego/cache/lru"
+	"github.com/ava-labs/avalanchego/database"
+	"github.com/ava-labs/avalanchego/database/prefixdb"
+	"github.com/ava-labs/avalanchego/ids"
+	"github.com/ava-labs/avalanchego/network/p2p"
+	"github.com/ava-labs/avalanchego/network/p2p/acp118"
+	"github.com/ava-labs/avalanchego/snow/validators"
+	"github.com/ava-labs/avalanchego/utils/logging"
+	"github.com/ava-labs/avalanchego/utils/set"
+	"github.com/ava-labs/avalanchego/vms/platformvm/warp"
+	"github.com/prometheus/client_golang/prometheus"
+	"go.uber.org/zap"
+
+	"github.com/s-chain/schain/certificate"
+	"github.com/s-chain/schain/errcode"
+	"github.com/s-chain/schain/vm/block"
+)
+
+var (
+	// ErrNotFinal: no certificate covers the height yet. Retry later.
+	ErrNotFinal = errcode.New(errcode.NotReady, "not_final", "certifier: no finality certificate covers this height yet")
+	// ErrStalled is what Health reports once an accepted block has waited
+	// too long for a certificate.
+	ErrStalled = errors.New("certifier: finality certificates stalled")
+)
+
+// Timing of signature collection. A round waits for the answers of one
+// request to every validator that has not signed yet; peers that had not
+// accepted the block are asked again after a short backoff, which grows
+// while no progress is made.
+const (
+	roundTimeout = 2 * time.Second
+	minBackoff   = 20 * time.Millisecond
+	maxBackoff   = 2 * time.Second
+	// maxTracked bounds the accept times kept for the latency metric.
+	maxTracked = 4096
+	// DefaultStallAfter is how long a block may wait for a certificate
+	// before Health fails.
+	DefaultStallAfter = time.Minute
+)
+
+// Requester sends a request to nodes and calls back once per node with the
+// answer or the failure (*p2p.Client).
+type Requester interface {
+	AppRequest(ctx context.Context, nodeIDs set.Set[ids.NodeID], request []byte, onResponse p2p.AppResponseCallback) error
+}
+
+// Source is the P-chain's validator sets (validators.State).
+type Source interface {
+	GetValidatorSet(ctx context.Context, height uint64, subnetID ids.ID) (map[ids.NodeID]*validators.GetValidatorOutput, error)
+}
+
+// Config is what the certifier needs from its node.
+type Config struct {
+	NetworkID  uint32
+	ChainID    ids.ID
+	SubnetID   ids.ID
+	NodeID     ids.NodeID
+	Signer     warp.Signer
+	Validators Source
+	Clock      func() time.Time
+	Log        logging.Logger
+	Registerer prometheus.Registerer
+	// StallAfter: Health fails once an accepted block waited this long for
+	// a certificate (DefaultStallAfter when zero).
+	StallAfter time.Duration
+}
+
+// Certifier signs statements of accepted blocks and collects certificates.
+type Certifier struct {
+	cfg       Config
+	blocks    Blocks
+	store     store
+	signing   signing
+	requester Requester
+	metrics   *metrics
+	sets      *lru.Cache[uint64, validators.WarpSet]
+	wake      chan struct{}
+	done      chan struct{}
+	stop      context.CancelFunc
+
+	mu        sync.Mutex // guards the fields below
+	last      *block.Block
+	certified uint64
+	changed   chan struct{} // closed and replaced when certified moves
+	accepted  map[uint64]time.Time
+	// waiting is when the oldest block no certificate covers was accepted
+	// (zero: none).
+	waiting time.Time
+	// missing are the validators whose signatures the last short round
+	// lacked, for Health.
+	missing []ids.NodeID
+}
+
+// New restores the certifier's progress from db (a part of the chain's
+// database it owns). last is the last accepted block.
+func New(cfg Config, db database.Database, blocks Blocks, last *block.Block) (*Certifier, error) {
+	if cfg.Log == nil {
+		cfg.Log = logging.NoLog{}
+	}
+	if cfg.Clock == nil {
+		cfg.Clock = time.Now
+	}
+	if cfg.StallAfter <= 0 {
+		cfg.StallAfter = DefaultStallAfter
+	}
+	m, err := newMetrics(cfg.Registerer)
+	if err != nil {
+		return nil, err
+	}
+	c := &Certifier{
+		cfg: cfg, blocks: blocks, store: store{prefixdb.New([]byte("certificates"), db)},
+		signing: signing{networkID: cfg.NetworkID, chainID: cfg.ChainID, blocks: blocks},
+		metrics: m, sets: lru.NewCache[uint64, validators.WarpSet](8),
+		wake: make(chan struct{}, 1), changed: make(chan struct{}), accepted: map[uint64]time.Time{},
+		last: last,
+	}
+	if c.certified, err = c.store.last(); err != nil {
+		return nil, err
+	}
+	if last.Height > c.certified {
+		c.waiting = cfg.Clock()
+	}
+	c.updateGauges()
+	return c, nil
+}
+
+// Handler is the signature-request handler to register on the node's p2p
+// network under acp118.HandlerID: it signs only what signing allows,
+// caching signatures by message.
+func (c *Certifier) Handler() p2p.Handler {
+	return acp118.NewCachedHandler(lru.NewCache[ids.ID, []byte](1024), c.signing, c.cfg.Signer)
+}
+
+// Start collects certificates in the background until Stop. Without a
+// requester (no network) only this node's own signature counts.
+func (c *Certifier) Start(r Requester) {
+	ctx, cancel := context.WithCancel(context.Background())
+	c.requester, c.stop, c.done = r, cancel, make(chan struct{})
+	go func() {
+		defer close(c.done)
+		c.run(ctx)
+	}()
+}
+
+// Stop ends the background work and waits for it.
+func (c *Certifier) Stop() {
+	if c.stop == nil {
+		return
+	}
+	c.stop()
+	<-c.done
+}
+
+// Accepted tells the certifier about a newly accepted block.
+func (c *Certifier) Accepted(b *block.Block) {
+	now := c.cfg.Clock()
+	c.mu.Lock()
+	c.last = b
+	if b.Height > c.certified {
+		if len(c.accepted) < maxTracked {
+			c.accepted[b.Height] = now
+		}
+		if c.waiting.IsZero() {
+			c.waiting = now
+		}
+	}
+	c.updateGauges()
+	c.mu.Unlock()
+	select {
+	case c.wake <- struct{}{}:
+	default:
+	}
+}
+
+// Certified is the newest certified height: every accepted block at or
+// below it is final.
+func (c *Certifier) Certified() uint64 {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.certified
+}
+
+// WaitFinal returns once a certificate covers height, or with ctx's error.
+func (c *Certifier) WaitFinal(ctx context.Context, height uint64) error {
+	for {
+		c.mu.Lock()
+		done, changed := c.certified >= height, c.changed
+		c.mu.Unlock()
+		if done {
+			return nil
+		}
+		select {
+		case <-changed:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+}
+
+// Covering is the certificate that makes height final: the lowest one at
+// or above it. ErrNotFinal while none does.
+func (c *Certifier) Covering(height uint64) (*certificate.Certificate, error) {
+	if height > c.Certified() {
+		return nil, fmt.Errorf("%w: height %d (certified up to %d)", ErrNotFinal, height, c.Certified())
+	}
+	cert, err := c.store.covering(height)
+	if errors.Is(err, database.ErrNotFound) {
+		return nil, fmt.Errorf("%w: height %d", ErrNotFinal, height)
+	}
+	return cert, err
+}
+
+// Health reports certification progress, and ErrStalled with the
+// validators whose signatures are missing once a block waited more than
+// StallAfter.
+func (c *Certifier) Health() (map[string]any, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	details := map[string]any{"certifiedHeight": c.certified, "uncertifiedBlocks": c.last.Height - min(c.certified, c.last.Height)}
+	if c.waiting.IsZero() {
+		return details, nil
+	}
+	waited := c.cfg.Clock().Sub(c.waiting)
+	details["uncertifiedForMs"] = waited.Milliseconds()
+	if waited <= c.cfg.StallAfter {
+		return details, nil
+	}
+	return details, fmt.Errorf("%w: no certificate for %s (certified up to height %d of %d); missing signatures of %v: with more than 1/3 of the stake unreachable or not accepting, nothing becomes final until they return or leave the subnet (schain validators status)",
+		ErrStalled, waited.Round(time.Second), c.certified, c.last.Height, c.missing)
+}
+
+func (c *Certifier) updateGauges() {
+	c.metrics.certified.Set(float64(c.certified))
+	c.metrics.uncertified.Set(float64(c.last.Height - min(c.certified, c.last.Height)))
+}
+
+// target is the block to certify next: the newest accepted one, if it
+// carries a P-chain height and no certificate covers it yet.
+func (c *Certifier) target() *block.Block {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.last.Height <= c.certified || !c.last.HasPChainHeight {
+		return nil
+	}
+	return c.last
+}
+
+func (c *Certifier) run(ctx context.Context) {
+	backoff := minBackoff
+	var a *attempt
+	for {
+		b := c.target()
+		if b == nil {
+			select {
+			case <-ctx.Done():
+				return
+			case <-c.wake:
+				continue
+			}
+		}
+		if a == nil || a.statement.BlockID != b.ID() {
+			var err error
+			if a, err = c.newAttempt(ctx, b); err != nil {
+				c.cfg.Log.Warn("certificate round not started", zap.Uint64("height", b.Height), zap.Error(err))
+				a = nil
+			}
+		}
+		progressed := false
+		if a != nil {
+			var err error
+			progressed, err = c.collect(ctx, a)
+			if err == nil && a.quorum() {
+				if err = c.finish(a); err == nil {
+					a, backoff = nil, minBackoff
+					continue
+				}
+				c.cfg.Log.Warn("certificate not stored", zap.Uint64("height", b.Height), zap.Error(err))
+			}
+			c.metrics.rounds.WithLabelValues("short").Inc()
+			c.noteMissing(a)
+		}
+		if progressed {
+			backoff = minBackoff
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(backoff):
+		}
+		backoff = min(2*backoff, maxBackoff)
+	}
+}
+
+// finish aggregates a's signatures, stores the certificate and wakes the
+// waiters.
+func (c *Certifier) finish(a *attempt) error {
+	cert, err := certificate.Aggregate(a.statement, a.sigs)
+	if err != nil {
+		return err
+	}
+	if _, err := certificate.VerifyCanonical(cert, a.set); err != nil {
+		return fmt.Errorf("aggregate of checked signatures does not verify: %w", err)
+	}
+	if err := c.store.put(cert); err != nil {
+		return err
+	}
+	now := c.cfg.Clock()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.certified = cert.Height
+	for h, at := range c.accepted {
+		if h <= cert.Height {
+			c.metrics.latency.Observe(now.Sub(at).Seconds())
+			delete(c.accepted, h)
+		}
+	}
+	c.waiting = time.Time{}
+	if c.last.Height > c.certified {
+		c.waiting = now
+		if at, ok := c.accepted[c.certified+1]; ok {
+			c.waiting = at
+		}
+	}
+	c.missing = nil
+	close(c.changed)
+	c.changed = make(chan struct{})
+	c.updateGauges()
+	c.metrics.rounds.WithLabelValues("certified").Inc()
+	return nil
+}
+
+func (c *Certifier) noteMissing(a *attempt) {
+	if a == nil {
+		return
+	}
+	var missing []ids.NodeID
+	for i, v := range a.set.Validators {
+		if _, ok := a.sigs[i]; !ok {
+			missing = append(missing, v.NodeIDs...)
+		}
+	}
+	c.mu.Lock()
+	c.missing = missing
+	c.mu.Unlock()
+}
+
+// validatorSet is the canonical set at a P-chain height (cached).
+func (c *Certifier) validatorSet(ctx context.Context, height uint64) (validators.WarpSet, error) {
+	if s, ok := c.sets.Get(height); ok {
+		return s, nil
+	}
+	vals, err := c.cfg.Validators.GetValidatorSet(ctx, height, c.cfg.SubnetID)
+	if err != nil {
+		return validators.WarpSet{}, fmt.Errorf("validator set at P-chain height %d: %w", height, err)
+	}
+	s, err := validators.FlattenValidatorSet(vals)
+	if err != nil {
+		return validators.WarpSet{}, err
+	}
+	c.sets.Put(height, s)
+	return s, nil
+}
