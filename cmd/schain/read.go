@@ -45,6 +45,7 @@ certificate against the P-chain.`,
 	}
 	cmd.Flags().BoolVar(&wait, "wait", false, "wait until the transaction is decided")
 	cmd.Flags().BoolVar(&final, "final", false, "wait until the transaction is decided and a finality certificate covers it")
+	cmd.MarkFlagsMutuallyExclusive("wait", "final")
 	return cmd
 }
 

@@ -16,9 +16,6 @@ import (
 	"github.com/s-chain/schain/vm/api"
 )
 
-// exitNotVerified: a certificate or its proof did not check out.
-const exitNotVerified = 9
-
 func newVerifyCmd(g *globals) *cobra.Command {
 	var (
 		height       uint64

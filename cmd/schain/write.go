@@ -37,11 +37,8 @@ quarter of the genesis poolChunk ids, no --floor. Ids of a pool lost with its
 node are skipped, never reissued.`,
 		Args: exactArgs(0, "no arguments"),
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if args.Range == "" || args.Count == 0 {
-				return usageError{errors.New("--range and a positive --count are required")}
-			}
-			if args.Pooled && (wait || final || args.Floor != 0) {
-				return usageError{errors.New("--pooled answers with accepted ids at once and takes neither --wait, --final nor --floor")}
+			if args.Count == 0 {
+				return usageError{errors.New("--count must be positive")}
 			}
 			return g.withRouter(cmd, func(ctx context.Context, r *client.Router) error {
 				reply, err := r.Allocate(ctx, args)
@@ -67,7 +64,12 @@ node are skipped, never reissued.`,
 	f.Uint64Var(&args.Floor, "floor", 0, "lowest acceptable base (cutover from the legacy allocator)")
 	f.BoolVar(&wait, "wait", false, "wait until the transaction is decided")
 	f.BoolVar(&final, "final", false, "wait until the transaction is decided and a finality certificate covers it")
-	f.BoolVar(&args.Pooled, "pooled", false, "answer at once from the owner's committed id pool")
+	f.BoolVar(&args.Pooled, "pooled", false, "answer at once from the owner's committed id pool (takes neither --wait, --final nor --floor)")
+	mustMarkRequired(cmd, "range", "count")
+	cmd.MarkFlagsMutuallyExclusive("pooled", "wait")
+	cmd.MarkFlagsMutuallyExclusive("pooled", "final")
+	cmd.MarkFlagsMutuallyExclusive("pooled", "floor")
+	cmd.MarkFlagsMutuallyExclusive("wait", "final")
 	return cmd
 }
 
@@ -98,9 +100,6 @@ func newPutManifestCmd(g *globals) *cobra.Command {
 range (the bucket or one of its bands). Hashes are CB58 or 64 hex digits.`,
 		Args: exactArgs(0, "no arguments"),
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if args.Bucket == "" || args.Key == "" || (contentHash == "" && !args.Deleted) {
-				return usageError{errors.New("--bucket, --key and --content-hash are required")}
-			}
 			if contentHash != "" {
 				h, err := parseID(contentHash)
 				if err != nil {
@@ -138,6 +137,9 @@ range (the bucket or one of its bands). Hashes are CB58 or 64 hex digits.`,
 	f.BoolVar(&args.Deleted, "deleted", false, "write a tombstone")
 	f.BoolVar(&wait, "wait", false, "wait until the transaction is decided")
 	f.BoolVar(&final, "final", false, "wait until the transaction is decided and a finality certificate covers it")
+	mustMarkRequired(cmd, "bucket", "key")
+	cmd.MarkFlagsOneRequired("content-hash", "deleted")
+	cmd.MarkFlagsMutuallyExclusive("wait", "final")
 	return cmd
 }
 
