@@ -1,10 +1,12 @@
 package vm_test
 
 import (
+	"context"
 	"testing"
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/s-chain/schain/txs"
 	"github.com/s-chain/schain/vm/api"
 )
 
@@ -43,5 +45,42 @@ func BenchmarkRPCAllocatePooled(b *testing.B) {
 	for i := 0; i < b.N; i++ {
 		var rep api.AllocateReply
 		require.Nil(b, rpcCall(b, url, "allocate", api.AllocateArgs{Range: mine, Count: 1, Pooled: true}, &rep))
+	}
+}
+
+// BenchmarkBlockCertificates measures a block's life on three validators
+// (an allocation signed by its owner, the block built, verified and
+// accepted everywhere) with each node's certifier collecting certificates
+// in the background, and with the certifiers stopped: the cost of finality
+// certificates in one run (benchstat shows the two side by side).
+func BenchmarkBlockCertificates(b *testing.B) {
+	for _, on := range []bool{true, false} {
+		name := "certifying"
+		if !on {
+			name = "not-certifying"
+		}
+		b.Run(name, func(b *testing.B) {
+			nw, _ := newGossipNet(b, 3)
+			nw.ready(10)
+			if !on {
+				for _, v := range nw.vms {
+					v.Certifier().Stop()
+				}
+			}
+			mine := nw.rangeOf(0, "cert")
+			ctx := context.Background()
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				_, err := nw.vms[0].Writer().Allocate(ctx, []txs.AllocateEntry{{Range: mine, Count: 1}})
+				require.NoError(b, err)
+				_, err = nw.round(0, 10)
+				require.NoError(b, err)
+			}
+			b.StopTimer()
+			if on {
+				// Every block gets covered, however fast they came.
+				nw.certifiedUpTo(nw.vms[0].Chain().LastAccepted().Block.Height)
+			}
+		})
 	}
 }

@@ -103,13 +103,13 @@ func (s *sender) SendAppGossip(_ context.Context, cfg common.SendConfig, msg []b
 }
 
 // newGossipNet is newNet with gossip wired through a router.
-func newGossipNet(t *testing.T, n int) (*net, *router) {
+func newGossipNet(t testing.TB, n int) (*net, *router) {
 	return newGossipNetWith(t, n, nil)
 }
 
 // newGossipNetWith is newGossipNet where signer, if set, gives node i its
 // warp signer (a faulty one, say) instead of its key's.
-func newGossipNetWith(t *testing.T, n int, signer func(i int, k *txstest.Key) warp.Signer) (*net, *router) {
+func newGossipNetWith(t testing.TB, n int, signer func(i int, k *txstest.Key) warp.Signer) (*net, *router) {
 	nw := newNet(t, 0)
 	keys, err := newKeys(t, n)
 	require.NoError(t, err)

@@ -3,6 +3,9 @@ package certifier
 import (
 	"context"
 	"errors"
+	"maps"
+	"slices"
+	"time"
 
 	"github.com/ava-labs/avalanchego/ids"
 	"github.com/ava-labs/avalanchego/proto/pb/sdk"
@@ -19,31 +22,101 @@ import (
 )
 
 // attempt is the signature collection for one block: the statement, the
-// validator set that certifies it and the signatures checked so far,
-// by index in the canonical set. It outlives a round, so that a retry asks
-// only those that have not signed.
+// validator set that certifies it and the signatures so far, by index in
+// the canonical set. It outlives a round, so that a retry asks only those
+// that have not signed.
+//
+// Signatures are checked optimistically: all of them at once, as one
+// aggregate, when together they would make a quorum (one pairing check
+// instead of one per validator); only if the aggregate fails is each
+// checked alone, and the bad ones are dropped.
 type attempt struct {
 	statement certificate.Statement
 	message   *warp.UnsignedMessage
 	request   []byte
 	set       validators.WarpSet
 	index     map[ids.NodeID]int
-	sigs      map[int]*bls.Signature
-	weight    uint64
+	// sigs are checked signatures, pending unchecked ones.
+	sigs, pending         map[int]*bls.Signature
+	weight, pendingWeight uint64
 }
 
 func (a *attempt) quorum() bool { return certificate.Supermajority(a.weight, a.set.TotalWeight) }
 
-func (a *attempt) add(i int, sig *bls.Signature) {
-	if _, ok := a.sigs[i]; ok {
+func (a *attempt) has(i int) bool {
+	_, ok := a.sigs[i]
+	_, waiting := a.pending[i]
+	return ok || waiting
+}
+
+func (a *attempt) offer(i int, sig *bls.Signature) {
+	if a.has(i) {
 		return // validators sharing a key sign once
 	}
-	a.sigs[i] = sig
-	a.weight += a.set.Validators[i].Weight
+	a.pending[i] = sig
+	a.pendingWeight += a.set.Validators[i].Weight
+}
+
+// check moves the pending signatures to the checked ones once together they
+// would make a quorum, and reports the indices it dropped as bad.
+func (a *attempt) check() []int {
+	if len(a.pending) == 0 || !certificate.Supermajority(a.weight+a.pendingWeight, a.set.TotalWeight) {
+		return nil
+	}
+	all := make(map[int]*bls.Signature, len(a.sigs)+len(a.pending))
+	maps.Copy(all, a.sigs)
+	maps.Copy(all, a.pending)
+	if a.verifies(all) {
+		a.accept(slices.Collect(maps.Keys(a.pending)))
+		return nil
+	}
+	var good, bad []int
+	for i, sig := range a.pending {
+		if bls.Verify(a.set.Validators[i].PublicKey, sig, a.message.Bytes()) {
+			good = append(good, i)
+		} else {
+			bad = append(bad, i)
+		}
+	}
+	a.accept(good)
+	for _, i := range bad {
+		delete(a.pending, i)
+		a.pendingWeight -= a.set.Validators[i].Weight
+	}
+	return bad
+}
+
+func (a *attempt) accept(indices []int) {
+	for _, i := range indices {
+		a.sigs[i] = a.pending[i]
+		a.weight += a.set.Validators[i].Weight
+		delete(a.pending, i)
+		a.pendingWeight -= a.set.Validators[i].Weight
+	}
+}
+
+// verifies checks sigs as one aggregate against their validators' keys.
+func (a *attempt) verifies(sigs map[int]*bls.Signature) bool {
+	list := make([]*bls.Signature, 0, len(sigs))
+	keys := make([]*bls.PublicKey, 0, len(sigs))
+	for i, sig := range sigs {
+		list = append(list, sig)
+		keys = append(keys, a.set.Validators[i].PublicKey)
+	}
+	agg, err := bls.AggregateSignatures(list)
+	if err != nil {
+		return false
+	}
+	key, err := bls.AggregatePublicKeys(keys)
+	if err != nil {
+		return false
+	}
+	return bls.Verify(key, agg, a.message.Bytes())
 }
 
 // newAttempt prepares b's statement and signs it with this node's key when
-// it is a validator of b's P-chain height.
+// it is a validator of b's P-chain height (the signature the handler gives
+// peers: one signing per block).
 func (c *Certifier) newAttempt(ctx context.Context, b *block.Block) (*attempt, error) {
 	st, _ := Statement(c.cfg.NetworkID, c.cfg.ChainID, b)
 	msg, err := st.Message()
@@ -58,28 +131,45 @@ func (c *Certifier) newAttempt(ctx context.Context, b *block.Block) (*attempt, e
 	if err != nil {
 		return nil, err
 	}
-	a := &attempt{statement: st, message: msg, request: request, set: vs, index: map[ids.NodeID]int{}, sigs: map[int]*bls.Signature{}}
+	a := &attempt{
+		statement: st, message: msg, request: request, set: vs, index: map[ids.NodeID]int{},
+		sigs: map[int]*bls.Signature{}, pending: map[int]*bls.Signature{},
+	}
 	for i, v := range vs.Validators {
 		for _, id := range v.NodeIDs {
 			a.index[id] = i
 		}
 	}
 	if i, ok := a.index[c.cfg.NodeID]; ok {
-		b, err := c.cfg.Signer.Sign(msg)
-		if err != nil {
-			return nil, err
+		raw, cached := c.signatures.Get(msg.ID())
+		if !cached {
+			if raw, err = c.cfg.Signer.Sign(msg); err != nil {
+				return nil, err
+			}
+			c.signatures.Put(msg.ID(), raw)
 		}
-		// A node's own signature is checked like anyone's: a signer whose
-		// key is not the one the P-chain has would spoil every aggregate.
-		sig, err := bls.SignatureFromBytes(b)
-		if err != nil || !bls.Verify(vs.Validators[i].PublicKey, sig, msg.Bytes()) {
-			c.cfg.Log.Error("this node's signature does not verify against its P-chain BLS key: certificates go on without it")
-			c.metrics.refusals.WithLabelValues("own_signature").Inc()
-		} else {
-			a.add(i, sig)
+		// A node's own signature is checked like anyone's (in the
+		// aggregate): a signer whose key is not the one the P-chain has
+		// would otherwise spoil every certificate.
+		if sig, err := bls.SignatureFromBytes(raw); err == nil {
+			a.offer(i, sig)
 		}
 	}
+	c.drop(a, a.check())
 	return a, nil
+}
+
+// drop counts and logs the signatures check found bad.
+func (c *Certifier) drop(a *attempt, bad []int) {
+	for _, i := range bad {
+		c.metrics.refusals.WithLabelValues("bad_signature").Inc()
+		if slices.Contains(a.set.Validators[i].NodeIDs, c.cfg.NodeID) {
+			c.cfg.Log.Error("this node's signature does not verify against its P-chain BLS key: certificates go on without it")
+			continue
+		}
+		c.cfg.Log.Warn("a validator's signature on a certificate statement does not verify",
+			zap.Stringers("nodeIDs", a.set.Validators[i].NodeIDs), zap.Uint64("height", a.statement.Height))
+	}
 }
 
 // answer is one node's reply to a signature request.
@@ -90,15 +180,18 @@ type answer struct {
 }
 
 // collect runs one round: it asks every validator that has not signed yet
-// and takes their answers until a is a quorum, every answer is in, or the
-// round times out. It reports whether a signature was added.
+// and takes their answers until a is a quorum, the round times out, or
+// nobody is left to wait for. A validator that has not accepted the block
+// yet (it usually accepts within milliseconds of this node) is asked again
+// after a short, growing delay within the round. It reports whether a
+// signature was added.
 func (c *Certifier) collect(ctx context.Context, a *attempt) (bool, error) {
 	if a.quorum() || c.requester == nil {
 		return false, nil
 	}
 	ask := set.NewSet[ids.NodeID](len(a.index))
 	for id, i := range a.index {
-		if _, signed := a.sigs[i]; !signed && id != c.cfg.NodeID {
+		if !a.has(i) && id != c.cfg.NodeID {
 			ask.Add(id)
 		}
 	}
@@ -107,8 +200,10 @@ func (c *Certifier) collect(ctx context.Context, a *attempt) (bool, error) {
 	}
 	ctx, cancel := context.WithTimeout(ctx, roundTimeout)
 	defer cancel()
-	// One answer per node asked: the callback never blocks the p2p router.
+	// At most one request per node is in flight, so one slot per node
+	// keeps the callbacks (and the retry timers) from ever blocking.
 	answers := make(chan answer, ask.Len())
+	due := make(chan ids.NodeID, ask.Len())
 	onResponse := func(_ context.Context, nodeID ids.NodeID, b []byte, err error) {
 		select {
 		case answers <- answer{nodeID: nodeID, bytes: b, err: err}:
@@ -118,21 +213,53 @@ func (c *Certifier) collect(ctx context.Context, a *attempt) (bool, error) {
 	if err := c.requester.AppRequest(ctx, ask, a.request, onResponse); err != nil {
 		return false, err
 	}
-	progressed := false
-	for pending := ask.Len(); pending > 0 && !a.quorum(); pending-- {
+	delays := make(map[ids.NodeID]time.Duration, ask.Len())
+	inFlight, scheduled, progressed := ask.Len(), 0, false
+	for (inFlight > 0 || scheduled > 0) && !a.quorum() {
 		select {
 		case <-ctx.Done():
 			return progressed, nil
+		case id := <-due:
+			scheduled--
+			if err := c.requester.AppRequest(ctx, set.Of(id), a.request, onResponse); err == nil {
+				inFlight++
+			}
 		case ans := <-answers:
+			inFlight--
+			if notAcceptedYet(ans.err) {
+				d := max(delays[ans.nodeID]*2, retryDelay)
+				if d > maxRetryDelay {
+					c.take(a, ans) // counted as a refusal; asked again next round
+					continue
+				}
+				delays[ans.nodeID] = d
+				scheduled++
+				id := ans.nodeID
+				time.AfterFunc(d, func() {
+					select {
+					case due <- id:
+					default:
+					}
+				})
+				c.metrics.refusals.WithLabelValues("not_accepted_yet").Inc()
+				continue
+			}
 			if c.take(a, ans) {
 				progressed = true
+				c.drop(a, a.check())
 			}
 		}
 	}
 	return progressed, nil
 }
 
-// take checks one answer against its validator's key and adds it.
+func notAcceptedYet(err error) bool {
+	var appErr *common.AppError
+	return errors.As(err, &appErr) && appErr.Code == CodeNotAcceptedYet
+}
+
+// take parses one answer and offers its signature (checked later, in the
+// aggregate).
 func (c *Certifier) take(a *attempt, ans answer) bool {
 	i, ok := a.index[ans.nodeID]
 	if !ok {
@@ -160,10 +287,10 @@ func (c *Certifier) take(a *attempt, ans answer) bool {
 		return false
 	}
 	sig, err := bls.SignatureFromBytes(resp.Signature)
-	if err != nil || !bls.Verify(a.set.Validators[i].PublicKey, sig, a.message.Bytes()) {
+	if err != nil {
 		c.metrics.refusals.WithLabelValues("bad_signature").Inc()
 		return false
 	}
-	a.add(i, sig)
+	a.offer(i, sig)
 	return true
 }
