@@ -4,6 +4,8 @@ package e2e
 
 import (
 	"context"
+	"fmt"
+	"slices"
 	"testing"
 	"time"
 
@@ -74,6 +76,7 @@ func TestLeaderlessMasterKills(t *testing.T) {
 		}
 		return d
 	}
+	logSlowest(t, res, map[string]time.Time{"first kill": firstAt, "restart": restartedAt, "second kill": secondAt})
 	perMaster := map[string]int{}
 	for _, up := range res.Uploads {
 		perMaster[up.Master]++
@@ -85,13 +88,14 @@ func TestLeaderlessMasterKills(t *testing.T) {
 		"read_back": check.ReadBack, "lost": check.Lost, "altered": check.Altered,
 		"failed_uploads": check.Failed, "failed_attempts": check.FailedAttempts,
 		"longest_upload_ms": check.LongestWait.Milliseconds(), "longest_gap_ms": check.LongestGap.Milliseconds(),
-		"longest_upload_after_first_kill_ms": afterFirst.Milliseconds(),
+		"longest_upload_after_first_kill_ms":  afterFirst.Milliseconds(),
 		"longest_upload_after_second_kill_ms": afterSecond.Milliseconds(),
-		"restarted_master_served_after_ms": servedAfter(res, first, restartedAt).Milliseconds(),
+		"restarted_master_served_after_ms":    servedAfter(res, first, restartedAt).Milliseconds(),
 	})
 	// A bound far below stock's stall, not the 1 s target (make bench-weed
-	// measures that): this machine is shared and loaded.
-	require.Less(check.LongestWait, 5*time.Second, "a client waited for a master: leaderless masters should cost one retry")
+	// measures that): this machine is shared and loaded. Uploads before the
+	// first kill wait for the empty cluster's first volumes, as in stock.
+	require.Less(max(afterFirst, afterSecond), 5*time.Second, "a client waited for a master: leaderless masters should cost one retry")
 }
 
 // servedAfter is how long after t0 master first acknowledged an upload it
@@ -104,4 +108,31 @@ func servedAfter(res workload.Result, master string, t0 time.Time) time.Duration
 		}
 	}
 	return first.Sub(t0)
+}
+
+// logSlowest logs the five longest uploads and a few failed attempts, each
+// placed relative to the marks (the kills, the restart).
+func logSlowest(t *testing.T, res workload.Result, marks map[string]time.Time) {
+	at := func(ts time.Time) string {
+		best, name := time.Duration(1<<62), "start"
+		for n, m := range marks {
+			if d := ts.Sub(m); d >= 0 && d < best {
+				best, name = d, n
+			}
+		}
+		if name == "start" {
+			best = ts.Sub(res.Start)
+		}
+		return fmt.Sprintf("%s+%s", name, describe(best))
+	}
+	ups := slices.Clone(res.Uploads)
+	slices.SortFunc(ups, func(a, b workload.Upload) int { return int(b.Wait - a.Wait) })
+	for _, up := range ups[:min(5, len(ups))] {
+		t.Logf("slow upload: %s from %s, started at %s, took %s", up.Fid, up.Master, at(up.Start), describe(up.Wait))
+	}
+	for i, f := range res.Failures {
+		if i%max(1, len(res.Failures)/8) == 0 {
+			t.Logf("failed %s attempt at %s: %.250s", f.Stage, at(f.At), f.Err)
+		}
+	}
 }
