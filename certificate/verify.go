@@ -43,6 +43,8 @@ type Validator struct {
 // certificate is checked against. Take it from the P-chain (any node's
 // platform.getValidatorsAt) or from a file (ReadValidatorSet).
 type ValidatorSet struct {
+	// NetworkID is the network the P-chain belongs to (0 when unknown).
+	NetworkID    uint32      `json:"networkID,omitempty"`
 	SubnetID     ids.ID      `json:"subnetID"`
 	PChainHeight uint64      `json:"pChainHeight"`
 	Validators   []Validator `json:"validators"`

@@ -32,9 +32,13 @@ import (
 
 	"github.com/ava-labs/avalanchego/api/info"
 	"github.com/ava-labs/avalanchego/ids"
+	"github.com/ava-labs/avalanchego/snow/validators"
 	"github.com/ava-labs/avalanchego/utils/constants"
 	"github.com/ava-labs/avalanchego/utils/rpc"
 	"github.com/ava-labs/avalanchego/vms/platformvm"
+	platformapi "github.com/ava-labs/avalanchego/vms/platformvm/api"
+
+	"github.com/s-chain/schain/certificate"
 )
 
 // Node is the part of an avalanchego node's P-chain and info APIs this
@@ -46,6 +50,7 @@ type Node interface {
 	GetSubnet(ctx context.Context, subnetID ids.ID, options ...rpc.Option) (platformvm.GetSubnetClientResponse, error)
 	GetCurrentValidators(ctx context.Context, subnetID ids.ID, nodeIDs []ids.NodeID, options ...rpc.Option) ([]platformvm.ClientPermissionlessValidator, error)
 	ValidatedBy(ctx context.Context, blockchainID ids.ID, options ...rpc.Option) (ids.ID, error)
+	GetValidatorsAt(ctx context.Context, subnetID ids.ID, height platformapi.Height, options ...rpc.Option) (map[ids.NodeID]*validators.GetValidatorOutput, error)
 }
 
 // nodeAPI is a node's P-chain client and the one info call Read needs.
@@ -174,6 +179,17 @@ func ReadPrimary(ctx context.Context, node Node, nodeID ids.NodeID) (*Primary, e
 		return p, nil
 	}
 	return nil, nil
+}
+
+// ValidatorSetAt is the subnet's validator set at a P-chain height as this
+// node's P-chain has it: what a finality certificate of that height is
+// checked against (package certificate).
+func ValidatorSetAt(ctx context.Context, node Node, subnetID ids.ID, height uint64) (certificate.ValidatorSet, error) {
+	vals, err := node.GetValidatorsAt(ctx, subnetID, platformapi.Height(height))
+	if err != nil {
+		return certificate.ValidatorSet{}, fmt.Errorf("platform.getValidatorsAt(%s, %d): %w", subnetID, height, err)
+	}
+	return certificate.NewValidatorSet(subnetID, height, vals), nil
 }
 
 // SubnetOf returns the subnet that validates chainID.

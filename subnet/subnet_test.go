@@ -11,11 +11,13 @@ import (
 	"time"
 
 	"github.com/ava-labs/avalanchego/ids"
+	"github.com/ava-labs/avalanchego/snow/validators"
 	"github.com/ava-labs/avalanchego/utils/constants"
 	"github.com/ava-labs/avalanchego/utils/crypto/secp256k1"
 	"github.com/ava-labs/avalanchego/utils/rpc"
 	"github.com/ava-labs/avalanchego/vms/components/avax"
 	"github.com/ava-labs/avalanchego/vms/platformvm"
+	platformapi "github.com/ava-labs/avalanchego/vms/platformvm/api"
 	"github.com/ava-labs/avalanchego/vms/platformvm/status"
 	"github.com/ava-labs/avalanchego/vms/platformvm/txs"
 	"github.com/ava-labs/avalanchego/vms/secp256k1fx"
@@ -229,6 +231,15 @@ func (n *fakeNode) GetCurrentValidators(_ context.Context, id ids.ID, nodeIDs []
 
 func (*fakeNode) ValidatedBy(context.Context, ids.ID, ...rpc.Option) (ids.ID, error) {
 	return subnetID, nil
+}
+
+// GetValidatorsAt answers the current validators at any height.
+func (n *fakeNode) GetValidatorsAt(_ context.Context, id ids.ID, _ platformapi.Height, _ ...rpc.Option) (map[ids.NodeID]*validators.GetValidatorOutput, error) {
+	out := map[ids.NodeID]*validators.GetValidatorOutput{}
+	for _, v := range n.validators[id] {
+		out[v.NodeID] = &validators.GetValidatorOutput{NodeID: v.NodeID, Weight: v.Weight}
+	}
+	return out, nil
 }
 
 func (*fakeNode) IssueTx(context.Context, []byte, ...rpc.Option) (ids.ID, error) {

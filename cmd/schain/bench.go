@@ -181,9 +181,18 @@ func runBench(ctx context.Context, g *globals, o benchOptions, start targetStart
 	if err := writeBenchOutputs(o.out, rep, tables.String()); err != nil {
 		return err
 	}
-	fmt.Fprint(g.out, tables.String())
-	fmt.Fprintf(g.out, "outputs: %s/{%s,%s,%s,%s,%s}\n", o.out, benchReportFile, benchTablesFile, benchmark.ThroughputFile, benchmark.LatencyFile, benchmark.StallsFile)
-	return nil
+	res := benchResult{Report: rep, Outputs: shadowOutputs(o.out, benchReportFile, benchTablesFile, benchmark.ThroughputFile, benchmark.LatencyFile, benchmark.StallsFile)}
+	return g.emitText(res, func(w io.Writer) error {
+		_, err := fmt.Fprintf(w, "%soutputs: %s/{%s,%s,%s,%s,%s}\n", tables.String(), o.out, benchReportFile, benchTablesFile, benchmark.ThroughputFile, benchmark.LatencyFile, benchmark.StallsFile)
+		return err
+	})
+}
+
+// benchResult is the bench's result for --json: report.json's content and
+// the files written.
+type benchResult struct {
+	Report  *benchmark.Report `json:"report"`
+	Outputs []string          `json:"outputs"`
 }
 
 func writeBenchOutputs(dir string, rep *benchmark.Report, tables string) error {

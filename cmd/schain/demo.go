@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"errors"
 	"fmt"
+	"io"
 	"path/filepath"
 	"time"
 
@@ -37,8 +38,55 @@ func newDemoCmd(g *globals) *cobra.Command {
 	return cmd
 }
 
+// demoReport is what the demo saw, for --json; the readable form is
+// written as the demo goes.
+type demoReport struct {
+	Membership  *api.MembershipReply `json:"membership"`
+	Owners      []demoOwner          `json:"owners"`
+	Allocations []demoAllocation     `json:"allocations"`
+	Pooled      []demoAllocation     `json:"pooled"`
+	Manifest    demoManifest         `json:"manifest"`
+	// Unallocated is the refusal of a manifest on an unallocated id.
+	Unallocated string `json:"unallocated"`
+	// NotOwner is a non-owner's answer to a write of the bucket.
+	NotOwner *api.NotOwnerData   `json:"notOwner,omitempty"`
+	Receipts []*api.ReceiptReply `json:"receipts"`
+	Nodes    []*api.NodeReply    `json:"nodes"`
+	RPC      []string            `json:"rpc"`
+	Token    string              `json:"tokenFile"`
+}
+
+type demoOwner struct {
+	Range string     `json:"range"`
+	Owner ids.NodeID `json:"owner"`
+}
+
+type demoAllocation struct {
+	Range     string     `json:"range"`
+	Owner     ids.NodeID `json:"owner"`
+	TxID      ids.ID     `json:"txID"`
+	Base      uint64     `json:"base"`
+	Count     uint64     `json:"count"`
+	Height    uint64     `json:"height,omitempty"`
+	LatencyMs int64      `json:"latencyMs"`
+}
+
+type demoManifest struct {
+	Bucket   string         `json:"bucket"`
+	Key      string         `json:"key"`
+	TxID     ids.ID         `json:"txID"`
+	ReadBack []demoReadBack `json:"readBack"`
+}
+
+type demoReadBack struct {
+	NodeID ids.NodeID `json:"nodeID"`
+	Size   uint64     `json:"size"`
+	Chunks []uint64   `json:"chunkIDs"`
+}
+
 func runDemo(ctx context.Context, g *globals, n *localnet.Network) error {
-	w := g.out
+	w := g.notes()
+	rep := demoReport{RPC: n.ChainURIsBase(), Token: n.TokenPath()}
 	cfg := client.DefaultRouterConfig()
 	cfg.Client.Token = n.Token
 	r, err := client.NewRouter(n.ChainURIsBase(), n.ChainID.String(), cfg)
@@ -54,6 +102,7 @@ func runDemo(ctx context.Context, g *globals, n *localnet.Network) error {
 	if err != nil {
 		return err
 	}
+	rep.Membership = ep
 	fmt.Fprintf(w, "\n== membership: P-chain height %d, liveness round %d, fingerprint %s\n", ep.PChainHeight, ep.Round, ep.Fingerprint)
 	for _, v := range ep.Validators {
 		fmt.Fprintf(w, "   %-6s %s\n", names[v.NodeID], describeLiveness(v))
@@ -69,6 +118,7 @@ func runDemo(ctx context.Context, g *globals, n *localnet.Network) error {
 		}
 		if i < 12 {
 			fmt.Fprintf(w, "   %-16s -> %s\n", rk, names[o.Owner])
+			rep.Owners = append(rep.Owners, demoOwner{Range: rk, Owner: o.Owner})
 		}
 		if _, ok := owned[o.Owner]; !ok {
 			owned[o.Owner] = rk
@@ -86,42 +136,46 @@ func runDemo(ctx context.Context, g *globals, n *localnet.Network) error {
 			continue
 		}
 		began := time.Now()
-		rep, err := r.Allocate(ctx, api.AllocateArgs{Range: rk, Count: 10})
+		res, err := r.Allocate(ctx, api.AllocateArgs{Range: rk, Count: 10})
 		if err != nil {
 			return fmt.Errorf("allocate on %s: %w", rk, err)
 		}
-		rc, err := r.WaitForReceipt(ctx, rep.TxID)
+		rc, err := r.WaitForReceipt(ctx, res.TxID)
 		if err != nil {
 			return err
 		}
-		e := rc.Entries[rep.Index]
-		fmt.Fprintf(w, "   %-16s owner %-6s ids [%d, %d) in block %d, %s\n", rk, names[rep.Owner], e.Base, e.Base+e.Count, rc.Height, time.Since(began).Round(time.Millisecond))
-		txIDs = append(txIDs, rep.TxID)
+		e := rc.Entries[res.Index]
+		took := time.Since(began)
+		fmt.Fprintf(w, "   %-16s owner %-6s ids [%d, %d) in block %d, %s\n", rk, names[res.Owner], e.Base, e.Base+e.Count, rc.Height, took.Round(time.Millisecond))
+		rep.Allocations = append(rep.Allocations, demoAllocation{Range: rk, Owner: res.Owner, TxID: rc.TxID, Base: e.Base, Count: e.Count, Height: rc.Height, LatencyMs: took.Milliseconds()})
+		txIDs = append(txIDs, res.TxID)
 	}
 
 	fmt.Fprintf(w, "\n== pooled allocations: answered from the owner's committed reservation, no consensus round per request\n")
 	if rk, ok := owned[n.Nodes[0].NodeID]; ok {
 		for i := 0; i < 3; i++ {
 			began := time.Now()
-			rep, err := r.Allocate(ctx, api.AllocateArgs{Range: rk, Count: 4, Pooled: true})
+			res, err := r.Allocate(ctx, api.AllocateArgs{Range: rk, Count: 4, Pooled: true})
 			if err != nil {
 				return fmt.Errorf("pooled allocate on %s: %w", rk, err)
 			}
-			fmt.Fprintf(w, "   %-16s owner %-6s ids [%d, %d) from reservation %s, %s\n", rk, names[rep.Owner], rep.Base, rep.Base+rep.Count, rep.TxID, time.Since(began).Round(time.Millisecond))
+			took := time.Since(began)
+			fmt.Fprintf(w, "   %-16s owner %-6s ids [%d, %d) from reservation %s, %s\n", rk, names[res.Owner], res.Base, res.Base+res.Count, res.TxID, took.Round(time.Millisecond))
+			rep.Pooled = append(rep.Pooled, demoAllocation{Range: rk, Owner: res.Owner, TxID: res.TxID, Base: res.Base, Count: res.Count, LatencyMs: took.Milliseconds()})
 		}
 	}
 
 	fmt.Fprintf(w, "\n== a manifest on reserved ids, read back from every node\n")
 	bucket := owned[n.Nodes[0].NodeID]
-	rep, err := r.Allocate(ctx, api.AllocateArgs{Range: bucket, Count: 2})
+	res, err := r.Allocate(ctx, api.AllocateArgs{Range: bucket, Count: 2})
 	if err != nil {
 		return err
 	}
-	rc, err := r.WaitForReceipt(ctx, rep.TxID)
+	rc, err := r.WaitForReceipt(ctx, res.TxID)
 	if err != nil {
 		return err
 	}
-	base := rc.Entries[rep.Index].Base
+	base := rc.Entries[res.Index].Base
 	content := []byte("hello, pinned writer")
 	sum := sha256.Sum256(content)
 	m := api.PutManifestArgs{Bucket: bucket, Key: "greetings/hello.txt", Size: uint64(len(content)), ContentHash: sum,
@@ -133,13 +187,20 @@ func runDemo(ctx context.Context, g *globals, n *localnet.Network) error {
 	if _, err := r.WaitForReceipt(ctx, put.TxID); err != nil {
 		return err
 	}
-	txIDs = append(txIDs, rep.TxID, put.TxID)
+	rep.Manifest = demoManifest{Bucket: bucket, Key: m.Key, TxID: put.TxID}
+	txIDs = append(txIDs, res.TxID, put.TxID)
 	for _, c := range r.Clients() {
 		got, err := readManifestEventually(ctx, c, bucket, m.Key)
 		if err != nil {
 			return err
 		}
-		fmt.Fprintf(w, "   %-6s %s/%s: %d bytes in %d chunks (ids %d, %d)\n", names[nodeOf(ctx, c)], bucket, m.Key, got.Manifest.Size, len(got.Manifest.Chunks), got.Manifest.Chunks[0].ID, got.Manifest.Chunks[1].ID)
+		id := nodeOf(ctx, c)
+		fmt.Fprintf(w, "   %-6s %s/%s: %d bytes in %d chunks (ids %d, %d)\n", names[id], bucket, m.Key, got.Manifest.Size, len(got.Manifest.Chunks), got.Manifest.Chunks[0].ID, got.Manifest.Chunks[1].ID)
+		rb := demoReadBack{NodeID: id, Size: got.Manifest.Size}
+		for _, ch := range got.Manifest.Chunks {
+			rb.Chunks = append(rb.Chunks, ch.ID)
+		}
+		rep.Manifest.ReadBack = append(rep.Manifest.ReadBack, rb)
 	}
 	unallocated := m
 	unallocated.Key = "greetings/bad.txt"
@@ -153,6 +214,9 @@ func runDemo(ctx context.Context, g *globals, n *localnet.Network) error {
 		}
 	}
 	fmt.Fprintf(w, "   a manifest on an unallocated id is refused: %v\n", err)
+	if err != nil {
+		rep.Unallocated = err.Error()
+	}
 
 	fmt.Fprintf(w, "\n== a non-owner refuses to write (no fallback writer)\n")
 	for _, c := range r.Clients() {
@@ -163,6 +227,7 @@ func runDemo(ctx context.Context, g *globals, n *localnet.Network) error {
 		_, err := c.Allocate(ctx, api.AllocateArgs{Range: bucket, Count: 1})
 		if d, ok := client.IsNotOwner(err); ok {
 			fmt.Fprintf(w, "   %-6s: NotOwner, owner is %s (%s) at P-chain height %d\n", names[id], names[d.Owner], d.Owner, d.PChainHeight)
+			rep.NotOwner = &d
 		} else {
 			fmt.Fprintf(w, "   %-6s: unexpected answer: %v\n", names[id], err)
 		}
@@ -176,6 +241,7 @@ func runDemo(ctx context.Context, g *globals, n *localnet.Network) error {
 			return err
 		}
 		fmt.Fprintf(w, "   %s %s at height %d: %d entries\n", id, rc.Status, rc.Height, len(rc.Entries))
+		rep.Receipts = append(rep.Receipts, rc)
 	}
 
 	fmt.Fprintf(w, "\n== nodes agree\n")
@@ -185,6 +251,7 @@ func runDemo(ctx context.Context, g *globals, n *localnet.Network) error {
 			return err
 		}
 		fmt.Fprintf(w, "   %-6s height %d state root %s\n", names[info.NodeID], info.Height, info.StateRoot)
+		rep.Nodes = append(rep.Nodes, info)
 	}
 	fmt.Fprintf(w, "\nRPC endpoints:\n")
 	for _, nd := range n.Nodes {
@@ -192,7 +259,8 @@ func runDemo(ctx context.Context, g *globals, n *localnet.Network) error {
 	}
 	fmt.Fprintf(w, "Token: %s (schain picks it up for this chain; other clients send it as \"Authorization: Bearer <token>\")\n", n.TokenPath())
 	fmt.Fprintf(w, "CLI:  export %s=%s\n      schain --rpc %s owner photos\nStop: make stop\n", chainEnv, n.ChainID, joinURIs(n))
-	return nil
+	// The readable form was written as the demo went.
+	return g.emitText(rep, func(io.Writer) error { return nil })
 }
 
 func joinURIs(n *localnet.Network) string {

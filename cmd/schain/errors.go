@@ -8,10 +8,12 @@ import (
 	"strings"
 
 	"github.com/s-chain/schain/client"
+	"github.com/s-chain/schain/errcode"
 	"github.com/s-chain/schain/vm/api"
 )
 
-// Exit codes, documented in the root command's help.
+// Exit codes. exitCodes says what each means; the root command's help and
+// docs/operations.md list them from it (a test keeps all three in step).
 const (
 	exitOK          = 0
 	exitError       = 1
@@ -19,9 +21,43 @@ const (
 	exitRejected    = 3
 	exitNotOwner    = 4
 	exitUnavailable = 5
-	// 6 is left free; 7: the node refused the write token.
+	// exitNotReady: a shadow's cutover gate stayed closed.
+	exitNotReady     = 6
 	exitUnauthorized = 7
+	// exitRefused: a validators command refused before issuing anything
+	// (a precondition failed: see the line).
+	exitRefused = 8
+	// exitNotVerified: a finality certificate or its proof did not check
+	// out (schain verify).
+	exitNotVerified = 9
 )
+
+// exitCodes documents every exit code, in order.
+var exitCodes = []struct {
+	code    int
+	meaning string
+}{
+	{exitOK, "ok"},
+	{exitError, "error (a node-side failure, a wrong chain, anything not below)"},
+	{exitUsage, "usage: a mistake in the command line, or parameters the node refused as invalid"},
+	{exitRejected, "rejected by the chain's rules, or a P-chain transaction dropped (retrying will not help)"},
+	{exitNotOwner, "not owner: the range's owner is not among --rpc"},
+	{exitUnavailable, "unavailable: not ready, mempool full, too many requests, unreachable, timed out (retry later)"},
+	{exitNotReady, "the cutover gate is not READY (shadow run, seaweedfs shadow)"},
+	{exitUnauthorized, "unauthorized: no, wrong or revoked write token"},
+	{exitRefused, "refused by a validators command's precondition; nothing was issued"},
+	{exitNotVerified, "not verified: a finality certificate or its proof does not check out against the P-chain's validator set (schain verify)"},
+}
+
+// exitCodesHelp is the exit codes' part of the root command's help.
+func exitCodesHelp() string {
+	var b strings.Builder
+	b.WriteString("Exit codes:\n")
+	for _, c := range exitCodes {
+		fmt.Fprintf(&b, "  %d  %s\n", c.code, c.meaning)
+	}
+	return strings.TrimSuffix(b.String(), "\n")
+}
 
 // usageError marks a mistake in the command line itself.
 type usageError struct{ err error }
@@ -51,8 +87,19 @@ func describe(err error, g *globals) failure {
 	switch {
 	case errors.As(err, &usage):
 		f.Name, f.ExitCode = "usage", exitUsage
-		f.Line = fmt.Sprintf("usage: %v (see schain --help)", err)
+		cmd := g.command
+		if cmd == "" {
+			cmd = "schain"
+		}
+		f.Line = fmt.Sprintf("usage: %v (see %s --help)", err, cmd)
 		return f
+	case isVerifyError(err):
+		f.Name, f.ExitCode = "not_verified", exitNotVerified
+		_, reason := errcode.Of(err)
+		f.Line = fmt.Sprintf("not verified (%s): %v", reason, err)
+	case errors.Is(err, client.ErrNotFinal):
+		f.Name, f.ExitCode = "not_final", exitUnavailable
+		f.Line = fmt.Sprintf("not final: %v", err)
 	case isValidatorsError(err):
 		f.Name, f.Line, f.ExitCode, _ = validatorsFailure(err)
 	case errors.Is(err, client.ErrTxRejected):

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -31,7 +32,7 @@ func newNetworkCmd(g *globals) *cobra.Command {
 		Use:   "network",
 		Short: "Run a local S-Chain network (avalanchego nodes on 127.0.0.1)",
 	}
-	cmd.PersistentFlags().StringVar(&buildDir, "build-dir", defaultBuildDir(), "directory with avalanchego, plugins/ and network data (default $"+buildDirEnv+" or ./build)")
+	cmd.PersistentFlags().StringVar(&buildDir, "build-dir", defaultBuildDir(), "directory with avalanchego, plugins/ and network data ($"+buildDirEnv+" sets the default)")
 
 	var nodes int
 	var replace bool
@@ -47,10 +48,10 @@ stops it and starts a new one.`,
 			root := filepath.Join(buildDir, "network")
 			if n, err := localnet.Open(ctx, root, nil); err == nil {
 				if !replace && chainAnswers(ctx, n) {
-					fmt.Fprintf(g.out, "reusing the running network %s\n", n.Dir)
+					g.note("reusing the running network %s\n", n.Dir)
 					return printNetwork(g, n)
 				}
-				fmt.Fprintf(g.out, "stopping the previous network %s\n", n.Dir)
+				g.note("stopping the previous network %s\n", n.Dir)
 				if err := localnet.StopAll(ctx, root, nil); err != nil {
 					fmt.Fprintf(g.errOut, "warning: stopping the previous network: %v\n", err)
 				}
@@ -63,11 +64,11 @@ stops it and starts a new one.`,
 			if err != nil {
 				return err
 			}
-			fmt.Fprintf(g.out, "network up in %s; waiting for the chain to open its first membership...\n", time.Since(began).Round(time.Second))
+			g.note("network up in %s; waiting for the chain to open its first membership...\n", time.Since(began).Round(time.Second))
 			if err := waitChainReady(ctx, g, n, 3*time.Minute); err != nil {
 				return err
 			}
-			fmt.Fprintf(g.out, "chain ready %s after start\n", time.Since(began).Round(time.Second))
+			g.note("chain ready %s after start\n", time.Since(began).Round(time.Second))
 			return printNetwork(g, n)
 		},
 	}
@@ -80,14 +81,13 @@ stops it and starts a new one.`,
 		Args:  exactArgs(0, "no arguments"),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			err := localnet.StopAll(cmd.Context(), filepath.Join(buildDir, "network"), nil)
-			if errors.Is(err, localnet.ErrNoNetwork) {
-				fmt.Fprintln(g.out, "no local network is running")
-				return nil
+			switch {
+			case errors.Is(err, localnet.ErrNoNetwork):
+				return g.emitLine(stopped{Stopped: false, Reason: "no local network is running"}, "no local network is running")
+			case err != nil:
+				return err
 			}
-			if err == nil {
-				fmt.Fprintln(g.out, "network stopped")
-			}
-			return err
+			return g.emitLine(stopped{Stopped: true}, "network stopped")
 		},
 	}
 
@@ -100,9 +100,8 @@ stops it and starts a new one.`,
 			if err != nil {
 				return err
 			}
-			if err := printNetwork(g, n); err != nil {
-				return err
-			}
+			view, fs := networkView(n)
+			var lines strings.Builder
 			for _, nd := range n.Nodes {
 				c, err := nodeClient(n, nd)
 				if err != nil {
@@ -111,13 +110,23 @@ stops it and starts a new one.`,
 				ctx, cancel := context.WithTimeout(cmd.Context(), 3*time.Second)
 				info, err := c.GetNode(ctx)
 				cancel()
+				st := nodeStatus{NodeID: nd.NodeID.String(), Up: err == nil}
 				if err != nil {
-					fmt.Fprintf(g.out, "  %s  down (%v)\n", nd.NodeID, err)
-					continue
+					st.Error = err.Error()
+					fmt.Fprintf(&lines, "  %s  down (%v)\n", nd.NodeID, err)
+				} else {
+					st.Height, st.StateRoot = info.Height, info.StateRoot.String()
+					fmt.Fprintf(&lines, "  %s  up, height %d, state root %s\n", nd.NodeID, info.Height, info.StateRoot)
 				}
-				fmt.Fprintf(g.out, "  %s  up, height %d, state root %s\n", nd.NodeID, info.Height, info.StateRoot)
+				view.Status = append(view.Status, st)
 			}
-			return nil
+			return g.emitText(view, func(w io.Writer) error {
+				if err := writeFields(w, fs); err != nil {
+					return err
+				}
+				_, err := io.WriteString(w, lines.String())
+				return err
+			})
 		},
 	}
 	cmd.AddCommand(start, stop, status)
@@ -185,21 +194,46 @@ func short(s string) string {
 	return s
 }
 
+// stopped is the result of a command that stops something local.
+type stopped struct {
+	Stopped bool   `json:"stopped"`
+	Reason  string `json:"reason,omitempty"`
+}
+
+// networkOut is the local network as network start and status print it.
+type networkOut struct {
+	Dir       string          `json:"dir"`
+	ChainID   string          `json:"chainID"`
+	SubnetID  string          `json:"subnetID"`
+	RPC       []string        `json:"rpc"`
+	Nodes     []localnet.Node `json:"nodes"`
+	TokenFile string          `json:"tokenFile"`
+	OwnerKey  string          `json:"ownerKeyFile"`
+	// Status: with network status, whether each node's chain answers.
+	Status []nodeStatus `json:"status,omitempty"`
+}
+
+// nodeStatus is one node in network status.
+type nodeStatus struct {
+	NodeID    string `json:"nodeID"`
+	Up        bool   `json:"up"`
+	Height    uint64 `json:"height,omitempty"`
+	StateRoot string `json:"stateRoot,omitempty"`
+	Error     string `json:"error,omitempty"`
+}
+
 func printNetwork(g *globals, n *localnet.Network) error {
-	type out struct {
-		Dir       string          `json:"dir"`
-		ChainID   string          `json:"chainID"`
-		SubnetID  string          `json:"subnetID"`
-		RPC       []string        `json:"rpc"`
-		Nodes     []localnet.Node `json:"nodes"`
-		TokenFile string          `json:"tokenFile"`
-		OwnerKey  string          `json:"ownerKeyFile"`
-	}
+	o, fs := networkView(n)
+	return g.emit(o, fs)
+}
+
+// networkView is the network's result and its readable fields.
+func networkView(n *localnet.Network) (networkOut, []field) {
 	var uris []string
 	for _, nd := range n.Nodes {
 		uris = append(uris, nd.URI)
 	}
-	o := out{Dir: n.Dir, ChainID: n.ChainID.String(), SubnetID: n.SubnetID.String(), RPC: uris, Nodes: n.Nodes, TokenFile: n.TokenPath(), OwnerKey: n.OwnerKeyPath()}
+	o := networkOut{Dir: n.Dir, ChainID: n.ChainID.String(), SubnetID: n.SubnetID.String(), RPC: uris, Nodes: n.Nodes, TokenFile: n.TokenPath(), OwnerKey: n.OwnerKeyPath()}
 	fs := []field{{"network", n.Dir}, {"chainID", n.ChainID}, {"subnetID", n.SubnetID}}
 	for i, nd := range n.Nodes {
 		fs = append(fs, field{fmt.Sprintf("node%d", i+1), fmt.Sprintf("%s %s", nd.NodeID, n.ChainURI(nd))})
@@ -209,7 +243,7 @@ func printNetwork(g *globals, n *localnet.Network) error {
 		field{"subnet owner", ownerKeyLine(n)},
 		field{"use it", fmt.Sprintf("export %s=%s; schain --rpc %s owner <range>", chainEnv, n.ChainID, strings.Join(uris, ","))},
 		field{"stop it", "make stop (or schain network stop)"})
-	return g.emit(o, fs)
+	return o, fs
 }
 
 // errName is a short label for an error while waiting.

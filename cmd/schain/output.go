@@ -1,8 +1,10 @@
 package main
 
 import (
+	"bytes"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"strings"
@@ -21,15 +23,120 @@ type field struct {
 	value any
 }
 
-// emit prints v as indented JSON with --json, else fields aligned on their
-// values, so that both humans and scripts get a stable shape.
+// errTwoResults is a command's bug: with --json, stdout holds one document.
+var errTwoResults = errors.New("schain: a command produced two results")
+
+// emit is the command's result: fields aligned on their values, or with
+// --json the one JSON document stdout holds, so that humans and scripts
+// both get a stable shape.
 func (g *globals) emit(v any, fields []field) error {
-	if g.json {
-		enc := json.NewEncoder(g.out)
-		enc.SetIndent("", "  ")
-		return enc.Encode(v)
+	return g.emitText(v, func(w io.Writer) error { return writeFields(w, fields) })
+}
+
+// emitText is emit for a result whose readable form is not fields: text
+// writes it.
+//
+// With --json nothing is written yet: execute writes the document when the
+// command returns, with the failure as its "error" member if the command
+// then fails (a wait that ran out after the transaction was submitted, a
+// rejected receipt), so that stdout always holds exactly one JSON document.
+func (g *globals) emitText(v any, text func(io.Writer) error) error {
+	if !g.json {
+		return text(g.out)
 	}
-	return writeFields(g.out, fields)
+	if g.result != nil {
+		return errTwoResults
+	}
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	g.result = b
+	return nil
+}
+
+// emitLine is emit for a result whose readable form is one line.
+func (g *globals) emitLine(v any, line string) error {
+	return g.emitText(v, func(w io.Writer) error {
+		_, err := fmt.Fprintln(w, line)
+		return err
+	})
+}
+
+// note writes a line for the reader (progress, what happens next): to
+// stdout with the results, or to stderr with --json, where stdout holds
+// only the JSON document.
+func (g *globals) note(format string, args ...any) {
+	fmt.Fprintf(g.notes(), format, args...)
+}
+
+// notes is where note writes.
+func (g *globals) notes() io.Writer {
+	if g.json {
+		return g.errOut
+	}
+	return g.out
+}
+
+// stream writes one JSON line of a command whose result is a stream (one
+// object per pass, say), for --json. Nothing else is written to stdout
+// after the first line, not even a failure.
+func (g *globals) stream(v any) error {
+	g.streamed = true
+	return json.NewEncoder(g.out).Encode(v)
+}
+
+// writeJSON writes, with --json, what stdout holds when the command
+// returns: its result, with the failure f as an "error" member when the
+// result is an object; {"error": f} without a result; nothing after a
+// stream (its lines carry their errors) or when there was neither.
+func (g *globals) writeJSON(f *failure) error {
+	if g.streamed {
+		return nil
+	}
+	doc := g.result
+	switch {
+	case doc == nil && f == nil:
+		return nil
+	case doc == nil:
+		b, err := json.Marshal(map[string]*failure{"error": f})
+		if err != nil {
+			return err
+		}
+		doc = b
+	case f != nil:
+		var err error
+		if doc, err = withError(doc, f); err != nil {
+			return err
+		}
+	}
+	var out bytes.Buffer
+	if err := json.Indent(&out, doc, "", "  "); err != nil {
+		return err
+	}
+	out.WriteByte('\n')
+	_, err := g.out.Write(out.Bytes())
+	return err
+}
+
+// withError adds f to the JSON object doc as its "error" member. A list
+// (schain node) or an object that has an "error" member already is left
+// as it is: its entries carry their own errors.
+func withError(doc []byte, f *failure) ([]byte, error) {
+	var members map[string]json.RawMessage
+	if json.Unmarshal(doc, &members) != nil || members["error"] != nil {
+		return doc, nil
+	}
+	e, err := json.Marshal(f)
+	if err != nil {
+		return nil, err
+	}
+	doc = bytes.TrimRight(doc, " \n")
+	if len(members) == 0 {
+		return append([]byte(`{"error":`), append(e, '}')...), nil
+	}
+	out := append(doc[:len(doc)-1:len(doc)-1], `,"error":`...)
+	return append(append(out, e...), '}'), nil
 }
 
 func writeFields(w io.Writer, fields []field) error {
@@ -55,6 +162,9 @@ func receiptFields(rc *api.ReceiptReply) []field {
 	}
 	if rc.ReplacedBy != nil {
 		fs = append(fs, field{"replacedBy", *rc.ReplacedBy})
+	}
+	if rc.Final {
+		fs = append(fs, field{"final", fmt.Sprintf("certified at height %d (schain verify %s checks it)", rc.CertifiedBy, rc.TxID)})
 	}
 	for _, e := range rc.Entries {
 		fs = append(fs, field{"entry", entryString(e)})

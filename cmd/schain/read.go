@@ -13,12 +13,14 @@ import (
 )
 
 func newReceiptCmd(g *globals) *cobra.Command {
-	var wait bool
+	var wait, final bool
 	cmd := &cobra.Command{
-		Use:   "receipt TXID [--wait]",
+		Use:   "receipt TXID [--wait | --final]",
 		Short: "Show a transaction's receipt",
 		Long: `Show a transaction's receipt. With --wait, poll until it is accepted or
-rejected, following re-pins to the replacement transaction.`,
+rejected, following re-pins to the replacement transaction; with --final,
+also until a finality certificate covers it. "schain verify TXID" checks the
+certificate against the P-chain.`,
 		Args: exactArgs(1, "TXID"),
 		RunE: func(cmd *cobra.Command, argv []string) error {
 			txID, err := parseID(argv[0])
@@ -31,10 +33,8 @@ rejected, following re-pins to the replacement transaction.`,
 			}
 			ctx, cancel := g.apiContext(cmd)
 			defer cancel()
-			var rc *api.ReceiptReply
-			if wait {
-				rc, err = r.WaitForReceipt(ctx, txID)
-			} else {
+			rc, err := waitFor(ctx, r, txID, wait, final)
+			if !wait && !final {
 				rc, err = r.GetReceipt(ctx, txID)
 			}
 			if rc == nil || (err != nil && rc.Status != api.StatusRejected) {
@@ -44,6 +44,8 @@ rejected, following re-pins to the replacement transaction.`,
 		},
 	}
 	cmd.Flags().BoolVar(&wait, "wait", false, "wait until the transaction is decided")
+	cmd.Flags().BoolVar(&final, "final", false, "wait until the transaction is decided and a finality certificate covers it")
+	cmd.MarkFlagsMutuallyExclusive("wait", "final")
 	return cmd
 }
 

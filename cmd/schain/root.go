@@ -2,16 +2,19 @@ package main
 
 import (
 	"context"
-	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
+	"runtime"
+	"runtime/debug"
 	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/s-chain/schain/client"
+	"github.com/s-chain/schain/vm"
 )
 
 // chainEnv names the environment variable that defaults --chain, so a shell
@@ -30,6 +33,14 @@ type globals struct {
 
 	out    io.Writer
 	errOut io.Writer
+	// result is the command's JSON document with --json, written by
+	// execute when the command returns (see emit); streamed says the
+	// command wrote JSON lines itself (see stream).
+	result   []byte
+	streamed bool
+	// command is the path of the command that ran ("schain allocate"),
+	// for the usage hint.
+	command string
 }
 
 // execute runs the command line args and returns the process exit code; it
@@ -40,16 +51,24 @@ func execute(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	root.SetArgs(args)
 	root.SetOut(stdout)
 	root.SetErr(stderr)
-	err := root.ExecuteContext(ctx)
-	if err == nil {
-		return exitOK
+	cmd, err := root.ExecuteContextC(ctx)
+	if cmd != nil {
+		g.command = cmd.CommandPath()
 	}
-	f := describe(err, g)
-	fmt.Fprintln(stderr, "schain: "+f.Line)
+	code := exitOK
+	var f *failure
+	if err != nil {
+		d := describe(err, g)
+		f, code = &d, d.ExitCode
+		fmt.Fprintln(stderr, "schain: "+d.Line)
+	}
 	if g.json {
-		_ = json.NewEncoder(stdout).Encode(map[string]failure{"error": f})
+		if werr := g.writeJSON(f); werr != nil {
+			fmt.Fprintln(stderr, "schain: writing the JSON output: "+werr.Error())
+			return max(code, exitError)
+		}
 	}
-	return f.ExitCode
+	return code
 }
 
 func newRootCmd(g *globals) *cobra.Command {
@@ -68,15 +87,38 @@ Writes (allocate, put-manifest) need a write token of the nodes: from
 that network's chain). The token is sent as an Authorization header, never
 in a URL.
 
-Exit codes: 0 ok, 1 error, 2 usage or invalid parameters, 3 rejected by the
-chain, 4 not owner / owner unreachable, 5 unavailable (not ready, mempool
-full, too many requests, unreachable, timed out), 7 unauthorized (no, wrong
-or revoked write token), 8 refused by a validators command's precondition
-(nothing issued).`,
+With --json, stdout holds exactly one JSON document: the command's result
+(with an "error" member when the command failed after it had one, such as
+a wait that ran out), or {"error": {...}} when it failed before; progress
+and hints go to stderr. "schain validators watch --json" writes one JSON
+object per line, one per pass.
+
+--version prints the VM version and the build's module version.
+
+` + exitCodesHelp(),
 		SilenceErrors: true,
 		SilenceUsage:  true,
 	}
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{err} })
+	// Cobra checks required flags and flag groups after the persistent
+	// pre-run; checking them here first makes their errors usage errors.
+	root.PersistentPreRunE = func(cmd *cobra.Command, _ []string) error {
+		if err := cmd.ValidateRequiredFlags(); err != nil {
+			return usageError{err}
+		}
+		if err := cmd.ValidateFlagGroups(); err != nil {
+			return usageError{err}
+		}
+		return nil
+	}
+	var version bool
+	root.Flags().BoolVar(&version, "version", false, "print the VM version and the build's module version")
+	root.RunE = func(cmd *cobra.Command, _ []string) error {
+		if version {
+			return g.printVersion()
+		}
+		return cmd.Help()
+	}
 	pf := root.PersistentFlags()
 	pf.StringSliceVar(&g.rpc, "rpc", []string{"http://127.0.0.1:9650"}, "node URIs (comma-separated or repeated)")
 	pf.StringVar(&g.chain, "chain", os.Getenv(chainEnv), "chain ID or alias (default from $"+chainEnv+")")
@@ -84,13 +126,44 @@ or revoked write token), 8 refused by a validators command's precondition
 	pf.DurationVar(&g.timeout, "timeout", 30*time.Second, "overall deadline of the command, retries and waits included")
 	pf.StringVar(&g.tokenFile, "token-file", "", "file holding the write token (default $"+tokenEnv+", or the local network's token)")
 	pf.StringVar(&g.token, "token", "", "write token (visible in the process list: prefer --token-file or $"+tokenEnv+")")
+	root.MarkFlagsMutuallyExclusive("token", "token-file")
 	root.AddCommand(
 		newAllocateCmd(g), newPutManifestCmd(g),
 		newReceiptCmd(g), newOwnerCmd(g), newMembershipCmd(g), newAllocCmd(g), newManifestCmd(g), newNodeCmd(g),
 		newLegacyCmd(g), newNetworkCmd(g), newDemoCmd(g), newTokenCmd(g), newShadowCmd(g), newBenchCmd(g),
-		newValidatorsCmd(g), newSeaweedFSCmd(g),
+		newValidatorsCmd(g), newSeaweedFSCmd(g), newVerifyCmd(g),
 	)
+	requireSubcommand(root)
 	return root
+}
+
+// requireSubcommand walks the command tree: a command that only groups
+// others (and the root) prints its help when called alone and refuses an
+// unknown subcommand with the usage exit code. Cobra would print the help
+// and exit 0 for "schain network nope", and exit 1 for "schain nope".
+func requireSubcommand(cmd *cobra.Command) {
+	for _, sub := range cmd.Commands() {
+		requireSubcommand(sub)
+	}
+	if !cmd.HasSubCommands() {
+		return
+	}
+	cmd.Args = func(c *cobra.Command, args []string) error {
+		if len(args) == 0 {
+			return nil
+		}
+		msg := fmt.Sprintf("unknown command %q for %q", args[0], c.CommandPath())
+		if c.SuggestionsMinimumDistance <= 0 {
+			c.SuggestionsMinimumDistance = 2 // cobra's default, set only on its own path
+		}
+		if s := c.SuggestionsFor(args[0]); len(s) > 0 {
+			msg += fmt.Sprintf(" (did you mean %s?)", strings.Join(s, ", "))
+		}
+		return usageError{errors.New(msg)}
+	}
+	if cmd.RunE == nil && cmd.Run == nil {
+		cmd.RunE = func(c *cobra.Command, _ []string) error { return c.Help() }
+	}
 }
 
 // router builds the client for the API commands from the global flags.
@@ -144,6 +217,17 @@ func (g *globals) apiContext(cmd *cobra.Command) (context.Context, context.Cance
 	return context.WithTimeout(cmd.Context(), g.timeout)
 }
 
+// mustMarkRequired marks cmd's flags required: cobra refuses the command
+// line without them (exit 2, see PersistentPreRunE). A name that is not a
+// flag of cmd is a bug caught by every test that builds the command tree.
+func mustMarkRequired(cmd *cobra.Command, names ...string) {
+	for _, n := range names {
+		if err := cmd.MarkFlagRequired(n); err != nil {
+			panic(fmt.Sprintf("schain: %s: %v", cmd.CommandPath(), err))
+		}
+	}
+}
+
 // exactArgs is cobra.ExactArgs whose failure exits with the usage code.
 func exactArgs(n int, names string) cobra.PositionalArgs {
 	return func(_ *cobra.Command, args []string) error {
@@ -152,4 +236,53 @@ func exactArgs(n int, names string) cobra.PositionalArgs {
 		}
 		return nil
 	}
+}
+
+// versionInfo is what --version prints.
+type versionInfo struct {
+	// VM is the version the plugin reports to its node (vm.Version).
+	VM string `json:"vm"`
+	// Module and ModuleVersion are this build's main module (a pseudo-
+	// version from the VCS for a build in a checkout, "(devel)" without).
+	Module        string `json:"module"`
+	ModuleVersion string `json:"moduleVersion"`
+	Revision      string `json:"revision,omitempty"`
+	Modified      bool   `json:"modified,omitempty"`
+	Go            string `json:"go"`
+}
+
+func buildVersion() versionInfo {
+	v := versionInfo{VM: vm.Version, Module: "github.com/s-chain/schain", ModuleVersion: "unknown", Go: runtime.Version()}
+	bi, ok := debug.ReadBuildInfo()
+	if !ok {
+		return v
+	}
+	if bi.Main.Path != "" {
+		v.Module = bi.Main.Path
+	}
+	if bi.Main.Version != "" {
+		v.ModuleVersion = bi.Main.Version
+	}
+	for _, s := range bi.Settings {
+		switch s.Key {
+		case "vcs.revision":
+			v.Revision = s.Value
+		case "vcs.modified":
+			v.Modified = s.Value == "true"
+		}
+	}
+	return v
+}
+
+func (g *globals) printVersion() error {
+	v := buildVersion()
+	fs := []field{{"vm", v.VM}, {"module", v.Module + " " + v.ModuleVersion}}
+	if v.Revision != "" {
+		rev := v.Revision
+		if v.Modified {
+			rev += " (modified)"
+		}
+		fs = append(fs, field{"revision", rev})
+	}
+	return g.emit(v, append(fs, field{"go", v.Go}))
 }

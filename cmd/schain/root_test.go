@@ -91,7 +91,7 @@ func TestErrorExits(t *testing.T) {
 			code:   exitUsage,
 			stderr: "schain: invalid params: txs: invalid range: byte 0x20 at 3",
 		},
-		{name: "missing count", args: []string{"--chain", chain, "allocate", "--range", "x"}, code: exitUsage, stderr: "usage: --range and a positive --count"},
+		{name: "missing count", args: []string{"--chain", chain, "allocate", "--range", "x"}, code: exitUsage, stderr: `usage: required flag(s) "count" not set (see schain allocate --help)`},
 		{name: "unknown flag", args: []string{"--chain", chain, "owner", "x", "--nope"}, code: exitUsage, stderr: "unknown flag"},
 		{name: "no chain", args: []string{"--chain", "", "owner", "x"}, code: exitUsage, stderr: "--chain is required"},
 		{name: "bad chunk", args: []string{"--chain", chain, "put-manifest", "--bucket", "b", "--key", "k", "--content-hash", "11111111111111111111111111111111LpoYY", "--chunk", "b:1:2"}, code: exitUsage, stderr: "range:id:size:hash"},

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"sort"
@@ -191,22 +192,32 @@ func freshCutover(ctx context.Context, g *globals, n *localnet.Network, prefix s
 	return nil
 }
 
+// clusterOut is the local cluster as up and status print it.
+type clusterOut struct {
+	Dir     string          `json:"dir"`
+	Mode    cluster.Mode    `json:"mode"`
+	Masters []string        `json:"masters"`
+	Leader  string          `json:"leader"`
+	Volume  string          `json:"volume"`
+	SChain  cluster.SChain  `json:"schain"`
+	Alive   map[string]bool `json:"alive"`
+	// Floors: with status, the cutover floors recorded on S-Chain.
+	Floors *cutover.Floors `json:"floors,omitempty"`
+}
+
 func printCluster(ctx context.Context, g *globals, c *cluster.Cluster) error {
+	o, fs := clusterView(ctx, c)
+	return g.emit(o, fs)
+}
+
+// clusterView is the cluster's result and its readable fields.
+func clusterView(ctx context.Context, c *cluster.Cluster) (clusterOut, []field) {
 	leader, lerr := c.Leader(ctx)
 	if lerr != nil {
 		leader = "none (" + lerr.Error() + ")"
 	}
 	sc := c.SChainConfig()
-	type out struct {
-		Dir     string          `json:"dir"`
-		Mode    cluster.Mode    `json:"mode"`
-		Masters []string        `json:"masters"`
-		Leader  string          `json:"leader"`
-		Volume  string          `json:"volume"`
-		SChain  cluster.SChain  `json:"schain"`
-		Alive   map[string]bool `json:"alive"`
-	}
-	o := out{Dir: c.Dir(), Mode: c.Mode(), Masters: c.MasterAddrs(), Leader: leader, Volume: c.VolumeAddr(), SChain: sc, Alive: c.Alive()}
+	o := clusterOut{Dir: c.Dir(), Mode: c.Mode(), Masters: c.MasterAddrs(), Leader: leader, Volume: c.VolumeAddr(), SChain: sc, Alive: c.Alive()}
 	var alive []string
 	for name, up := range o.Alive {
 		alive = append(alive, fmt.Sprintf("%s %s", name, map[bool]string{true: "up", false: "DOWN"}[up]))
@@ -223,7 +234,7 @@ func printCluster(ctx context.Context, g *globals, c *cluster.Cluster) error {
 		field{"upload", fmt.Sprintf("curl -s 'http://%s/dir/assign' ; or: schain seaweedfs demo", o.Masters[0])},
 		field{"logs", filepath.Join(c.Dir(), "master<N>/master.log, volume/volume.log")},
 		field{"stop it", "schain seaweedfs down"})
-	return g.emit(o, fs)
+	return o, fs
 }
 
 func newWeedDownCmd(g *globals, o *weedOptions) *cobra.Command {
@@ -236,8 +247,8 @@ func newWeedDownCmd(g *globals, o *weedOptions) *cobra.Command {
 			ctx := cmd.Context()
 			c, err := cluster.Open(o.clusterDir())
 			if errors.Is(err, cluster.ErrNoCluster) {
-				fmt.Fprintln(g.out, "no SeaweedFS cluster in", o.clusterDir())
-				return nil
+				msg := "no SeaweedFS cluster in " + o.clusterDir()
+				return g.emitLine(weedStopped{stopped: stopped{Reason: msg}, Dir: o.clusterDir()}, msg)
 			}
 			if err != nil {
 				return err
@@ -245,15 +256,17 @@ func newWeedDownCmd(g *globals, o *weedOptions) *cobra.Command {
 			if err := c.Stop(ctx); err != nil {
 				return err
 			}
-			fmt.Fprintf(g.out, "SeaweedFS cluster stopped (data and logs stay in %s)\n", c.Dir())
+			res := weedStopped{stopped: stopped{Stopped: true}, Dir: c.Dir()}
+			text := fmt.Sprintf("SeaweedFS cluster stopped (data and logs stay in %s)", c.Dir())
 			if _, err := os.Stat(filepath.Join(c.Dir(), networkMarker)); err == nil && !keepNetwork {
 				if err := localnet.StopAll(ctx, filepath.Join(o.buildDir, "network"), nil); err != nil && !errors.Is(err, localnet.ErrNoNetwork) {
 					return err
 				}
 				_ = os.Remove(filepath.Join(c.Dir(), networkMarker))
-				fmt.Fprintln(g.out, "the S-Chain network up started is stopped")
+				res.NetworkStopped = true
+				text += "\nthe S-Chain network up started is stopped"
 			}
-			return nil
+			return g.emitLine(res, text)
 		},
 	}
 	cmd.Flags().BoolVar(&keepNetwork, "keep-network", false, "leave the S-Chain network running")
@@ -270,11 +283,9 @@ func newWeedStatusCmd(g *globals, o *weedOptions) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			if err := printCluster(cmd.Context(), g, c); err != nil {
-				return err
-			}
+			view, fs := clusterView(cmd.Context(), c)
 			if c.Mode() == cluster.ModeRaft && c.SChainConfig().Chain == "" {
-				return nil
+				return g.emit(view, fs)
 			}
 			r, err := clusterRouter(g, c)
 			if err != nil {
@@ -286,8 +297,14 @@ func newWeedStatusCmd(g *globals, o *weedOptions) *cobra.Command {
 			if err != nil {
 				return fmt.Errorf("reading the recorded floors: %w", err)
 			}
-			fmt.Fprintf(g.out, "S-Chain floors of %s/: file keys >= %d, volume ids >= %d (0: no cutover recorded)\n", c.SChainConfig().Prefix, f.FileKey, f.VolumeID)
-			return nil
+			view.Floors = &f
+			return g.emitText(view, func(w io.Writer) error {
+				if err := writeFields(w, fs); err != nil {
+					return err
+				}
+				_, err := fmt.Fprintf(w, "S-Chain floors of %s/: file keys >= %d, volume ids >= %d (0: no cutover recorded)\n", c.SChainConfig().Prefix, f.FileKey, f.VolumeID)
+				return err
+			})
 		},
 	}
 }
@@ -342,11 +359,18 @@ func newWeedDemoCmd(g *globals, o *weedOptions) *cobra.Command {
 					return err
 				}
 			}
+			demo := weedDemo{Check: check}
+			var text strings.Builder
 			for _, u := range res.Uploads {
-				fmt.Fprintf(g.out, "%-22s volume %-4d key %-8d %s\n", u.Fid, u.Volume, u.Key, idSource(ctx, c, router, u))
+				src := idSource(ctx, c, router, u)
+				fmt.Fprintf(&text, "%-22s volume %-4d key %-8d %s\n", u.Fid, u.Volume, u.Key, src)
+				demo.Uploads = append(demo.Uploads, weedDemoUpload{Fid: u.Fid, Volume: u.Volume, Key: u.Key, Source: src})
 			}
-			fmt.Fprintf(g.out, "read back: %d of %d intact (%d lost, %d altered); keys issued twice: %d\n",
+			fmt.Fprintf(&text, "read back: %d of %d intact (%d lost, %d altered); keys issued twice: %d\n",
 				check.ReadBack, check.Uploads, check.Lost, check.Altered, check.IssuedTwice)
+			if err := g.emitText(demo, func(w io.Writer) error { _, err := io.WriteString(w, text.String()); return err }); err != nil {
+				return err
+			}
 			if check.Uploads < files {
 				return fmt.Errorf("only %d of %d uploads were acknowledged", check.Uploads, files)
 			}
@@ -560,14 +584,19 @@ func finishWeedShadow(g *globals, out string, set *pairs.Set, comp *shadow.Compa
 	if err := os.WriteFile(filepath.Join(out, "seaweedfs.json"), b, 0o644); err != nil {
 		return err
 	}
-	fmt.Fprint(g.out, shadowSummary(rep, floors))
-	fmt.Fprintf(g.out, "mirrors: %d offered, %d dropped (queue full), %d answered, %d failed or missing; legacy max key %d, max volume id %d\n",
-		totals.Offered, totals.Dropped, totals.Mirrored, totals.Failed, key, vol)
-	fmt.Fprintf(g.out, "outputs:  %s/{report.json,summary.txt,seaweedfs.json,latency-cdf.png,agreement-window.png}\n", out)
-	if !rep.Decision.Ready {
+	res := weedShadowResult{
+		shadowResult: shadowResult{Report: rep, Floors: floors, Outputs: shadowOutputs(out, "report.json", "summary.txt", "seaweedfs.json", "latency-cdf.png", "agreement-window.png")},
+		Mirror:       totals, LegacyMaxKey: key, LegacyMaxVol: vol,
+	}
+	err = g.emitText(res, func(w io.Writer) error {
+		_, err := fmt.Fprintf(w, "%smirrors: %d offered, %d dropped (queue full), %d answered, %d failed or missing; legacy max key %d, max volume id %d\noutputs:  %s/{report.json,summary.txt,seaweedfs.json,latency-cdf.png,agreement-window.png}\n",
+			shadowSummary(rep, floors), totals.Offered, totals.Dropped, totals.Mirrored, totals.Failed, key, vol, out)
+		return err
+	})
+	if err == nil && !rep.Decision.Ready {
 		return errGateClosed
 	}
-	return nil
+	return err
 }
 
 func newWeedCutoverCmd(g *globals, o *weedOptions) *cobra.Command {
@@ -617,8 +646,8 @@ what they may issue until they stop.`,
 				if err != nil {
 					return err
 				}
-				fmt.Fprintf(g.out, "cut over: file keys >= %d, volume ids >= %d come from S-Chain; masters in schain mode\n", f.FileKey, f.VolumeID)
-				return nil
+				return g.emitLine(weedSwitch{Floors: f, Mode: cluster.ModeSChain},
+					fmt.Sprintf("cut over: file keys >= %d, volume ids >= %d come from S-Chain; masters in schain mode", f.FileKey, f.VolumeID))
 			}
 			var b cutover.Bounds
 			if len(masters) > 0 {
@@ -653,8 +682,8 @@ what they may issue until they stop.`,
 			f := cutover.Plan(b, margins)
 			fmt.Fprintf(g.errOut, "legacy bounds: file key %d, volume id %d, from:\n  %s\n", b.MaxFileKey, b.MaxVolumeID, strings.Join(b.Sources, "\n  "))
 			if dryRun {
-				fmt.Fprintf(g.out, "would record: file keys >= %d, volume ids >= %d (dry run)\n", f.FileKey, f.VolumeID)
-				return nil
+				return g.emitLine(weedSwitch{Floors: f, Bounds: &b, DryRun: true},
+					fmt.Sprintf("would record: file keys >= %d, volume ids >= %d (dry run)", f.FileKey, f.VolumeID))
 			}
 			r, err := g.router()
 			if err != nil {
@@ -666,9 +695,12 @@ what they may issue until they stop.`,
 			if err != nil {
 				return err
 			}
-			fmt.Fprintf(g.out, "recorded on S-Chain: file keys >= %d, volume ids >= %d\nnow give every master this master.toml and start them:\n\n%s",
-				got.FileKey, got.VolumeID, cluster.MasterToml(cluster.ModeSChain, cluster.SChain{URIs: g.rpc, Chain: g.chain, TokenFile: "<file holding the write token>", Prefix: o.prefix}, nil))
-			return nil
+			toml := cluster.MasterToml(cluster.ModeSChain, cluster.SChain{URIs: g.rpc, Chain: g.chain, TokenFile: "<file holding the write token>", Prefix: o.prefix}, nil)
+			return g.emitText(weedSwitch{Floors: got, Bounds: &b, Mode: cluster.ModeSChain, MasterToml: toml}, func(w io.Writer) error {
+				_, err := fmt.Fprintf(w, "recorded on S-Chain: file keys >= %d, volume ids >= %d\nnow give every master this master.toml and start them:\n\n%s",
+					got.FileKey, got.VolumeID, toml)
+				return err
+			})
 		},
 	}
 	f := cmd.Flags()
@@ -718,8 +750,8 @@ install the printed table, start them.`,
 				if err != nil {
 					return err
 				}
-				fmt.Fprintf(g.out, "rolled back: stock sequencer from file key %d, new volume ids from %d\n", f.FileKey, f.VolumeID)
-				return nil
+				return g.emitLine(weedSwitch{Floors: f, Mode: cluster.ModeRaft},
+					fmt.Sprintf("rolled back: stock sequencer from file key %d, new volume ids from %d", f.FileKey, f.VolumeID))
 			}
 			r, err := g.router()
 			if err != nil {
@@ -732,9 +764,12 @@ install the printed table, start them.`,
 				return err
 			}
 			f := cutover.Plan(b, margins)
-			fmt.Fprintf(g.out, "S-Chain bounds: file key %d, volume id %d\ngive every master this master.toml and start them:\n\n%s",
-				b.MaxFileKey, b.MaxVolumeID, cluster.MasterToml(cluster.ModeRaft, cluster.SChain{}, cutover.RollbackSequencer(f)))
-			return nil
+			toml := cluster.MasterToml(cluster.ModeRaft, cluster.SChain{}, cutover.RollbackSequencer(f))
+			return g.emitText(weedSwitch{Floors: f, Bounds: &b, Mode: cluster.ModeRaft, MasterToml: toml}, func(w io.Writer) error {
+				_, err := fmt.Fprintf(w, "S-Chain bounds: file key %d, volume id %d\ngive every master this master.toml and start them:\n\n%s",
+					b.MaxFileKey, b.MaxVolumeID, toml)
+				return err
+			})
 		},
 	}
 	f := cmd.Flags()
@@ -742,4 +777,45 @@ install the printed table, start them.`,
 	f.Uint64Var(&keyMargin, "margin", 0, "file keys left above the S-Chain bound")
 	f.Uint64Var(&volumeMargin, "volume-margin", 0, "volume ids left above the S-Chain bound")
 	return cmd
+}
+
+// weedStopped is seaweedfs down's result.
+type weedStopped struct {
+	stopped
+	Dir            string `json:"dir"`
+	NetworkStopped bool   `json:"networkStopped,omitempty"`
+}
+
+// weedDemo is seaweedfs demo's result.
+type weedDemo struct {
+	Uploads []weedDemoUpload `json:"uploads"`
+	Check   workload.Check   `json:"check"`
+}
+
+// weedDemoUpload is one upload of the demo and where its ids came from.
+type weedDemoUpload struct {
+	Fid    string `json:"fid"`
+	Volume uint32 `json:"volume"`
+	Key    uint64 `json:"key"`
+	Source string `json:"source"`
+}
+
+// weedShadowResult is seaweedfs shadow's result: the comparison and what
+// seaweedfs.json holds.
+type weedShadowResult struct {
+	shadowResult
+	Mirror       schainseq.ShadowState `json:"mirror"`
+	LegacyMaxKey uint64                `json:"legacy_max_key"`
+	LegacyMaxVol uint32                `json:"legacy_max_volume_id"`
+}
+
+// weedSwitch is the result of cutover and rollback: the floors recorded
+// (or, with DryRun, planned), the bounds they are above, the mode the
+// masters run in, and the master.toml to install on your own cluster.
+type weedSwitch struct {
+	Floors     cutover.Floors  `json:"floors"`
+	Bounds     *cutover.Bounds `json:"bounds,omitempty"`
+	DryRun     bool            `json:"dryRun,omitempty"`
+	Mode       cluster.Mode    `json:"mode,omitempty"`
+	MasterToml string          `json:"masterToml,omitempty"`
 }

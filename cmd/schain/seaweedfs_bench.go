@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -147,7 +148,12 @@ func runWeedBench(ctx context.Context, g *globals, o *weedOptions, s weedbench.S
 	if err := os.WriteFile(filepath.Join(out, benchTablesFile), []byte(tables.String()), 0o644); err != nil {
 		return err
 	}
-	fmt.Fprint(g.out, tables.String())
-	fmt.Fprintf(g.out, "outputs: %s/{%s,%s}\n", out, benchReportFile, benchTablesFile)
-	return nil
+	res := struct {
+		Report  any      `json:"report"`
+		Outputs []string `json:"outputs"`
+	}{rep, shadowOutputs(out, benchReportFile, benchTablesFile)}
+	return g.emitText(res, func(w io.Writer) error {
+		_, err := fmt.Fprintf(w, "%soutputs: %s/{%s,%s}\n", tables.String(), out, benchReportFile, benchTablesFile)
+		return err
+	})
 }

@@ -24,9 +24,6 @@ import (
 	"github.com/s-chain/schain/shadow/seaweed"
 )
 
-// exitNotReady is shadow run's exit code when the gate stays closed.
-const exitNotReady = 6
-
 // errGateClosed ends a shadow run whose cutover gate is not READY.
 var errGateClosed = errors.New("cutover gate is not READY")
 
@@ -90,13 +87,16 @@ SeaweedFS cluster (--legacy-kind seaweedfs). The S-Chain side is --rpc and
 			if err := writeShadowOutputs(out, rep, runner.Floors(1000)); err != nil {
 				return err
 			}
-			summary := shadowSummary(rep, runner.Floors(1000))
-			fmt.Fprint(g.out, summary)
-			fmt.Fprintf(g.out, "outputs:  %s/{report.json,summary.txt,latency-cdf.png,agreement-window.png}\n", out)
-			if !rep.Decision.Ready {
+			floors := runner.Floors(1000)
+			outputs := shadowOutputs(out, "report.json", "summary.txt", "latency-cdf.png", "agreement-window.png")
+			err = g.emitText(shadowResult{Report: rep, Floors: floors, Outputs: outputs}, func(w io.Writer) error {
+				_, err := fmt.Fprintf(w, "%soutputs:  %s/{report.json,summary.txt,latency-cdf.png,agreement-window.png}\n", shadowSummary(rep, floors), out)
+				return err
+			})
+			if err == nil && !rep.Decision.Ready {
 				return errGateClosed
 			}
-			return nil
+			return err
 		},
 	}
 	f := run.Flags()
@@ -179,6 +179,23 @@ func showProgress(ctx context.Context, runner *shadow.Runner, requests uint64, w
 		}
 	}()
 	return func() { close(done); <-finished }
+}
+
+// shadowResult is a shadow comparison's result for --json: the report and
+// floors report.json holds, and the files written.
+type shadowResult struct {
+	Report  shadow.Report `json:"report"`
+	Floors  shadow.Floors `json:"floors"`
+	Outputs []string      `json:"outputs"`
+}
+
+// shadowOutputs are the paths of files in dir.
+func shadowOutputs(dir string, files ...string) []string {
+	out := make([]string, len(files))
+	for i, f := range files {
+		out[i] = filepath.Join(dir, f)
+	}
+	return out
 }
 
 func writeShadowOutputs(dir string, rep shadow.Report, floors shadow.Floors) error {

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -23,8 +22,6 @@ const tokenEnv = "SCHAIN_TOKEN"
 // work, writes are refused by the node.
 func (g *globals) resolveToken() (string, error) {
 	switch {
-	case g.tokenFile != "" && g.token != "":
-		return "", usageError{errors.New("give --token-file or --token, not both")}
 	case g.tokenFile != "":
 		tok, err := localnet.ReadToken(g.tokenFile)
 		if err != nil {
@@ -76,9 +73,6 @@ $` + tokenEnv + ` (--token shows it in the process list). With --out, the token
 is written to FILE (mode 0600, never overwritten) instead of printed.`,
 		Args: exactArgs(0, "no arguments"),
 		RunE: func(_ *cobra.Command, _ []string) error {
-			if name == "" {
-				return usageError{errors.New("--name is required")}
-			}
 			tok, err := config.GenerateToken()
 			if err != nil {
 				return err
@@ -122,6 +116,7 @@ is written to FILE (mode 0600, never overwritten) instead of printed.`,
 	}
 	newCmd.Flags().StringVar(&name, "name", "", "the token holder's name, for logs and metrics (A-Z a-z 0-9 . _ -)")
 	newCmd.Flags().StringVar(&out, "out", "", "write the token to this new file (mode 0600) instead of printing it")
+	mustMarkRequired(newCmd, "name")
 	cmd.AddCommand(newCmd)
 	return cmd
 }

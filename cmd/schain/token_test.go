@@ -58,7 +58,7 @@ func TestTokenNew(t *testing.T) {
 
 	code, _, errOut = run(t, "token", "new")
 	require.Equal(exitUsage, code)
-	require.Contains(errOut, "--name is required")
+	require.Contains(errOut, `usage: required flag(s) "name" not set (see schain token new --help)`)
 	code, _, _ = run(t, "token", "new", "--name", "bad name")
 	require.Equal(exitUsage, code)
 }
@@ -112,7 +112,7 @@ func TestWriteTokenSources(t *testing.T) {
 	require.Equal("", n.Nodes[0].LastAuth())
 	code, _, errOut = run(t, with("--token", "good", "--token-file", file)...)
 	require.Equal(exitUsage, code)
-	require.Contains(errOut, "not both")
+	require.Contains(errOut, "[token token-file] were all set")
 	code, _, errOut = run(t, with("--token-file", filepath.Join(t.TempDir(), "missing"))...)
 	require.Equal(exitUsage, code, errOut)
 	code, _, errOut = run(t, with("--token", "has space")...)

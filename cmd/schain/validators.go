@@ -23,10 +23,6 @@ import (
 // owner's key file.
 const keyFileEnv = "SCHAIN_SUBNET_KEY_FILE"
 
-// exitRefused: a validators command refused before issuing anything (a
-// precondition failed: see the line).
-const exitRefused = 8
-
 // errLiveMember: the validator to remove still heartbeats.
 var errLiveMember = errors.New("the validator is a member of S-Chain's current membership (it heartbeats)")
 

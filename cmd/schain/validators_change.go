@@ -203,6 +203,7 @@ func (g *globals) issue(ctx context.Context, s *session, a *subnet.Admin, p *sub
 		return g.emit(rep, fs)
 	}
 	if !g.json {
+		// The plan first: issuing waits for the P-chain.
 		if err := writeFields(g.out, fs); err != nil {
 			return err
 		}

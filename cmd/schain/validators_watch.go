@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"time"
@@ -72,7 +71,7 @@ nothing. With --json, one JSON object per pass.`,
 				if dryRun {
 					mode = " (dry run: nothing is issued)"
 				}
-				fmt.Fprintf(g.out, "watching subnet %s through %s: removing a validator out of the membership for %d liveness round(s) (%s), keeping at least %d; a pass every %s%s\n",
+				g.note("watching subnet %s through %s: removing a validator out of the membership for %d liveness round(s) (%s), keeping at least %d; a pass every %s%s\n",
 					s.subnetID, s.uri, policy.After, time.Duration(policy.After)*roundLen, policy.MinValidators, interval, mode)
 			}
 			if once {
@@ -94,6 +93,7 @@ nothing. With --json, one JSON object per pass.`,
 	cmd.Flags().DurationVar(&interval, "interval", 0, "time between passes (default: a third of a liveness round)")
 	cmd.Flags().BoolVar(&dryRun, "dry-run", false, "plan removals but issue nothing")
 	cmd.Flags().BoolVar(&once, "once", false, "make one pass and exit")
+	mustMarkRequired(cmd, "remove-after")
 	return cmd
 }
 
@@ -120,7 +120,7 @@ func (r *watchReporter) report(out *eviction.Outcome, err error) {
 			f := describe(err, r.g)
 			l.Error = &f
 		}
-		_ = json.NewEncoder(r.g.out).Encode(l)
+		_ = r.g.stream(l)
 		return
 	}
 	stamp := now.Format(time.TimeOnly)

@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/ava-labs/avalanchego/ids"
 	"github.com/spf13/cobra"
 
 	"github.com/s-chain/schain/client"
@@ -18,15 +19,17 @@ var errChunkSyntax = errors.New("--chunk wants range:id:size:hash")
 
 func newAllocateCmd(g *globals) *cobra.Command {
 	var (
-		args api.AllocateArgs
-		wait bool
+		args        api.AllocateArgs
+		wait, final bool
 	)
 	cmd := &cobra.Command{
-		Use:   "allocate --range R --count N [--floor F] [--wait | --pooled]",
+		Use:   "allocate --range R --count N [--floor F] [--wait | --final | --pooled]",
 		Short: "Reserve count ids in a range at its owner",
 		Long: `Reserve ids [base, base+count) in a range; base is max(counter, floor).
 Base is known once the transaction is accepted: pass --wait to wait for it
-(following re-pins), or run "schain receipt TXID --wait" later.
+(following re-pins), or run "schain receipt TXID --wait" later. --final
+waits until a finality certificate covers it as well ("schain verify TXID"
+checks it against the P-chain).
 
 With --pooled the owner answers at once from ids it reserved in advance (an
 accepted reservation, named by txID): no transaction per request, at most a
@@ -34,11 +37,8 @@ quarter of the genesis poolChunk ids, no --floor. Ids of a pool lost with its
 node are skipped, never reissued.`,
 		Args: exactArgs(0, "no arguments"),
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if args.Range == "" || args.Count == 0 {
-				return usageError{errors.New("--range and a positive --count are required")}
-			}
-			if args.Pooled && (wait || args.Floor != 0) {
-				return usageError{errors.New("--pooled answers with accepted ids at once and takes neither --wait nor --floor")}
+			if args.Count == 0 {
+				return usageError{errors.New("--count must be positive")}
 			}
 			return g.withRouter(cmd, func(ctx context.Context, r *client.Router) error {
 				reply, err := r.Allocate(ctx, args)
@@ -49,9 +49,7 @@ node are skipped, never reissued.`,
 					return g.emit(reply, []field{{"ids", fmt.Sprintf("%s [%d, %d)", args.Range, reply.Base, reply.Base+reply.Count)},
 						{"reservation", reply.TxID}, {"owner", reply.Owner}})
 				}
-				if wait {
-					reply.Receipt, err = r.WaitForReceipt(ctx, reply.TxID)
-				}
+				reply.Receipt, err = waitFor(ctx, r, reply.TxID, wait, final)
 				fs := []field{{"txID", reply.TxID}, {"index", reply.Index}, {"pChainHeight", reply.PChainHeight}, {"owner", reply.Owner}}
 				if reply.Receipt != nil {
 					fs = append(fs, allocatedFields(reply, args.Range)...)
@@ -65,7 +63,13 @@ node are skipped, never reissued.`,
 	f.Uint64Var(&args.Count, "count", 0, "number of ids to reserve")
 	f.Uint64Var(&args.Floor, "floor", 0, "lowest acceptable base (cutover from the legacy allocator)")
 	f.BoolVar(&wait, "wait", false, "wait until the transaction is decided")
-	f.BoolVar(&args.Pooled, "pooled", false, "answer at once from the owner's committed id pool")
+	f.BoolVar(&final, "final", false, "wait until the transaction is decided and a finality certificate covers it")
+	f.BoolVar(&args.Pooled, "pooled", false, "answer at once from the owner's committed id pool (takes neither --wait, --final nor --floor)")
+	mustMarkRequired(cmd, "range", "count")
+	cmd.MarkFlagsMutuallyExclusive("pooled", "wait")
+	cmd.MarkFlagsMutuallyExclusive("pooled", "final")
+	cmd.MarkFlagsMutuallyExclusive("pooled", "floor")
+	cmd.MarkFlagsMutuallyExclusive("wait", "final")
 	return cmd
 }
 
@@ -87,18 +91,15 @@ func newPutManifestCmd(g *globals) *cobra.Command {
 		args        api.PutManifestArgs
 		contentHash string
 		chunkSpecs  []string
-		wait        bool
+		wait, final bool
 	)
 	cmd := &cobra.Command{
-		Use:   "put-manifest --bucket B --key K --size S --content-hash H --chunk range:id:size:hash ... [--deleted] [--wait]",
+		Use:   "put-manifest --bucket B --key K --size S --content-hash H --chunk range:id:size:hash ... [--deleted] [--wait | --final]",
 		Short: "Commit an object manifest at its bucket's owner",
 		Long: `Commit an object manifest; every chunk id must already be allocated in its
 range (the bucket or one of its bands). Hashes are CB58 or 64 hex digits.`,
 		Args: exactArgs(0, "no arguments"),
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if args.Bucket == "" || args.Key == "" || (contentHash == "" && !args.Deleted) {
-				return usageError{errors.New("--bucket, --key and --content-hash are required")}
-			}
 			if contentHash != "" {
 				h, err := parseID(contentHash)
 				if err != nil {
@@ -118,9 +119,7 @@ range (the bucket or one of its bands). Hashes are CB58 or 64 hex digits.`,
 				if err != nil {
 					return err
 				}
-				if wait {
-					reply.Receipt, err = r.WaitForReceipt(ctx, reply.TxID)
-				}
+				reply.Receipt, err = waitFor(ctx, r, reply.TxID, wait, final)
 				fs := []field{{"txID", reply.TxID}, {"index", reply.Index}, {"pChainHeight", reply.PChainHeight}, {"owner", reply.Owner}}
 				if reply.Receipt != nil {
 					fs = append(fs, waitedFields(reply.TxID, reply.Receipt)...)
@@ -137,7 +136,23 @@ range (the bucket or one of its bands). Hashes are CB58 or 64 hex digits.`,
 	f.StringArrayVar(&chunkSpecs, "chunk", nil, "chunk as range:id:size:hash (repeatable, in order)")
 	f.BoolVar(&args.Deleted, "deleted", false, "write a tombstone")
 	f.BoolVar(&wait, "wait", false, "wait until the transaction is decided")
+	f.BoolVar(&final, "final", false, "wait until the transaction is decided and a finality certificate covers it")
+	mustMarkRequired(cmd, "bucket", "key")
+	cmd.MarkFlagsOneRequired("content-hash", "deleted")
+	cmd.MarkFlagsMutuallyExclusive("wait", "final")
 	return cmd
+}
+
+// waitFor waits for a write's receipt as the flags ask: not at all, until
+// decided (wait) or until final too (final).
+func waitFor(ctx context.Context, r *client.Router, txID ids.ID, wait, final bool) (*api.ReceiptReply, error) {
+	switch {
+	case final:
+		return r.WaitFinal(ctx, txID)
+	case wait:
+		return r.WaitForReceipt(ctx, txID)
+	}
+	return nil, nil
 }
 
 // parseChunk reads range:id:size:hash from the right, so a range may itself

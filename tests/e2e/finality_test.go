@@ -1,0 +1,181 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/ava-labs/avalanchego/ids"
+	"github.com/stretchr/testify/require"
+
+	"github.com/s-chain/schain/certificate"
+	"github.com/s-chain/schain/client"
+	"github.com/s-chain/schain/subnet"
+	"github.com/s-chain/schain/vm/api"
+)
+
+// TestH_Finality: every receipt of a run becomes final; each certificate
+// checks out offline against the P-chain's validator set (client.ProveFinal
+// and `schain verify`), and a tampered validator set is refused. It reports
+// how long a receipt waits between accepted and final against the block
+// interval of the run.
+func TestH_Finality(t *testing.T) {
+	require := require.New(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	r := router(t)
+	startHeight := lastHeight(ctx, t)
+
+	const workers, perWorker = 8, 6
+	type run struct {
+		txID     ids.ID
+		accepted time.Time
+		final    time.Duration
+	}
+	var (
+		mu   sync.Mutex
+		runs []*run
+		wg   sync.WaitGroup
+	)
+	started := time.Now()
+	for w := 0; w < workers; w++ {
+		wg.Add(1)
+		go func(w int) {
+			defer wg.Done()
+			for i := 0; i < perWorker; i++ {
+				c, err := r.AllocateCommitted(ctx, api.AllocateArgs{Range: fmt.Sprintf("final-%d", w), Count: 1})
+				if !assertNoError(t, err, "allocate") {
+					return
+				}
+				rn := &run{txID: c.Receipt.TxID, accepted: time.Now()}
+				// Poll the receipt until final, tightly, to time it.
+				err = poll50(ctx, func() error {
+					rc, err := r.GetReceipt(ctx, rn.txID)
+					if err != nil {
+						return err
+					}
+					if !rc.Final {
+						return fmt.Errorf("%s accepted at %d, not final", rn.txID, rc.Height)
+					}
+					return nil
+				})
+				if !assertNoError(t, err, "final") {
+					return
+				}
+				rn.final = time.Since(rn.accepted)
+				mu.Lock()
+				runs = append(runs, rn)
+				mu.Unlock()
+			}
+		}(w)
+	}
+	wg.Wait()
+	elapsed := time.Since(started)
+	require.Len(runs, workers*perWorker, "every receipt of the run became final")
+	blocks := lastHeight(ctx, t) - startHeight
+
+	// Check each offline against the P-chain's set, fetched from a node's
+	// P-chain (not from S-Chain).
+	node := subnet.NewNode(network.Nodes[0].URI)
+	networkID, err := node.GetNetworkID(ctx)
+	require.NoError(err)
+	subnetID, err := subnet.SubnetOf(ctx, node, network.ChainID)
+	require.NoError(err)
+	sets := map[uint64]certificate.ValidatorSet{}
+	for _, rn := range runs {
+		rc, err := r.GetReceipt(ctx, rn.txID)
+		require.NoError(err)
+		require.True(rc.Final)
+		vs, ok := sets[rc.Certificate.PChainHeight]
+		if !ok {
+			vs, err = subnet.ValidatorSetAt(ctx, node, subnetID, rc.Certificate.PChainHeight)
+			require.NoError(err)
+			sets[rc.Certificate.PChainHeight] = vs
+		}
+		proof, err := client.ProveFinal(ctx, r.GetBlock, rc, networkID, network.ChainID, vs)
+		require.NoError(err, "receipt %s", rn.txID)
+		require.True(certificate.Supermajority(proof.SignedWeight, proof.TotalWeight))
+	}
+
+	// The CLI checks them too, against the P-chain of another node.
+	others := []string{network.Nodes[1].URI}
+	dir := t.TempDir()
+	saved := filepath.Join(dir, "validators.json")
+	for i, rn := range runs[:3] {
+		args := []string{"verify", rn.txID.String(), "--pchain", network.Nodes[2].URI, "--json"}
+		if i == 0 {
+			args = append(args, "--save-validators", saved)
+		}
+		code, out, errOut := schainCLI(ctx, t, others, args...)
+		require.Equal(0, code, "schain verify: %s %s", out, errOut)
+		var proof client.Proof
+		require.NoError(json.Unmarshal([]byte(out), &proof))
+		require.Positive(proof.SignedWeight)
+	}
+
+	// A validator set that is not the P-chain's is refused: one
+	// validator's stake inflated, so the signers no longer hold 2/3.
+	var vs certificate.ValidatorSet
+	b, err := os.ReadFile(saved)
+	require.NoError(err)
+	require.NoError(json.Unmarshal(b, &vs))
+	code, _, errOut := schainCLI(ctx, t, others, "verify", runs[0].txID.String(), "--validators", saved)
+	require.Equal(0, code, "the saved set verifies: %s", errOut)
+	vs.Validators = append(vs.Validators, certificate.Validator{NodeID: ids.GenerateTestNodeID(), Weight: 1 << 40})
+	tampered := filepath.Join(dir, "tampered.json")
+	b, err = json.Marshal(vs)
+	require.NoError(err)
+	require.NoError(os.WriteFile(tampered, b, 0o600))
+	code, _, errOut = schainCLI(ctx, t, others, "verify", runs[0].txID.String(), "--validators", tampered)
+	require.Equal(9, code, "a tampered set is refused: %s", errOut)
+	require.Contains(errOut, "insufficient_stake")
+
+	lat := make([]time.Duration, len(runs))
+	for i, rn := range runs {
+		lat[i] = rn.final
+	}
+	slices.Sort(lat)
+	interval := elapsed / time.Duration(max(blocks, 1))
+	t.Logf("finality: %d receipts final; accepted -> final (seen by a 50 ms poll) p50 %v, p90 %v, max %v; %d blocks in %v: one every %v",
+		len(runs), lat[len(lat)/2].Round(time.Millisecond), lat[len(lat)*9/10].Round(time.Millisecond), lat[len(lat)-1].Round(time.Millisecond),
+		blocks, elapsed.Round(time.Millisecond), interval.Round(time.Millisecond))
+}
+
+func assertNoError(t *testing.T, err error, what string) bool {
+	t.Helper()
+	if err != nil {
+		t.Errorf("%s: %v", what, err)
+		return false
+	}
+	return true
+}
+
+// poll50 is poll at 50 ms.
+func poll50(ctx context.Context, f func() error) error {
+	for {
+		err := f()
+		if err == nil {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("%w (last error: %v)", ctx.Err(), err)
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+}
+
+func lastHeight(ctx context.Context, t *testing.T) uint64 {
+	t.Helper()
+	n, err := nodeClient(t, network.Nodes[0]).GetNode(ctx)
+	require.NoError(t, err)
+	return n.Height
+}
