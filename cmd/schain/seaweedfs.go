@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 
@@ -123,7 +124,7 @@ cutover floors of an empty cluster first.`,
 					return nerr
 				}
 				cfg.SChain = cluster.SChain{URIs: n.ChainURIsBase(), Chain: n.ChainID.String(), TokenFile: n.TokenPath(), Prefix: o.prefix}
-				if m == cluster.ModeSChain {
+				if m == cluster.ModeSChain || m == cluster.ModeLeaderless {
 					if err := freshCutover(ctx, g, n, o.prefix); err != nil {
 						return err
 					}
@@ -141,7 +142,7 @@ cutover floors of an empty cluster first.`,
 			return printCluster(ctx, g, c)
 		},
 	}
-	cmd.Flags().StringVar(&mode, "mode", string(cluster.ModeSChain), "master sequencer: raft (stock), schain-shadow or schain")
+	cmd.Flags().StringVar(&mode, "mode", string(cluster.ModeSChain), "master sequencer: raft (stock), schain-shadow, schain, or schain-leaderless (every master assigns)")
 	cmd.Flags().BoolVar(&replace, "replace", false, "stop a cluster already in the directory and start a new one")
 	return cmd
 }
@@ -324,7 +325,10 @@ func clusterRouter(g *globals, c *cluster.Cluster) (*client.Router, error) {
 }
 
 func newWeedDemoCmd(g *globals, o *weedOptions) *cobra.Command {
-	var files int
+	var (
+		files int
+		kill  bool
+	)
 	cmd := &cobra.Command{
 		Use:   "demo",
 		Short: "Upload files through the masters, read them back, and say where each id came from",
@@ -336,6 +340,9 @@ func newWeedDemoCmd(g *globals, o *weedOptions) *cobra.Command {
 			}
 			ctx, cancel := context.WithTimeout(cmd.Context(), 2*time.Minute)
 			defer cancel()
+			if c.Mode() == cluster.ModeLeaderless && kill {
+				return leaderlessDemo(ctx, g, c)
+			}
 			cfg := workload.DefaultConfig(c.MasterAddrs(), "demo")
 			cfg.Workers, cfg.MaxUploads = 1, files
 			r, err := workload.New(cfg)
@@ -371,7 +378,100 @@ func newWeedDemoCmd(g *globals, o *weedOptions) *cobra.Command {
 		},
 	}
 	cmd.Flags().IntVar(&files, "files", 6, "files to upload")
+	cmd.Flags().BoolVar(&kill, "kill", true, "schain-leaderless mode: kill -9 a master mid-upload, then restart it")
 	return cmd
+}
+
+// leaderlessDemo uploads through every master of a leaderless cluster,
+// kills -9 the raft leader mid-upload, shows the uploads going on through
+// the others, restarts it and shows it serving again; then reads every
+// upload back.
+func leaderlessDemo(ctx context.Context, g *globals, c *cluster.Cluster) error {
+	cfg := workload.DefaultConfig(c.MasterAddrs(), "demo")
+	cfg.Workers, cfg.Spread, cfg.UploadTimeout = 4, true, 30*time.Second
+	r, err := workload.New(cfg)
+	if err != nil {
+		return err
+	}
+	defer r.Close()
+	victim, err := c.Leader(ctx)
+	if err != nil {
+		return err
+	}
+	i, err := c.MasterOf(victim)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(g.errOut, "uploading through %s (schain-leaderless: every master assigns; clients try the next master on error)...\n", strings.Join(c.MasterAddrs(), ", "))
+	runCtx, stop := context.WithCancel(ctx)
+	done := make(chan workload.Result, 1)
+	go func() { done <- r.Run(runCtx) }()
+	defer func() {
+		stop()
+		<-done
+	}()
+	// show prints progress every half second for d, or until done says so.
+	show := func(what string, d time.Duration, done func(per map[string]int) bool) {
+		t := time.NewTicker(500 * time.Millisecond)
+		defer t.Stop()
+		end := time.Now().Add(d)
+		for time.Now().Before(end) && ctx.Err() == nil {
+			<-t.C
+			s := r.Snapshot()
+			per := map[string]int{}
+			for _, u := range s.Uploads {
+				per[u.Master]++
+			}
+			if done(per) {
+				return
+			}
+			var parts []string
+			for _, m := range c.MasterAddrs() {
+				parts = append(parts, fmt.Sprintf("%s %d", m, per[m]))
+			}
+			fmt.Fprintf(g.out, "%-26s %5d uploads (%s), %d failed attempts\n", what, len(s.Uploads), strings.Join(parts, ", "), len(s.Failures))
+		}
+	}
+	never := func(map[string]int) bool { return false }
+	show("uploading:", 2*time.Second, never)
+	killedAt := time.Now()
+	if err := c.KillMaster(ctx, i); err != nil {
+		return err
+	}
+	fmt.Fprintf(g.out, "killed master%d %s (the raft leader) with SIGKILL\n", i+1, victim)
+	show("master"+strconv.Itoa(i+1)+" dead:", 3*time.Second, never)
+	before := r.Snapshot()
+	if err := c.StartMaster(i); err != nil {
+		return err
+	}
+	fmt.Fprintf(g.out, "restarted master%d\n", i+1)
+	served := 0
+	for _, u := range before.Uploads {
+		if u.Master == victim {
+			served++
+		}
+	}
+	// Until the restarted master (weed takes a few seconds to start, then
+	// schain_warmup) has served 50 more uploads.
+	show("master"+strconv.Itoa(i+1)+" back:", 30*time.Second, func(per map[string]int) bool { return per[victim] >= served+50 })
+	stop()
+	res := <-done
+	done <- res
+	check := workload.Verify(ctx, res)
+	var longestAfter time.Duration
+	for _, u := range res.Uploads {
+		if u.Done.After(killedAt) {
+			longestAfter = max(longestAfter, u.Wait)
+		}
+	}
+	fmt.Fprintf(g.out, "longest upload after the kill: %v (retries to the next master included); longest gap between acknowledgements: %v\n",
+		longestAfter.Round(time.Millisecond), check.LongestGap.Round(time.Millisecond))
+	fmt.Fprintf(g.out, "read back: %d of %d intact (%d lost, %d altered); keys issued twice: %d; failed uploads: %d\n",
+		check.ReadBack, check.Uploads, check.Lost, check.Altered, check.IssuedTwice, check.Failed)
+	if check.Failed > 0 {
+		return fmt.Errorf("%d uploads failed", check.Failed)
+	}
+	return check.Err()
 }
 
 // idSource says where an upload's file key and volume id came from.

@@ -22,18 +22,20 @@ func newWeedBenchCmd(g *globals, o *weedOptions) *cobra.Command {
 	var out string
 	cmd := &cobra.Command{
 		Use:   "bench",
-		Short: "Measure SeaweedFS assigns with the stock and the S-Chain sequencer side by side, then kill a leader and a validator",
+		Short: "Measure SeaweedFS assigns: stock, the S-Chain sequencer and leaderless masters side by side; then kill masters and a validator",
 		Long: `Start, under --out, a fresh 3-node S-Chain network and two SeaweedFS clusters
 of <build-dir>/weed (3 masters, a volume server each): one with the stock
-sequencer, one with the S-Chain sequencer. Then:
+sequencer, one with the S-Chain sequencer, one of leaderless masters
+(schain-leaderless: every master assigns). Then:
 
   1. steady assigns: --clients closed-loop clients, --rounds rounds of
      --round-duration per cluster, interleaved (A B, B A, ...): assigns/s and
      latency percentiles, and S-Chain/stock ratios against the targets
-     (throughput >= 0.95x, p99 <= 1.2x);
+     (throughput >= 0.95x, p99 <= 1.2x; leaderless >= 1.5x);
   2. leader kill, each cluster: --uploaders clients upload and --assigners
      only assign; kill -9 of the leader after --kill-before; the stall, failed
-     uploads, keys issued twice, every acknowledged upload read back;
+     uploads, keys issued twice, every acknowledged upload read back, the
+     longest wait (leaderless: target <= 1 s);
   3. validator kill, S-Chain cluster: kill -9 of the validator owning the
      most of the cluster's key ranges while clients upload: failures and
      stalls per volume, owner alive or not.
@@ -122,7 +124,11 @@ func runWeedBench(ctx context.Context, g *globals, o *weedOptions, s weedbench.S
 	if err != nil {
 		return err
 	}
-	rep, err := weedbench.Run(ctx, weedbench.Env{Stock: stock, SChain: sc, Network: n, Prefix: prefix}, s, g.errOut)
+	leaderless, err := start("leaderless", cluster.ModeLeaderless)
+	if err != nil {
+		return err
+	}
+	rep, err := weedbench.Run(ctx, weedbench.Env{Stock: stock, SChain: sc, Leaderless: leaderless, Network: n, Prefix: prefix}, s, g.errOut)
 	if err != nil {
 		return err
 	}

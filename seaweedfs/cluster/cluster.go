@@ -18,6 +18,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"net"
 	"os"
 	"path/filepath"
@@ -44,6 +45,10 @@ const (
 	ModeShadow Mode = schainseq.TypeShadow
 	// ModeSChain takes file keys and volume ids from S-Chain.
 	ModeSChain Mode = schainseq.TypeSChain
+	// ModeLeaderless is ModeSChain on every master at once: each master
+	// takes every heartbeat (the volume server keeps a stream to each),
+	// assigns, looks up and grows volumes without leading raft.
+	ModeLeaderless Mode = schainseq.TypeLeaderless
 )
 
 // StateFile is the cluster's description in its directory.
@@ -61,10 +66,10 @@ var (
 // ParseMode checks a mode name.
 func ParseMode(s string) (Mode, error) {
 	switch m := Mode(s); m {
-	case ModeRaft, ModeShadow, ModeSChain:
+	case ModeRaft, ModeShadow, ModeSChain, ModeLeaderless:
 		return m, nil
 	}
-	return "", fmt.Errorf("%w %q: want raft, schain-shadow or schain", errBadMode, s)
+	return "", fmt.Errorf("%w %q: want raft, schain-shadow, schain or schain-leaderless", errBadMode, s)
 }
 
 // SChain is how the masters reach S-Chain (modes schain and
@@ -181,7 +186,15 @@ func Start(ctx context.Context, cfg Config) (*Cluster, error) {
 	if err != nil {
 		return nil, err
 	}
-	st := state{Weed: weed, Dir: dir, Mode: cfg.Mode, SChain: cfg.SChain, Sequencer: cfg.Sequencer,
+	seqKeys := cfg.Sequencer
+	if cfg.Mode == ModeLeaderless && seqKeys["schain_masters"] == "" {
+		seqKeys = maps.Clone(seqKeys)
+		if seqKeys == nil {
+			seqKeys = map[string]string{}
+		}
+		seqKeys["schain_masters"] = strconv.Itoa(cfg.Masters)
+	}
+	st := state{Weed: weed, Dir: dir, Mode: cfg.Mode, SChain: cfg.SChain, Sequencer: seqKeys,
 		VolumeSizeLimitMB: cfg.VolumeSizeLimitMB, Detach: cfg.Detach}
 	for i := range cfg.Masters {
 		st.Masters = append(st.Masters, &master{HTTP: ports[2*i], GRPC: ports[2*i+1]})
@@ -256,6 +269,9 @@ func (c *Cluster) layout() error {
 	v.Args = []string{
 		"volume", "-ip=127.0.0.1", "-ip.bind=127.0.0.1", "-port=" + strconv.Itoa(v.HTTP), "-port.grpc=" + strconv.Itoa(v.GRPC),
 		"-dir=" + v.Data, "-max=" + strconv.Itoa(v.Max), "-master=" + peers, "-preStopSeconds=0",
+	}
+	if st.Mode == ModeLeaderless {
+		v.Env = []string{schainseq.LeaderlessEnv + "=1"} // a stream to every master
 	}
 	if err := c.writeMasterConfig(); err != nil {
 		return err
@@ -484,19 +500,27 @@ func (c *Cluster) WaitLeader(ctx context.Context, not string) (string, error) {
 }
 
 // waitVolumeServer waits until the leader's topology lists the volume
-// server (its /dir/status answer names the volume server's address).
+// server (its /dir/status answer names the volume server's address); in
+// leaderless mode, until every live master's own topology does.
 func (c *Cluster) waitVolumeServer(ctx context.Context) error {
 	want := c.VolumeAddr()
 	var last string
 	for {
-		leader, err := c.Leader(ctx)
+		masters, err := c.topologyHolders(ctx)
 		if err == nil {
-			var body []byte
-			body, err = httpGet(ctx, "http://"+leader+"/dir/status")
-			if err == nil && strings.Contains(string(body), want) {
+			listed := 0
+			for _, m := range masters {
+				var body []byte
+				body, err = httpGet(ctx, "http://"+m+"/dir/status")
+				if err != nil || !strings.Contains(string(body), want) {
+					last = m + ": " + string(body)
+					break
+				}
+				listed++
+			}
+			if listed == len(masters) {
 				return nil
 			}
-			last = string(body)
 		}
 		if err != nil {
 			last = err.Error()
@@ -506,6 +530,27 @@ func (c *Cluster) waitVolumeServer(ctx context.Context) error {
 		}
 	}
 }
+
+// topologyHolders are the masters whose topology clients use: the leader,
+// or in leaderless mode every live master.
+func (c *Cluster) topologyHolders(ctx context.Context) ([]string, error) {
+	if c.Mode() != ModeLeaderless {
+		leader, err := c.Leader(ctx)
+		return []string{leader}, err
+	}
+	var out []string
+	for i, addr := range c.MasterAddrs() {
+		if c.state.Masters[i].alive() {
+			out = append(out, addr)
+		}
+	}
+	return out, nil
+}
+
+// WaitTopology waits until every master clients use lists the volume
+// server (a restarted master, in leaderless mode, hears from it within
+// about a second).
+func (c *Cluster) WaitTopology(ctx context.Context) error { return c.waitVolumeServer(ctx) }
 
 // MasterOf returns the index of the master with HTTP address addr.
 func (c *Cluster) MasterOf(addr string) (int, error) {

@@ -23,9 +23,11 @@ const stopGrace = 10 * time.Second
 type proc struct {
 	Name string   `json:"name"`
 	Args []string `json:"args"`
-	Log  string   `json:"log"`
-	Dir  string   `json:"dir"`
-	PID  int      `json:"pid"`
+	// Env is added to the environment the process inherits.
+	Env []string `json:"env,omitempty"`
+	Log string   `json:"log"`
+	Dir string   `json:"dir"`
+	PID int      `json:"pid"`
 
 	mu   sync.Mutex
 	cmd  *exec.Cmd
@@ -44,6 +46,9 @@ func (p *proc) start(bin string, detach bool) error {
 	fmt.Fprintf(logFile, "---- %s: %s %s\n", time.Now().Format(time.RFC3339), bin, strings.Join(p.Args, " "))
 	cmd := exec.Command(bin, p.Args...)
 	cmd.Dir = p.Dir
+	if len(p.Env) > 0 {
+		cmd.Env = append(os.Environ(), p.Env...)
+	}
 	cmd.Stdout, cmd.Stderr = logFile, logFile
 	cmd.SysProcAttr = sysProcAttr(detach)
 	if err := cmd.Start(); err != nil {

@@ -79,6 +79,7 @@ func startUploads(t *testing.T, c *cluster.Cluster, workers int) *uploads {
 	t.Helper()
 	cfg := workload.DefaultConfig(c.MasterAddrs(), "e2e")
 	cfg.Workers = workers
+	cfg.Spread = c.Mode() == cluster.ModeLeaderless // any master assigns
 	r, err := workload.New(cfg)
 	require.NoError(t, err)
 	ctx, cancel := context.WithCancel(context.Background())
@@ -105,6 +106,17 @@ func (u *uploads) ackedSince(t0 time.Time) int {
 	n := 0
 	for _, up := range u.r.Snapshot().Uploads {
 		if up.Done.After(t0) {
+			n++
+		}
+	}
+	return n
+}
+
+// ackedAt counts acknowledged uploads assigned by master after t0.
+func (u *uploads) ackedAt(master string, t0 time.Time) int {
+	n := 0
+	for _, up := range u.r.Snapshot().Uploads {
+		if up.Master == master && up.Start.After(t0) {
 			n++
 		}
 	}

@@ -17,6 +17,10 @@ const (
 	TypeSChain = "schain"
 	// TypeShadow keeps the stock sequencer and mirrors to S-Chain.
 	TypeShadow = "schain-shadow"
+	// TypeLeaderless is TypeSChain on every master at once: each master
+	// takes heartbeats, serves assigns and lookups and grows volumes
+	// itself, from its own reservations (see leaderless.go).
+	TypeLeaderless = "schain-leaderless"
 )
 
 // MaxReservation is S-Chain's largest allocation (the genesis count limit,
@@ -85,6 +89,25 @@ type Config struct {
 	// S-Chain sets. Not allowed with TypeSChain, whose floors are on chain.
 	FileKeyFloor  uint64
 	VolumeIDFloor uint32
+	// Final makes the S-Chain types use only reservations whose receipt is
+	// final (schain_final, default false): a finality certificate of more
+	// than 2/3 of the stake covers the block, which a client can verify
+	// offline. Acceptance alone is one validator's word until then. With
+	// three equal validators all three must sign, so one dead validator
+	// stops finality (and so every refill) until it is removed from the
+	// subnet.
+	Final bool
+	// Masters is how many masters allocate at once in TypeLeaderless
+	// (schain_masters, required there): each master grows a share of the
+	// stock growth count, 1/Masters rounded up, so that masters growing
+	// at once grow about what one leader would.
+	Masters int
+	// Warmup is how long a leaderless master refuses assigns after it
+	// starts (schain_warmup, default 3s): long enough for every volume
+	// server's first heartbeat (they redial a lost master every second),
+	// so that a partial topology neither misleads picks nor grows volumes.
+	// Clients try the next master meanwhile.
+	Warmup time.Duration
 }
 
 // keyDocs lists the keys of [master.sequencer] New accepts.
@@ -110,6 +133,9 @@ var keyDocs = map[string]string{
 	"schain_pairs_max_mb":    "bound of one pairs file, MiB",
 	"file_key_floor":         "rollback: smallest file key the stock sequencer hands out",
 	"volume_id_floor":        "rollback: smallest new volume id",
+	"schain_final":           "use only reservations whose receipt is final (certified)",
+	"schain_masters":         "leaderless: masters that allocate at once",
+	"schain_warmup":          "leaderless: assigns refused this long after start",
 }
 
 var errConfig = errors.New("invalid [master.sequencer]")
@@ -130,6 +156,7 @@ func DefaultConfig(metaDir string) Config {
 		ShadowTimeout:  5 * time.Second,
 		PairsDir:       filepath.Join(metaDir, "schain-shadow"),
 		PairsMaxBytes:  64 << 20,
+		Warmup:         3 * time.Second,
 	}
 }
 
@@ -181,6 +208,9 @@ func ParseConfig(table map[string]any, metaDir string) (Config, error) {
 	}
 	p.uint64("file_key_floor", &c.FileKeyFloor)
 	p.uint32("volume_id_floor", &c.VolumeIDFloor)
+	p.bool("schain_final", &c.Final)
+	p.int("schain_masters", &c.Masters)
+	p.duration("schain_warmup", &c.Warmup)
 	if p.err != nil {
 		return Config{}, p.err
 	}
@@ -200,8 +230,21 @@ func (c Config) Verify() error {
 		return fmt.Errorf("%w: %s", errConfig, fmt.Sprintf(format, args...))
 	}
 	floors := c.FileKeyFloor > 0 || c.VolumeIDFloor > 0
+	if c.Final && c.Type != TypeSChain && c.Type != TypeLeaderless {
+		return bad("schain_final is for types schain and schain-leaderless (their reservations)")
+	}
+	if c.Masters > 0 && c.Type != TypeLeaderless {
+		return bad("schain_masters is for type schain-leaderless")
+	}
 	switch c.Type {
 	case TypeSChain, TypeShadow:
+	case TypeLeaderless:
+		if c.Masters < 1 {
+			return bad("type schain-leaderless needs schain_masters (how many masters allocate: each grows its share of new volumes)")
+		}
+		if c.Warmup < 0 {
+			return bad("schain_warmup must not be negative")
+		}
 	case "snowflake":
 		if floors {
 			return bad("file_key_floor and volume_id_floor need type raft (snowflake keys ignore floors)")
@@ -210,8 +253,8 @@ func (c Config) Verify() error {
 	default: // raft, or empty: the stock memory sequencer
 		return nil
 	}
-	if c.Type == TypeSChain && floors {
-		return bad("file_key_floor and volume_id_floor are for type raft; type schain reads its floors from S-Chain (schain seaweedfs cutover)")
+	if c.Type != TypeShadow && floors {
+		return bad("file_key_floor and volume_id_floor are for type raft; type %s reads its floors from S-Chain (schain seaweedfs cutover)", c.Type)
 	}
 	switch {
 	case len(c.RPC) == 0:
@@ -303,6 +346,20 @@ func (p *tableReader) int(key string, dst *int) bool {
 	}
 	*dst = int(v)
 	return true
+}
+
+// bool accepts true and false (and 1 and 0).
+func (p *tableReader) bool(key string, dst *bool) {
+	s := p.str(key)
+	if s == "" {
+		return
+	}
+	v, err := strconv.ParseBool(s)
+	if err != nil {
+		p.fail(key, s, "true or false")
+		return
+	}
+	*dst = v
 }
 
 // duration accepts Go durations ("30s") and plain numbers of seconds.

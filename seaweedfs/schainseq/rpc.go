@@ -140,13 +140,20 @@ type Reservation struct {
 func (r Reservation) End() uint64 { return r.Base + r.Count }
 
 type allocateArgs struct {
-	Range  string `json:"range"`
-	Count  uint64 `json:"count"`
-	Floor  uint64 `json:"floor,omitempty"`
-	Wait   bool   `json:"wait,omitempty"`
+	Range string `json:"range"`
+	Count uint64 `json:"count"`
+	Floor uint64 `json:"floor,omitempty"`
+	// Wait is nil (no wait), true (until accepted) or "final" (until a
+	// finality certificate covers the block).
+	Wait   any    `json:"wait,omitempty"`
 	WaitMs uint64 `json:"waitMs,omitempty"`
 	Pooled bool   `json:"pooled,omitempty"`
 }
+
+// waitFinal is allocate's wait for a final receipt.
+const waitFinal = "final"
+
+func (a allocateArgs) final() bool { return a.Wait == waitFinal }
 
 type receiptEntry struct {
 	Range string `json:"range"`
@@ -159,6 +166,10 @@ type receipt struct {
 	Status  string         `json:"status"`
 	Entries []receiptEntry `json:"entries"`
 	Error   string         `json:"error"`
+	// Final: a finality certificate (of more than 2/3 of the stake)
+	// covers the block, at height CertifiedBy.
+	Final       bool   `json:"final"`
+	CertifiedBy uint64 `json:"certifiedBy"`
 }
 
 type allocateReply struct {
@@ -180,6 +191,15 @@ func (c *Client) Reserve(ctx context.Context, rng string, count, floor uint64) (
 	return c.allocate(ctx, allocateArgs{Range: rng, Count: count, Floor: floor, Wait: true})
 }
 
+// ReserveFinal is Reserve waiting until the reservation's receipt is final:
+// a finality certificate covers its block. When the node's wait runs out
+// first (CodeTimeout, naming the transaction), it polls the receipt until
+// it is final, rejected, or ctx ends; an abandoned transaction's ids are
+// skipped, as with Reserve.
+func (c *Client) ReserveFinal(ctx context.Context, rng string, count, floor uint64) (Reservation, error) {
+	return c.allocate(ctx, allocateArgs{Range: rng, Count: count, Floor: floor, Wait: waitFinal})
+}
+
 // Pooled takes count ids of rng from its owner's committed pool: an answer
 // without a block round trip, ids already committed to the owner.
 func (c *Client) Pooled(ctx context.Context, rng string, count uint64) (Reservation, error) {
@@ -193,10 +213,13 @@ func (c *Client) allocate(ctx context.Context, args allocateArgs) (Reservation, 
 		if err == nil {
 			var rep allocateReply
 			call := args
-			if call.Wait {
+			if call.Wait != nil {
 				call.WaitMs = waitMs(ctx)
 			}
-			err = c.call(ctx, n, "allocate", call, &rep, call.Wait)
+			err = c.call(ctx, n, "allocate", call, &rep, call.Wait != nil)
+			if err != nil && args.final() && isCode(err, codeTimeout) {
+				rep, err = c.pollFinal(ctx, err)
+			}
 			if err == nil {
 				res, rerr := reservationOf(args, rep)
 				if rerr == nil {
@@ -236,6 +259,9 @@ func reservationOf(args allocateArgs, rep allocateReply) (Reservation, error) {
 	}
 	switch rc.Status {
 	case "accepted":
+		if args.final() && !rc.Final {
+			return Reservation{}, fmt.Errorf("%w: receipt of %s is accepted, not final, after a wait for finality", ErrRefused, rc.TxID)
+		}
 	case "rejected":
 		// A rejected transaction reserved nothing, so sending the request
 		// again is safe; after a wait it was rejected for its P-chain
@@ -256,6 +282,34 @@ func reservationOf(args allocateArgs, rep allocateReply) (Reservation, error) {
 	}
 	res.TxID, res.Base, res.Count = rc.TxID, e.Base, e.Count
 	return res, nil
+}
+
+// finalPoll is the pause between two reads of a receipt not final yet.
+const finalPoll = 200 * time.Millisecond
+
+// pollFinal reads the receipt of the transaction a CodeTimeout answer
+// (timeout) names until it is final or rejected, or ctx ends. Any node
+// can answer: receipts and certificates are the chain's.
+func (c *Client) pollFinal(ctx context.Context, timeout error) (allocateReply, error) {
+	var re *RPCError
+	errors.As(timeout, &re)
+	var data struct {
+		TxID  string `json:"txID"`
+		Index int    `json:"index"`
+	}
+	if json.Unmarshal(re.Data, &data) != nil || data.TxID == "" {
+		return allocateReply{}, fmt.Errorf("%w: a timeout without the transaction to poll: %w", ErrRefused, timeout)
+	}
+	for {
+		var rc receipt
+		err := c.read(ctx, "getReceipt", map[string]string{"txID": data.TxID}, &rc)
+		if err == nil && (rc.Final || rc.Status == "rejected") {
+			return allocateReply{TxID: data.TxID, Index: data.Index, Receipt: &rc}, nil
+		}
+		if serr := pause(ctx, finalPoll); serr != nil {
+			return allocateReply{}, fmt.Errorf("%w: transaction %s not final: %w (last: status %q, %v)", ErrUnreachable, data.TxID, serr, rc.Status, err)
+		}
+	}
 }
 
 // retry reports whether err is worth another attempt, and forgets the

@@ -29,6 +29,7 @@ type SChain struct {
 	volumes *pool
 
 	heartbeatMax atomic.Uint64
+	started      time.Time // when the master built it: its warm-up starts
 }
 
 var (
@@ -43,11 +44,11 @@ func newSChain(cfg Config, logf func(string, ...any)) (*SChain, error) {
 		return nil, fmt.Errorf("%w: %w", errConfig, err)
 	}
 	ctx, stop := context.WithCancel(context.Background())
-	s := &SChain{cfg: cfg, client: c, logf: logf, ctx: ctx, stop: stop, keys: make(map[uint32]*pool)}
+	s := &SChain{cfg: cfg, client: c, logf: logf, ctx: ctx, stop: stop, keys: make(map[uint32]*pool), started: time.Now()}
 	s.volumes = newPool(ctx, VolumeRange(cfg.Prefix), s.reserver(VolumeRange(cfg.Prefix), VolumeFloorRange(cfg.Prefix)),
 		sizing{min: cfg.VolumeBatch, max: cfg.VolumeBatch}, cfg.RefillTimeout, logf)
-	logf("type %s: file keys from %s/keys/<volume/%d>, volume ids from %s, through %d S-Chain nodes of chain %s",
-		TypeSChain, cfg.Prefix, cfg.VolumeBand, VolumeRange(cfg.Prefix), len(cfg.RPC), cfg.Chain)
+	logf("type %s: file keys from %s/keys/<volume/%d>, volume ids from %s, through %d S-Chain nodes of chain %s%s",
+		cfg.Type, cfg.Prefix, cfg.VolumeBand, VolumeRange(cfg.Prefix), len(cfg.RPC), cfg.Chain, modeNote(cfg))
 	go s.report()
 	return s, nil
 }
@@ -65,6 +66,9 @@ func (s *SChain) reserver(rng, floorRange string) reserveFunc {
 		}
 		if floor == 0 {
 			return Reservation{}, fmt.Errorf("%w for prefix %q (range %s is empty): run `schain seaweedfs cutover`", ErrNoCutover, s.cfg.Prefix, floorRange)
+		}
+		if s.cfg.Final {
+			return s.client.ReserveFinal(ctx, rng, count, max(floor, above+1))
 		}
 		return s.client.Reserve(ctx, rng, count, max(floor, above+1))
 	}

@@ -4,6 +4,13 @@
 // counters per range, committed receipts, per-owner pools, write tokens, and
 // faults to inject (a node down, NotReady, slow blocks). It records every
 // allocation it answered, so a test can check that no id was issued twice.
+//
+// Finality: an accepted receipt becomes final (a certificate of more than
+// 2/3 of the stake covers its block) SetFinalAfter after acceptance, at
+// once by default, or never while SetFinalityStalled holds (a validator of
+// three equal ones is dead). allocate with wait "final" answers once the
+// receipt is final, or CodeTimeout naming the transaction when its wait
+// runs out first; getReceipt shows final, certifiedBy.
 package schaintest
 
 import (
@@ -39,17 +46,21 @@ type Chain struct {
 	URIs    []string
 	servers []*httptest.Server
 
-	mu        sync.Mutex
-	down      map[int]bool
-	counters  map[string]uint64
-	pools     map[poolKey][2]uint64 // [next, end) of each owner's pool
-	receipts  map[ids.ID]api.ReceiptReply
-	issued    []Allocation
-	notReady  int           // the next notReady write calls answer NotReady
-	blockTime time.Duration // a waited allocation takes this long
-	delay     time.Duration // every allocation takes at least this long
-	owner     func(rng string, alive []int) int
-	calls     map[string]int
+	mu         sync.Mutex
+	down       map[int]bool
+	counters   map[string]uint64
+	pools      map[poolKey][2]uint64 // [next, end) of each owner's pool
+	receipts   map[ids.ID]api.ReceiptReply
+	accepted   map[ids.ID]time.Time // when each receipt was accepted
+	finalAfter time.Duration
+	stalled    bool
+	maxWait    time.Duration // the node's bound of a wait (0: a minute)
+	issued     []Allocation
+	notReady   int           // the next notReady write calls answer NotReady
+	blockTime  time.Duration // a waited allocation takes this long
+	delay      time.Duration // every allocation takes at least this long
+	owner      func(rng string, alive []int) int
+	calls      map[string]int
 }
 
 type poolKey struct {
@@ -73,7 +84,7 @@ type Allocation struct {
 func New(t testing.TB, n int) *Chain {
 	c := &Chain{
 		ChainID: ids.GenerateTestID(), down: map[int]bool{}, counters: map[string]uint64{},
-		pools: map[poolKey][2]uint64{}, receipts: map[ids.ID]api.ReceiptReply{}, calls: map[string]int{},
+		pools: map[poolKey][2]uint64{}, receipts: map[ids.ID]api.ReceiptReply{}, accepted: map[ids.ID]time.Time{}, calls: map[string]int{},
 		owner: func(rng string, alive []int) int { return alive[crc32.ChecksumIEEE([]byte(rng))%uint32(len(alive))] },
 	}
 	for i := range n {
@@ -141,6 +152,36 @@ func (c *Chain) SetDelay(d time.Duration) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.delay = d
+}
+
+// SetFinalAfter makes an accepted receipt final d after its acceptance.
+func (c *Chain) SetFinalAfter(d time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.finalAfter = d
+}
+
+// SetMaxWait bounds every wait for finality, as a node's maxWaitMs does.
+func (c *Chain) SetMaxWait(d time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.maxWait = d
+}
+
+// SetFinalityStalled stops (or resumes) finality: no receipt becomes final
+// while it holds, as when one of three equal validators is dead.
+func (c *Chain) SetFinalityStalled(stalled bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.stalled = stalled
+}
+
+// finalLocked marks rc final if a certificate covers it by now.
+func (c *Chain) finalLocked(rc *api.ReceiptReply) {
+	at, ok := c.accepted[rc.TxID]
+	if ok && rc.Status == api.StatusAccepted && !c.stalled && time.Since(at) >= c.finalAfter {
+		rc.Final, rc.CertifiedBy = true, rc.Height
+	}
 }
 
 // SetCounter sets a range's counter, as if allocated up to next.
@@ -255,6 +296,7 @@ func (s *service) GetReceipt(_ *http.Request, args *api.TxIDArgs, reply *api.Rec
 	if !ok {
 		rc = api.ReceiptReply{TxID: args.TxID, Status: api.StatusUnknown}
 	}
+	s.c.finalLocked(&rc)
 	*reply = rc
 	return nil
 }
@@ -307,6 +349,7 @@ func (s *service) Allocate(r *http.Request, args *api.AllocateArgs, reply *api.A
 	rc := api.ReceiptReply{TxID: txID, Status: api.StatusAccepted, Height: 3,
 		Entries: []state.ReceiptEntry{{Range: "other", Base: 1, Count: 1}, {Range: args.Range, Base: base, Count: args.Count}}}
 	c.receipts[txID] = rc
+	c.accepted[txID] = time.Now().Add(c.blockTime)
 	wait := c.blockTime
 	c.mu.Unlock()
 	*reply = api.AllocateReply{TxID: txID, Index: 1, PChainHeight: 7, Owner: c.NodeIDs[s.i]}
@@ -320,7 +363,39 @@ func (s *service) Allocate(r *http.Request, args *api.AllocateArgs, reply *api.A
 			case <-t.C:
 			}
 		}
+		if args.Wait == api.WaitFinal {
+			return c.waitFinal(r, args, reply, rc)
+		}
 		reply.Receipt = &rc
 	}
 	return nil
+}
+
+// waitFinal answers once rc is final, or CodeTimeout when waitMs (or the
+// request) ends first.
+func (c *Chain) waitFinal(r *http.Request, args *api.AllocateArgs, reply *api.AllocateReply, rc api.ReceiptReply) error {
+	bound := time.Minute
+	c.mu.Lock()
+	if c.maxWait > 0 {
+		bound = c.maxWait
+	}
+	c.mu.Unlock()
+	if args.WaitMs > 0 {
+		bound = min(bound, time.Duration(args.WaitMs)*time.Millisecond)
+	}
+	deadline := time.Now().Add(bound)
+	for {
+		c.mu.Lock()
+		c.finalLocked(&rc)
+		c.mu.Unlock()
+		if rc.Final {
+			reply.Receipt = &rc
+			return nil
+		}
+		if time.Now().After(deadline) || r.Context().Err() != nil {
+			return &json2.Error{Code: json2.ErrorCode(api.CodeTimeout), Message: "accepted, not final yet; poll getReceipt",
+				Data: api.TimeoutData{TxID: rc.TxID, Index: reply.Index, WaitMs: uint64(bound / time.Millisecond)}}
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
 }

@@ -27,15 +27,31 @@ func WriteTables(w io.Writer, r *Report) error {
 	}
 	fmt.Fprintf(&b, "\nS-Chain sequencer / stock: throughput %.2fx (target >= 0.95x: %s), p99 %.2fx (target <= 1.2x: %s).\n",
 		r.ThroughputRatio, met(r.ThroughputRatio >= 0.95), r.P99Ratio, met(r.P99Ratio > 0 && r.P99Ratio <= 1.2))
+	if r.LeaderlessRatio > 0 {
+		fmt.Fprintf(&b, "Leaderless masters (3, clients spread over them) / stock (1 leader): throughput %.2fx (target >= 1.5x: %s), p99 %.2fx.\n",
+			r.LeaderlessRatio, met(r.LeaderlessRatio >= 1.5), r.LeaderlessP99Ratio)
+	}
 
 	fmt.Fprintf(&b, "\nLeader kill: %d clients upload (assign, then write at once) and %d only assign (keys held unwritten); kill -9 of the leader after %v, load for %v after it. Gap: longest time without any acknowledged upload.\n\n",
 		s.Uploaders, s.Assigners, s.KillBefore, s.MasterKillAfter)
 	b.WriteString("Keys issued twice: the same key on the same volume. Stock keys reissued: the stock sequencer's keys are global, so a key handed out twice on two volumes is its reissue after the failover (harmless to data, the issue's defect); S-Chain keys are per volume range, so the column does not apply.\n\n")
-	b.WriteString("| cluster | killed | longest gap | first new upload done | longest upload | uploads | failed uploads | keys issued twice | stock keys reissued | read back intact |\n| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n")
+	b.WriteString("| cluster | killed | longest gap | first new upload done | longest wait after the kill | uploads | failed uploads | keys issued twice | stock keys reissued | read back intact |\n| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n")
+	var stockStall, leaderlessWait time.Duration
+	leaderless := false
 	for _, k := range r.MasterKills {
 		c := k.Check
 		fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %d | %d | %d of %d assigns | %s | %d of %d |\n", k.Name, k.Killed, benchmark.Duration(c.LongestGap),
-			after(k.FirstAfter), benchmark.Duration(c.LongestWait), c.Uploads, c.Failed, c.IssuedTwice, c.Assigned, globalReissues(k), c.ReadBack, c.Uploads)
+			after(k.FirstAfter), benchmark.Duration(k.LongestAfter), c.Uploads, c.Failed, c.IssuedTwice, c.Assigned, globalReissues(k), c.ReadBack, c.Uploads)
+		switch {
+		case k.Leaderless:
+			leaderless, leaderlessWait = true, k.LongestAfter
+		case !k.SChain:
+			stockStall = k.LongestAfter
+		}
+	}
+	if leaderless {
+		fmt.Fprintf(&b, "\nLeaderless masters, master kill: longest wait %s (target <= 1 s: %s), stock %s.\n",
+			benchmark.Duration(leaderlessWait), met(leaderlessWait <= time.Second), benchmark.Duration(stockStall))
 	}
 
 	if vk := r.ValidatorKill; vk != nil {

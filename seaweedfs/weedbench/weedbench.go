@@ -1,14 +1,18 @@
 // Package weedbench measures real SeaweedFS clusters side by side: the stock
-// sequencer against the S-Chain sequencer, on one machine in one run.
+// sequencer against the S-Chain sequencer and against leaderless masters
+// (type schain-leaderless: every master assigns), on one machine in one run.
 //
 //   - Steady assigns: closed-loop clients send /dir/assign (count 1) to each
 //     cluster's masters in interleaved rounds (A B, B A, ...), so that drift
 //     of the shared machine weighs both equally: assigns/s and latency
-//     percentiles, from the client.
+//     percentiles, from the client. The leaderless cluster's clients send
+//     each assign to the next master in turn.
 //   - Master kill: clients upload (assign, then write at once) and others
 //     only assign (keys held unwritten across a failover), the leader gets
 //     SIGKILL; the stall every client sees, failed uploads, keys issued twice
-//     and every acknowledged upload read back.
+//     and every acknowledged upload read back; for the leaderless cluster
+//     the longest an upload waited after the kill (a retry to the next
+//     master) against stock's stall.
 //   - Validator kill (S-Chain cluster): the validator owning the most of the
 //     cluster's key ranges gets SIGKILL while clients upload; per volume,
 //     stalls and failures, split by whether the volume's owner lives.
@@ -19,8 +23,10 @@ package weedbench
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
+	"sync/atomic"
 	"time"
 
 	"github.com/ava-labs/avalanchego/ids"
@@ -64,12 +70,12 @@ func DefaultSettings() Settings {
 	}
 }
 
-// Env is what the bench runs on: two clusters, the S-Chain network the
-// S-Chain cluster uses, and its range prefix.
+// Env is what the bench runs on: the clusters, the S-Chain network the
+// S-Chain clusters use, and their range prefix. Leaderless may be nil.
 type Env struct {
-	Stock, SChain *cluster.Cluster
-	Network       *localnet.Network
-	Prefix        string
+	Stock, SChain, Leaderless *cluster.Cluster
+	Network                   *localnet.Network
+	Prefix                    string
 }
 
 // Report is the bench's result.
@@ -78,12 +84,16 @@ type Report struct {
 	Systems  []Steady `json:"systems"`
 	// ThroughputRatio and P99Ratio are S-Chain over stock (median
 	// assigns/s of the rounds; pooled p99).
-	ThroughputRatio float64           `json:"throughput_ratio"`
-	P99Ratio        float64           `json:"p99_ratio"`
-	MasterKills     []MasterKill      `json:"master_kills"`
-	ValidatorKill   *ValidatorKill    `json:"validator_kill,omitempty"`
-	Machine         benchmark.Machine `json:"machine"`
-	WallTime        time.Duration     `json:"wall_time_ns"`
+	ThroughputRatio float64 `json:"throughput_ratio"`
+	P99Ratio        float64 `json:"p99_ratio"`
+	// LeaderlessRatio and LeaderlessP99Ratio are leaderless masters over
+	// stock (the same measures); 0 without a leaderless cluster.
+	LeaderlessRatio    float64           `json:"leaderless_throughput_ratio,omitempty"`
+	LeaderlessP99Ratio float64           `json:"leaderless_p99_ratio,omitempty"`
+	MasterKills        []MasterKill      `json:"master_kills"`
+	ValidatorKill      *ValidatorKill    `json:"validator_kill,omitempty"`
+	Machine            benchmark.Machine `json:"machine"`
+	WallTime           time.Duration     `json:"wall_time_ns"`
 }
 
 // Steady is one cluster's steady rounds.
@@ -106,6 +116,11 @@ type MasterKill struct {
 	// FirstAfter is how long after the kill the first upload started after
 	// it was acknowledged.
 	FirstAfter time.Duration `json:"first_after_ns"`
+	// LongestAfter is the longest upload acknowledged after the kill (the
+	// ones in flight at the kill included): the longest a client waited.
+	LongestAfter time.Duration `json:"longest_after_ns"`
+	// Leaderless: the cluster's masters all assign.
+	Leaderless bool `json:"leaderless,omitempty"`
 }
 
 // ValidatorKill is the S-Chain cluster's validator kill.
@@ -143,9 +158,15 @@ func Run(ctx context.Context, env Env, s Settings, progress io.Writer) (*Report,
 		name string
 		c    *cluster.Cluster
 	}{{"seaweedfs-stock", env.Stock}, {"seaweedfs-schain", env.SChain}}
+	if env.Leaderless != nil {
+		systems = append(systems, struct {
+			name string
+			c    *cluster.Cluster
+		}{"seaweedfs-leaderless", env.Leaderless})
+	}
 	assigners := make([]*assigner, len(systems))
 	for i, sys := range systems {
-		a, err := newAssigner(sys.c.MasterAddrs(), "bench")
+		a, err := newAssigner(sys.c.MasterAddrs(), "bench", sys.c.Mode() == cluster.ModeLeaderless)
 		if err != nil {
 			return nil, err
 		}
@@ -164,10 +185,10 @@ func Run(ctx context.Context, env Env, s Settings, progress io.Writer) (*Report,
 	for i, sys := range systems {
 		rep.Systems[i].Name = sys.name
 	}
-	var all [2][]benchmark.Sample
+	all := make([][]benchmark.Sample, len(systems))
 	for k, slot := range benchmark.Schedule(len(systems), s.Rounds) {
 		i := slot.System
-		logf("round %d/%d (%d of %d): %s for %v", slot.Round+1, s.Rounds, k+1, 2*s.Rounds, systems[i].name, s.RoundDuration)
+		logf("round %d/%d (%d of %d): %s for %v", slot.Round+1, s.Rounds, k+1, len(systems)*s.Rounds, systems[i].name, s.RoundDuration)
 		d := benchmark.Start(ctx, benchmark.Load{System: assigners[i], Ranges: []string{"bench"}, Clients: s.Clients,
 			Pick: benchmark.RoundRobin(1), Count: 1, Timeout: 10 * time.Second})
 		err := sleep(ctx, s.RoundDuration)
@@ -200,6 +221,10 @@ func Run(ctx context.Context, env Env, s Settings, progress io.Writer) (*Report,
 	if st := rep.Systems[0]; st.MedianReqPerSec > 0 && st.Pooled.P99 > 0 {
 		rep.ThroughputRatio = rep.Systems[1].MedianReqPerSec / st.MedianReqPerSec
 		rep.P99Ratio = float64(rep.Systems[1].Pooled.P99) / float64(st.Pooled.P99)
+		if len(rep.Systems) > 2 {
+			rep.LeaderlessRatio = rep.Systems[2].MedianReqPerSec / st.MedianReqPerSec
+			rep.LeaderlessP99Ratio = float64(rep.Systems[2].Pooled.P99) / float64(st.Pooled.P99)
+		}
 	}
 
 	// Leader kills.
@@ -250,6 +275,7 @@ func warmUp(ctx context.Context, a *assigner, s Settings) error {
 func run(ctx context.Context, c *cluster.Cluster, workers int, assignOnly bool) (*workload.Runner, func() workload.Result, error) {
 	cfg := workload.DefaultConfig(c.MasterAddrs(), "bench")
 	cfg.Workers, cfg.AssignOnly = workers, assignOnly
+	cfg.Spread = c.Mode() == cluster.ModeLeaderless
 	r, err := workload.New(cfg)
 	if err != nil {
 		return nil, nil, err
@@ -301,11 +327,15 @@ func masterKill(ctx context.Context, name string, c *cluster.Cluster, s Settings
 	res.Assigned = append(res.Assigned, as.Assigned...)
 	vctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
 	defer cancel()
-	mk := &MasterKill{Name: name, SChain: c.Mode() == cluster.ModeSChain, Killed: leader, Check: workload.Verify(vctx, res)}
+	mk := &MasterKill{Name: name, SChain: c.Mode() != cluster.ModeRaft, Leaderless: c.Mode() == cluster.ModeLeaderless,
+		Killed: leader, Check: workload.Verify(vctx, res)}
 	mk.FirstAfter = -1
 	for _, u := range up.Uploads {
 		if u.Start.After(killedAt) && (mk.FirstAfter < 0 || u.Done.Sub(killedAt) < mk.FirstAfter) {
 			mk.FirstAfter = u.Done.Sub(killedAt)
+		}
+		if u.Done.After(killedAt) {
+			mk.LongestAfter = max(mk.LongestAfter, u.Wait)
 		}
 	}
 	logf("   %s: %s", name, mk.Check)
@@ -434,20 +464,47 @@ var _ benchmark.System = (*assigner)(nil)
 // assigner is a benchmark.System of /dir/assign. File keys are unique per
 // volume only, so an assignment's ids are (volume << 40) | key: the
 // duplicate check of one shared key space then finds a key issued twice on
-// one volume, and not the same key on two volumes.
+// one volume, and not the same key on two volumes. A spread assigner sends
+// each assign to the next master in turn (leaderless masters), and on
+// failure to the one after.
 type assigner struct {
 	c          *seaweed.Client
 	collection string
+	masters    []string // spread over these; nil: the leader first
+	turn       atomic.Uint64
 }
 
-func newAssigner(masters []string, collection string) (*assigner, error) {
+func newAssigner(masters []string, collection string, spread bool) (*assigner, error) {
 	cfg := seaweed.DefaultConfig(masters...)
 	cfg.RequestTimeout, cfg.DialTimeout, cfg.LeaderRefresh = 12*time.Second, 500*time.Millisecond, time.Second
 	c, err := seaweed.New(cfg)
 	if err != nil {
 		return nil, err
 	}
-	return &assigner{c: c, collection: collection}, nil
+	a := &assigner{c: c, collection: collection}
+	if spread {
+		a.masters = masters
+	}
+	return a, nil
+}
+
+func (a *assigner) assign(ctx context.Context, count uint64) (seaweed.Assignment, error) {
+	if a.masters == nil {
+		return a.c.Assign(ctx, a.collection, count)
+	}
+	first := int(a.turn.Add(1))
+	var errs []error
+	for i := range a.masters {
+		as, err := a.c.AssignAt(ctx, a.masters[(first+i)%len(a.masters)], a.collection, count)
+		if err == nil {
+			return as, nil
+		}
+		errs = append(errs, err)
+		if ctx.Err() != nil {
+			break
+		}
+	}
+	return seaweed.Assignment{}, errors.Join(errs...)
 }
 
 func (a *assigner) close() { a.c.Close() }
@@ -457,7 +514,7 @@ const keyBits = 40
 
 // Allocate implements benchmark.System.
 func (a *assigner) Allocate(ctx context.Context, _ string, count uint64) (uint64, uint64, error) {
-	as, err := a.c.Assign(ctx, a.collection, count)
+	as, err := a.assign(ctx, count)
 	if err != nil {
 		return 0, 0, err
 	}

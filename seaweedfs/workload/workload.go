@@ -51,6 +51,11 @@ type Config struct {
 	// MaxUploads stops the run after this many acknowledged uploads (0:
 	// until the context ends).
 	MaxUploads int
+	// Spread sends each assign to the next master in turn and, when it
+	// fails (unreachable, warming up, any error), to the one after at once:
+	// a client of leaderless masters, any of which assigns. Otherwise
+	// assigns go to the leader first (SeaweedFS's client with a leader).
+	Spread bool
 }
 
 // DefaultConfig uploads 1 KiB files with 8 workers.
@@ -110,6 +115,7 @@ type Runner struct {
 	client *seaweed.Client
 	hc     *http.Client
 	seq    atomic.Uint64
+	turn   atomic.Uint64 // the next master of a spread assign
 
 	mu  sync.Mutex // guards res
 	res Result
@@ -185,7 +191,7 @@ func (r *Runner) upload(ctx context.Context) {
 	defer cancel()
 	var last Failure
 	for {
-		a, err := r.client.Assign(uctx, r.cfg.Collection, 1)
+		a, err := r.assign(uctx)
 		if err == nil {
 			r.record(func(res *Result) {
 				res.Assigned = append(res.Assigned, Assigned{Volume: a.FileID.Volume, Key: a.FileID.Key, Count: a.Count, At: time.Now(), Master: a.Master})
@@ -226,6 +232,27 @@ func (r *Runner) upload(ctx context.Context) {
 		}
 		t.Stop()
 	}
+}
+
+// assign asks the leader first, or with Spread the masters in turn.
+func (r *Runner) assign(ctx context.Context) (seaweed.Assignment, error) {
+	if !r.cfg.Spread {
+		return r.client.Assign(ctx, r.cfg.Collection, 1)
+	}
+	first := int(r.turn.Add(1))
+	var errs []error
+	for i := range r.cfg.Masters {
+		m := r.cfg.Masters[(first+i)%len(r.cfg.Masters)]
+		a, err := r.client.AssignAt(ctx, m, r.cfg.Collection, 1)
+		if err == nil {
+			return a, nil
+		}
+		errs = append(errs, err)
+		if ctx.Err() != nil {
+			break
+		}
+	}
+	return seaweed.Assignment{}, errors.Join(errs...)
 }
 
 func (r *Runner) acked() int {

@@ -210,6 +210,21 @@ func (c *Client) Assign(ctx context.Context, rangeKey string, count uint64) (Ass
 	return Assignment{}, joinAttempts(errs, firstAnswered(errs))
 }
 
+// AssignAt asks the master at addr alone for count keys in rangeKey's
+// collection, whether it leads or not: for masters that all assign
+// (S-Chain's leaderless masters), whose clients spread over them and try
+// the next one on failure themselves.
+func (c *Client) AssignAt(ctx context.Context, addr, rangeKey string, count uint64) (Assignment, error) {
+	if count == 0 || count > c.cfg.MaxCount {
+		return Assignment{}, fmt.Errorf("%w: %d not in [1,%d]", ErrBadCount, count, c.cfg.MaxCount)
+	}
+	collection, err := Collection(rangeKey)
+	if err != nil {
+		return Assignment{}, err
+	}
+	return c.assign(ctx, addr, collection, count)
+}
+
 // firstAnswered picks the error that best describes an outage: the first
 // answer of a master that answered (the leader's, when it is known), else
 // the last failure to reach one.

@@ -1,0 +1,145 @@
+package schainseq
+
+import (
+	"fmt"
+	"os"
+	"strings"
+	"sync"
+	"time"
+)
+
+// Leaderless masters (type schain-leaderless). A stock master allocates
+// only while it leads raft: followers hand heartbeats back and forward
+// assigns, so a dead leader stops every assign for the election and the new
+// leader's warm-up (about 16 s). In this type nothing of allocation needs a
+// leader: file keys and volume ids come from S-Chain reservations, which are
+// disjoint between masters (each master reserves its own), and the topology
+// is soft state rebuilt from heartbeats. So the patched master, when
+// Leaderless(its sequencer) holds:
+//
+//   - accepts heartbeats without leading (volume servers keep one stream per
+//     master: HeartbeatEach), and keeps its own topology;
+//   - serves /dir/assign, gRPC Assign, /dir/lookup, gRPC LookupVolume and
+//     /dir/status itself;
+//   - grows volumes itself with S-Chain volume ids, GrowShare of the stock
+//     count, without raft;
+//   - refuses assigns during its own warm-up (WarmingUp) only, not after
+//     raft elections.
+//
+// Raft still runs between the masters for what needs one coordinator
+// (vacuum, the periodic growth scan, admin shell locks, topology id); none
+// of it is on the assign path.
+
+// Leaderless reports whether seq is a leaderless master's sequencer.
+func Leaderless(seq any) bool {
+	s, ok := seq.(*SChain)
+	return ok && s.cfg.Type == TypeLeaderless
+}
+
+// WarmingUp reports, for a leaderless master's sequencer (ok), whether the
+// master is in its warm-up: started less than schain_warmup ago. The
+// patched Topology.IsWarmingUp asks it first, so that a raft election does
+// not put a master that already knows the topology into a warm-up.
+func WarmingUp(seq any) (warming, ok bool) {
+	if !Leaderless(seq) {
+		return false, false
+	}
+	s := seq.(*SChain)
+	return time.Since(s.started) < s.cfg.Warmup, true
+}
+
+// GrowShare is how many volumes one automatic growth of count creates: for
+// a leaderless master its share, count/schain_masters rounded up (masters
+// that find a layout full at once together grow about what one leader
+// would; one that grows alone grows again when its share fills), else
+// count.
+func GrowShare(seq any, count uint32) uint32 {
+	if !Leaderless(seq) || count == 0 {
+		return count
+	}
+	n := uint32(seq.(*SChain).cfg.Masters)
+	return (count + n - 1) / n
+}
+
+// LeaderlessEnv is the environment variable that puts a patched volume
+// server in leaderless mode ("1" or "true"): it keeps a heartbeat stream
+// to every master of its -master list instead of one to the leader.
+const LeaderlessEnv = "SCHAIN_LEADERLESS"
+
+// VolumeServerLeaderless reports whether LeaderlessEnv is set.
+func VolumeServerLeaderless() bool {
+	v := strings.TrimSpace(os.Getenv(LeaderlessEnv))
+	return v == "1" || strings.EqualFold(v, "true")
+}
+
+// redial is how long a volume server waits before dialing a master again
+// after its stream ended: a restarted master hears from every volume server
+// within about this long (schain_warmup covers it).
+const redial = time.Second
+
+// HeartbeatEach runs beat, one heartbeat stream to its end, for every master
+// at once, dialing each again redial after its stream ended, until stop is
+// closed; then it waits for the streams to end. A volume server of
+// leaderless masters runs it instead of its leader-following loop. Every
+// stream sends full volume lists (the per-stream delta bookkeeping of the
+// store assumes one master), which is what a master rebuilds its topology
+// from.
+func HeartbeatEach[T any](masters []string, stop <-chan T, beat func(master string) error) {
+	logf := newLogf()
+	logf("leaderless: one heartbeat stream to each of %d masters: %s", len(masters), strings.Join(masters, ", "))
+	var wg sync.WaitGroup
+	for _, m := range masters {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				err := beat(m)
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				if err != nil {
+					logf("leaderless: heartbeat to master %s: %v (dialing again every %v)", m, err, redial)
+				}
+				t := time.NewTimer(redial)
+				select {
+				case <-stop:
+					t.Stop()
+					return
+				case <-t.C:
+				}
+			}
+		}()
+	}
+	wg.Wait()
+}
+
+// After is the master after m in masters (the first after the last): where
+// a volume server of leaderless masters sends its own lookups once m's
+// stream ended.
+func After(masters []string, m string) string {
+	for i, x := range masters {
+		if x == m {
+			return masters[(i+1)%len(masters)]
+		}
+	}
+	if len(masters) > 0 {
+		return masters[0]
+	}
+	return m
+}
+
+func modeNote(cfg Config) string {
+	var notes []string
+	if cfg.Type == TypeLeaderless {
+		notes = append(notes, fmt.Sprintf("leaderless: this master allocates without leading, grows 1/%d of the stock count, warm-up %v", cfg.Masters, cfg.Warmup))
+	}
+	if cfg.Final {
+		notes = append(notes, "only final (certified) reservations")
+	}
+	if len(notes) == 0 {
+		return ""
+	}
+	return "; " + strings.Join(notes, "; ")
+}
