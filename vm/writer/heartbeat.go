@@ -26,7 +26,7 @@ func (w *Writer) Heartbeat(ctx context.Context) (*txs.Tx, error) {
 }
 
 // HeartbeatAhead sends the next liveness round's heartbeat ahead of time
-// (HeartbeatLead before the round starts): it waits in every pool until a
+// (config.Genesis.HeartbeatLead before the round starts): it waits in every pool until a
 // block of that round can carry it, so the round's first block carries the
 // heartbeats of every live validator. A heartbeat sent at the start of the
 // round instead lands only in a block built after it, and a round can pass
@@ -87,7 +87,7 @@ func (w *Writer) heartbeat(ctx context.Context, round uint64) (*txs.Tx, error) {
 // never safety, and the next tick tries again.
 func (w *Writer) runHeartbeats(ctx context.Context) {
 	defer w.background.Done()
-	every, lead := heartbeatInterval(w.genesis.RoundDurationMs), HeartbeatLead(w.genesis.RoundDurationMs)
+	every, lead := heartbeatInterval(w.genesis.RoundDurationMs), w.genesis.HeartbeatLead()
 	timer := time.NewTimer(0)
 	defer timer.Stop()
 	for {
@@ -120,11 +120,3 @@ func heartbeatInterval(roundMs uint64) time.Duration {
 	return min(max(time.Duration(roundMs/10)*time.Millisecond, 200*time.Millisecond), 5*time.Second)
 }
 
-// HeartbeatLead is how long before a liveness round starts a validator sends
-// that round's heartbeat: a tenth of the round, between 100 ms and 1 s, time
-// enough for gossip to put it in every pool. A validator that dies within
-// the lead of a round boundary, after sending, stays a member one round
-// longer: its ranges move at most (K+1) rounds + the lead after its death.
-func HeartbeatLead(roundMs uint64) time.Duration {
-	return min(max(time.Duration(roundMs/10)*time.Millisecond, 100*time.Millisecond), time.Second)
-}
