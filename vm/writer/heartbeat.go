@@ -119,4 +119,3 @@ func (w *Writer) runHeartbeats(ctx context.Context) {
 func heartbeatInterval(roundMs uint64) time.Duration {
 	return min(max(time.Duration(roundMs/10)*time.Millisecond, 200*time.Millisecond), 5*time.Second)
 }
-
