@@ -88,7 +88,7 @@ func (w *Writer) heartbeat(ctx context.Context, round uint64) (*txs.Tx, error) {
 func (w *Writer) runHeartbeats(ctx context.Context) {
 	defer w.background.Done()
 	every, lead := heartbeatInterval(w.genesis.RoundDurationMs), w.genesis.HeartbeatLead()
-	timer := time.NewTimer(0)
+	timer := time.NewTimer(max(every, firstHeartbeat))
 	defer timer.Stop()
 	for {
 		select {
@@ -113,6 +113,14 @@ func (w *Writer) runHeartbeats(ctx context.Context) {
 		timer.Reset(next)
 	}
 }
+
+// firstHeartbeat is the least time between a start and the first heartbeat.
+// Before the chain's first membership, a heartbeat asks for the opening
+// blocks, and a node started alone for a moment must not build them: the
+// local network's bootstrap node runs the chain briefly with sybil
+// protection off before it restarts with its peers, and opening blocks it
+// accepted alone would fork it from them.
+const firstHeartbeat = 3 * time.Second
 
 // heartbeatInterval checks a few times per liveness round, so that a
 // heartbeat lost at a round boundary is re-sent well before the round ends.
