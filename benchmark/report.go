@@ -1,6 +1,7 @@
 package benchmark
 
 import (
+	"slices"
 	"time"
 )
 
@@ -13,6 +14,51 @@ type Report struct {
 	// Order is the steady schedule that ran (indexes into Systems).
 	Order   []Slot         `json:"order"`
 	Systems []SystemReport `json:"systems"`
+	// Liveness is the S-Chain failover per liveness round setting, one
+	// network each (empty when not measured).
+	Liveness []RoundSetting `json:"liveness,omitempty"`
+}
+
+// RoundSetting is one S-Chain network run with one liveness rule: flapping
+// under load with every validator alive, then a kill -9 of the owner of
+// the most ranges.
+type RoundSetting struct {
+	// Round and K are the genesis's roundDurationMs and livenessRounds.
+	Round time.Duration `json:"round_ns"`
+	K     uint64        `json:"liveness_rounds"`
+	// Bound is how long a dead validator stays a member at most by the
+	// rule: (K+1) rounds plus the heartbeat lead.
+	Bound time.Duration `json:"bound_ns"`
+	// Network says where it ran: "main" is the network of the steady rounds.
+	Network string `json:"network"`
+	// System is the write path measured (its steady load, flaps, failover
+	// and duplicates).
+	System SystemReport `json:"system"`
+}
+
+// Recovery is how long after the kill the victim's ranges allocated again:
+// the median and the slowest of them (the slowest is censored, as a
+// stall, when some range never recovered).
+func (r RoundSetting) Recovery() (median, slowest Stall) {
+	f := r.System.Failover
+	if f == nil {
+		return Stall{}, Stall{}
+	}
+	var rec []time.Duration
+	for _, rf := range f.Ranges {
+		if rf.Owner != f.Victim {
+			continue
+		}
+		if rf.Stall.Recovered < 0 {
+			return Stall{}, Stall{Longest: f.End - f.KillAt, Censored: true}
+		}
+		rec = append(rec, rf.Stall.Recovered)
+	}
+	if len(rec) == 0 {
+		return Stall{}, Stall{}
+	}
+	slices.Sort(rec)
+	return Stall{Longest: rec[len(rec)/2]}, Stall{Longest: rec[len(rec)-1]}
 }
 
 // Machine describes where the run happened, since every figure depends on it.
@@ -38,6 +84,11 @@ type SystemReport struct {
 	// headline rates, robust to one disturbed round.
 	MedianReqPerSec float64 `json:"median_req_per_sec"`
 	MedianIDsPerSec float64 `json:"median_ids_per_sec"`
+	// Windows are the wall-clock times of its steady rounds, in order.
+	Windows []Window `json:"windows,omitempty"`
+	// Flaps is what the liveness rule did to the members during the steady
+	// rounds (S-Chain, with a membership watcher; nil otherwise).
+	Flaps *Flaps `json:"flaps,omitempty"`
 	// Failover is nil when the failover phase did not run.
 	Failover *FailoverReport `json:"failover,omitempty"`
 	// Duplicates checks every allocation of the run, steady and failover.
@@ -48,9 +99,16 @@ type SystemReport struct {
 type FailoverReport struct {
 	// Victim names the killed node.
 	Victim string `json:"victim"`
-	// KillAt and End are offsets from the phase start.
-	KillAt time.Duration `json:"kill_at_ns"`
-	End    time.Duration `json:"end_ns"`
+	// KillAt and End are offsets from the phase start; KilledAt and EndedAt
+	// the same times by the wall clock.
+	KillAt   time.Duration `json:"kill_at_ns"`
+	End      time.Duration `json:"end_ns"`
+	KilledAt time.Time     `json:"killed_at"`
+	EndedAt  time.Time     `json:"ended_at"`
+	// Flaps is what the liveness rule did to the members after the kill
+	// (S-Chain, with a membership watcher; nil otherwise): the victim
+	// should leave once and stay out, nobody else should leave.
+	Flaps *Flaps `json:"flaps,omitempty"`
 	// Threshold is the stall below which a range kept allocating.
 	Threshold time.Duration `json:"threshold_ns"`
 	// Ranges has one entry per range key, in key order.

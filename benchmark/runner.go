@@ -112,6 +112,14 @@ func (r *Runner) logf(format string, args ...any) {
 func (r *Runner) Run(ctx context.Context) (*Report, error) {
 	r.began = time.Now()
 	rep := &Report{Started: r.began, Settings: r.settings, Order: Schedule(len(r.targets), r.settings.Rounds)}
+	watchers := r.watchMemberships(ctx)
+	defer func() {
+		for _, w := range watchers {
+			if w != nil {
+				w.Stop()
+			}
+		}
+	}()
 	rep.Systems = make([]SystemReport, len(r.targets))
 	for i, t := range r.targets {
 		rep.Systems[i] = SystemReport{Name: t.Name, SChain: t.SChain, SharedKeySpace: t.SharedKeySpace}
@@ -135,6 +143,7 @@ func (r *Runner) Run(ctx context.Context) (*Report, error) {
 			rep.Systems[i].Failover = f
 		}
 	}
+	r.countFlaps(rep, watchers)
 	for i, t := range r.targets {
 		samples := r.all[i]
 		for j, u := range r.targets {
@@ -148,6 +157,52 @@ func (r *Runner) Run(ctx context.Context) (*Report, error) {
 	return rep, nil
 }
 
+// watchMemberships starts one membership watcher per network (targets of
+// one Network share it), indexed by target.
+func (r *Runner) watchMemberships(ctx context.Context) []*MembershipWatcher {
+	out := make([]*MembershipWatcher, len(r.targets))
+	byNetwork := map[string]*MembershipWatcher{}
+	for i, t := range r.targets {
+		if t.Membership == nil {
+			continue
+		}
+		if w, ok := byNetwork[t.Network]; ok && t.Network != "" {
+			out[i] = w
+			continue
+		}
+		name := t.NodeName
+		if name == nil {
+			name = func(id string) string { return id }
+		}
+		out[i] = WatchMembership(ctx, t.Membership, name)
+		byNetwork[t.Network] = out[i]
+	}
+	return out
+}
+
+// countFlaps stops the watchers and fills each watched system's flaps: in
+// its steady rounds, and after its kill.
+func (r *Runner) countFlaps(rep *Report, watchers []*MembershipWatcher) {
+	samples := map[*MembershipWatcher][]MembershipSample{}
+	for _, w := range watchers {
+		if _, ok := samples[w]; w != nil && !ok {
+			samples[w] = w.Stop()
+		}
+	}
+	for i, w := range watchers {
+		if w == nil {
+			continue
+		}
+		sys := &rep.Systems[i]
+		f := CountFlapsIn(samples[w], sys.Windows)
+		sys.Flaps = &f
+		if fo := sys.Failover; fo != nil {
+			after := CountFlaps(samples[w], fo.Victim, fo.KilledAt, fo.KilledAt, fo.EndedAt)
+			fo.Flaps = &after
+		}
+	}
+}
+
 // steady runs the interleaved steady rounds of rep.Order and fills each
 // system's rounds, pooled summary and medians; it stops early if ctx ends.
 func (r *Runner) steady(ctx context.Context, rep *Report) {
@@ -156,9 +211,11 @@ func (r *Runner) steady(ctx context.Context, rep *Report) {
 	for k, slot := range rep.Order {
 		t := r.targets[slot.System]
 		r.logf("round %d/%d (%d of %d): %s for %s", slot.Round+1, r.settings.Rounds, k+1, len(rep.Order), t.Name, r.settings.RoundDuration)
+		from := time.Now()
 		d := Start(ctx, Load{System: t.Cluster, Ranges: r.ranges, Clients: r.settings.Clients, Pick: RoundRobin(len(r.ranges)), Count: r.settings.Count, Timeout: r.settings.RequestTimeout})
 		err := wait(ctx, r.settings.RoundDuration, nil)
 		got, took := d.Stop()
+		rep.Systems[slot.System].Windows = append(rep.Systems[slot.System].Windows, Window{From: from, To: time.Now()})
 		if err != nil {
 			return
 		}
@@ -231,7 +288,7 @@ func (r *Runner) failover(ctx context.Context, i int, threshold time.Duration) (
 		return nil, fmt.Errorf("owners before the kill: %w", err)
 	}
 	victim := BusiestNode(owners)
-	killAt := d.Since()
+	killAt, killedAt := d.Since(), time.Now()
 	if err := t.Cluster.Kill(ctx, victim); err != nil {
 		stop()
 		return nil, fmt.Errorf("kill %s: %w", victim, err)
@@ -246,6 +303,7 @@ func (r *Runner) failover(ctx context.Context, i int, threshold time.Duration) (
 		return nil, err
 	}
 	f := NewFailoverReport(victim, r.ranges, owners, samples, killAt, end, threshold)
+	f.KilledAt, f.EndedAt = killedAt, killedAt.Add(end-killAt)
 	r.logf("   %s: %d/%d ranges kept allocating; longest stall of the victim's ranges %s, of the others %s; global stall %s",
 		t.Name, f.Kept, len(f.Ranges), stallText(f.LongestVictim), stallText(f.LongestOthers), stallText(f.Global))
 	return f, nil

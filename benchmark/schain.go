@@ -91,6 +91,21 @@ func (c *SChainCluster) NodeName(id ids.NodeID) string {
 	return id.String()
 }
 
+// GetMembership is the membership the next block will have, from any
+// node that answers (what a Target's membership watcher polls).
+func (c *SChainCluster) GetMembership(ctx context.Context) (*api.MembershipReply, error) {
+	return c.router.GetMembership(ctx)
+}
+
+// NameOf is NodeName for a NodeID in its string form.
+func (c *SChainCluster) NameOf(nodeID string) string {
+	id, err := ids.NodeIDFromString(nodeID)
+	if err != nil {
+		return nodeID
+	}
+	return c.NodeName(id)
+}
+
 // Allocate implements System: the request goes to the range's owner and
 // waits there until its block is accepted (following a re-pin to the
 // replacing transaction), so the ids returned are committed. A pooled view

@@ -48,6 +48,11 @@ type Target struct {
 	// together, not each on its own.
 	Network string
 	Cluster Cluster
+	// Membership, if set, is watched during the run (once per Network):
+	// what the liveness rule did to the members under load and after the
+	// kill (Flaps). NodeName turns a NodeID into the name Owners uses.
+	Membership MembershipSource
+	NodeName   func(nodeID string) string
 }
 
 // BusiestNode returns the node that appears most often in owners (the

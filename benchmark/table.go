@@ -61,8 +61,62 @@ func WriteTables(w io.Writer, r *Report) error {
 				f.Kept, len(f.Ranges), 100*f.KeptFraction(), stallText(f.LongestVictim), others, stallText(f.Global), duplicatesText(sys.Duplicates))
 		}
 	}
+	writeFlaps(&b, r)
+	writeLiveness(&b, r)
 	_, err := io.WriteString(w, b.String())
 	return err
+}
+
+// writeFlaps reports, per S-Chain system with a membership watcher, what
+// the liveness rule did to the members during its steady rounds.
+func writeFlaps(b *strings.Builder, r *Report) {
+	first := true
+	for _, sys := range r.Systems {
+		if sys.Flaps == nil {
+			continue
+		}
+		if first {
+			b.WriteString("\nMembership during the steady rounds (every validator alive, under load): a validator leaving the members is a flap.\n\n")
+			b.WriteString("| system | liveness rounds observed | membership changes | alive validators dropped | rounds nobody was live |\n| --- | ---: | ---: | ---: | ---: |\n")
+			first = false
+		}
+		f := sys.Flaps
+		fmt.Fprintf(b, "| %s | %d | %d | %d | %d |\n", sys.Name, f.Rounds, f.Changes, f.AliveOut, f.Fallbacks)
+	}
+}
+
+// writeLiveness reports the failover per liveness round setting.
+func writeLiveness(b *strings.Builder, r *Report) {
+	if len(r.Liveness) == 0 {
+		return
+	}
+	b.WriteString("\nFailover per liveness round setting (one network each; \"main\" is the network of the steady rounds): kill -9 of the validator owning the most ranges. " +
+		"Bound: (K+1) rounds + the heartbeat lead, the longest a dead validator stays a member; its ranges allocate again once the first block of the next round is accepted and their new owner's transaction after it. " +
+		"Flaps under load: alive validators dropped from the members before the kill; after the kill, anybody but the victim dropped, or the victim back.\n\n")
+	b.WriteString("| round | K | bound | network | write path | victim's ranges allocate again after the kill: median, slowest | longest stall, other ranges | global stall | flaps under load (rounds) | flaps after the kill | ids issued twice |\n")
+	b.WriteString("| ---: | ---: | ---: | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: |\n")
+	for _, rs := range r.Liveness {
+		sys := rs.System
+		f := sys.Failover
+		if f == nil {
+			continue
+		}
+		median, slowest := rs.Recovery()
+		flaps, after := "—", "—"
+		if sys.Flaps != nil {
+			flaps = fmt.Sprintf("%d (%d)", sys.Flaps.AliveOut, sys.Flaps.Rounds)
+		}
+		if f.Flaps != nil {
+			after = fmt.Sprintf("%d", f.Flaps.AliveOut+f.Flaps.DeadBack)
+		}
+		others := "—"
+		if f.victimRanges() < len(f.Ranges) {
+			others = stallText(f.LongestOthers)
+		}
+		fmt.Fprintf(b, "| %s | %d | %s | %s | %s | %s, %s | %s | %s | %s | %s | %s |\n",
+			Duration(rs.Round), rs.K, Duration(rs.Bound), rs.Network, sys.Name, Duration(median.Longest), stallText(slowest),
+			others, stallText(f.Global), flaps, after, duplicatesText(sys.Duplicates))
+	}
 }
 
 func hasFailover(r *Report) bool {

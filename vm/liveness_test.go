@@ -294,3 +294,49 @@ func TestMembershipChangeRepinsPendingWork(t *testing.T) {
 	require.Equal("accepted", rc.Status)
 	require.Equal(uint64(4), counter(t, nw.vms[1], rk), "allocated once")
 }
+
+// TestHeartbeatAhead: heartbeats sent ahead of their round wait in every
+// pool and land in the round's first block, so a round with a single block
+// keeps every live validator a member (K=1), and the builder does not put
+// them in a block of the round before.
+func TestHeartbeatAhead(t *testing.T) {
+	require := require.New(t)
+	ctx := context.Background()
+	nw := newNetWith(t, 3, livenessGenesis)
+	nw.enterRound(0)
+	nw.ready(10)
+	nw.enterRound(1)
+	nw.heartbeats(0, 0, 1, 2)
+
+	nw.now.Store(2*10_000 - 500) // the last half second of round 1
+	for i, v := range nw.vms {
+		tx, err := v.Writer().HeartbeatAhead(ctx)
+		require.NoError(err)
+		require.NotNil(tx)
+		require.Equal(uint64(2), tx.Unsigned.Head().Round)
+		nw.gossip(i, tx)
+		again, err := v.Writer().HeartbeatAhead(ctx)
+		require.NoError(err)
+		require.Nil(again, "one per round")
+	}
+	_, err := nw.round(1, 10)
+	require.ErrorIs(err, builder.ErrNoWork, "round 2's heartbeats cannot go into a block of round 1")
+
+	// Round 2 has one block, built at once: it carries all three.
+	nw.now.Store(2 * 10_000)
+	b, err := nw.round(2, 10)
+	require.NoError(err)
+	require.Len(b.Txs, 3)
+	for i, v := range nw.vms {
+		tx, err := v.Writer().Heartbeat(ctx)
+		require.NoError(err)
+		require.Nil(tx, "vm %d: round 2's heartbeat already landed", i)
+	}
+	// Round 3 opens with all three members (K=1: the heartbeats of round
+	// 2 count).
+	nw.now.Store(3 * 10_000)
+	rk := nw.rangeOf(0, "ahead")
+	nw.allocateVia(0, rk, 1)
+	require.Equal(3, nw.snapshot(1).Len())
+	require.False(nw.snapshot(1).Record().Fallback)
+}

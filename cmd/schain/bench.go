@@ -48,6 +48,15 @@ type benchOptions struct {
 	schainModes    []string
 	schainFailover string
 	poolChunk      uint64
+	// schainRounds are the liveness round lengths whose failover is
+	// measured, one network each (the main network's own setting reuses its
+	// failover phase); livenessWindow is the load before each kill, watched
+	// for flaps, and livenessMargin how long each failover is measured beyond
+	// the rule's bound.
+	schainRounds   []time.Duration
+	livenessWindow time.Duration
+	livenessMargin time.Duration
+	livenessAfter  time.Duration // 0: bound + livenessMargin
 }
 
 // S-Chain write paths of the bench, and the target name of each.
@@ -72,13 +81,22 @@ func (o benchOptions) verifyModes() error {
 	return nil
 }
 
-// targetStarter starts the systems under test; the returned stop stops every
-// one of them (also when start fails half-way, it stops what started).
-type targetStarter func(ctx context.Context, o benchOptions, progress io.Writer) (targets []benchmark.Target, stop func(), err error)
+// benchSystems starts what the bench measures.
+type benchSystems struct {
+	// start starts the systems of the steady rounds; the returned stop
+	// stops every one of them (also when start fails half-way, it stops
+	// what started).
+	start func(ctx context.Context, o benchOptions, progress io.Writer) (targets []benchmark.Target, stop func(), err error)
+	// startLiveness starts an S-Chain network with liveness rounds of round
+	// and returns its target for the failover write path.
+	startLiveness func(ctx context.Context, o benchOptions, round time.Duration, progress io.Writer) (benchmark.Target, func(), error)
+}
 
-func newBenchCmd(g *globals) *cobra.Command { return benchCmd(g, startBenchTargets) }
+func newBenchCmd(g *globals) *cobra.Command {
+	return benchCmd(g, benchSystems{start: startBenchTargets, startLiveness: startLivenessTarget})
+}
 
-func benchCmd(g *globals, start targetStarter) *cobra.Command {
+func benchCmd(g *globals, start benchSystems) *cobra.Command {
 	o := benchOptions{settings: benchmark.DefaultSettings()}
 	cmd := &cobra.Command{
 		Use:   "bench",
@@ -104,6 +122,12 @@ gap between successful allocations after the kill stayed below
 max(2 x the system's steady p99, --stall-floor). Every allocation of the
 run is checked for ids issued twice.
 
+Then the S-Chain failover per liveness round setting (--schain-rounds):
+for each round length other than the main network's, a fresh network with
+that round, --liveness-window of load (watched for flapping: alive
+validators dropped from the members), and a kill -9 measured for the
+rule's bound ((K+1) rounds + the heartbeat lead) plus --liveness-margin.
+
 Prints Markdown tables (req/s, ids/s, p50/p95/p99, S-Chain/legacy ratios;
 failover results) and writes report.json, tables.md and PNG charts to --out.
 Every process started is stopped at the end, also on error or Ctrl-C.`,
@@ -124,7 +148,11 @@ Every process started is stopped at the end, also on error or Ctrl-C.`,
 	f.DurationVar(&s.FailoverBefore, "failover-before", s.FailoverBefore, "load before the kill")
 	f.DurationVar(&s.StallFloor, "stall-floor", s.StallFloor, "smallest stall that counts as not allocating")
 	f.DurationVar(&o.legacyAfter, "legacy-after", 20*time.Second, "legacy failover measurement after the kill")
-	f.DurationVar(&o.schainAfter, "schain-after", 100*time.Second, "S-Chain failover measurement after the kill (long enough to see re-pinning)")
+	f.DurationVar(&o.schainAfter, "schain-after", 0, "S-Chain failover measurement after the kill (0: the liveness rule's bound plus --liveness-margin)")
+	f.DurationSliceVar(&o.schainRounds, "schain-rounds", []time.Duration{5 * time.Second, 10 * time.Second, 30 * time.Second}, "liveness round lengths whose S-Chain failover is measured, a network each (empty: none)")
+	f.DurationVar(&o.livenessWindow, "liveness-window", 20*time.Second, "load before the kill on each --schain-rounds network, watched for flapping")
+	f.DurationVar(&o.livenessMargin, "liveness-margin", 25*time.Second, "S-Chain failover measurement beyond the liveness rule's bound")
+	f.DurationVar(&o.livenessAfter, "liveness-after", 0, "S-Chain failover measurement on each --schain-rounds network (0: the rule's bound plus --liveness-margin)")
 	f.StringSliceVar(&o.legacyModes, "legacy-modes", []string{string(legacyraft.ModeSeaweedFS), string(legacyraft.ModeReplicated), string(legacyraft.ModeSlots)}, "legacy modes to run (empty: none)")
 	f.StringVar(&o.legacyBinary, "legacy-binary", "", "schain binary serving legacy nodes (default: this executable)")
 	f.DurationVar(&o.legacyWarmUp, "legacy-warmup", legacyraft.DefaultConfig().WarmUp, "how long a new seaweedfs-mode leader refuses (the real master: about 15 s)")
@@ -137,7 +165,7 @@ Every process started is stopped at the end, also on error or Ctrl-C.`,
 	return cmd
 }
 
-func runBench(ctx context.Context, g *globals, o benchOptions, start targetStarter) error {
+func runBench(ctx context.Context, g *globals, o benchOptions, start benchSystems) error {
 	if err := o.settings.Verify(); err != nil {
 		return usageError{err}
 	}
@@ -151,11 +179,19 @@ func runBench(ctx context.Context, g *globals, o benchOptions, start targetStart
 	if err := o.verifyModes(); err != nil {
 		return usageError{err}
 	}
+	for _, r := range o.schainRounds {
+		if r < time.Second || r%time.Millisecond != 0 {
+			return usageError{fmt.Errorf("--schain-rounds: %s: a liveness round is whole milliseconds, at least 1s", r)}
+		}
+	}
+	if o.schainAfter == 0 {
+		o.schainAfter = localnet.FailoverBound(0, 0) + o.livenessMargin
+	}
 	if err := os.MkdirAll(o.out, 0o755); err != nil {
 		return err
 	}
 	began := time.Now()
-	targets, stopAll, err := start(ctx, o, g.errOut)
+	targets, stopAll, err := start.start(ctx, o, g.errOut)
 	stop := sync.OnceFunc(stopAll)
 	defer stop()
 	if err != nil {
@@ -169,7 +205,12 @@ func runBench(ctx context.Context, g *globals, o benchOptions, start targetStart
 	if err != nil {
 		return err
 	}
-	stop() // before the wall time, so that it covers start to stop
+	stop()
+	if o.schain && o.schainFailover != "" && len(o.schainRounds) > 0 {
+		if rep.Liveness, err = runLiveness(ctx, o, rep, start.startLiveness, g.errOut); err != nil {
+			return err
+		}
+	}
 	rep.Machine = benchmark.DescribeMachine()
 	rep.WallTime = time.Since(began)
 	var tables strings.Builder
@@ -208,6 +249,87 @@ func writeBenchOutputs(dir string, rep *benchmark.Report, tables string) error {
 	}
 	_, err = benchmark.SaveCharts(dir, rep)
 	return err
+}
+
+// runLiveness measures the S-Chain failover per liveness round setting: the
+// main network's failover phase for its own round, a network of its own for
+// every other.
+func runLiveness(ctx context.Context, o benchOptions, main *benchmark.Report, start func(context.Context, benchOptions, time.Duration, io.Writer) (benchmark.Target, func(), error), progress io.Writer) ([]benchmark.RoundSetting, error) {
+	var out []benchmark.RoundSetting
+	for _, round := range o.schainRounds {
+		rs := benchmark.RoundSetting{Round: round, K: localnet.LivenessRounds, Bound: localnet.FailoverBound(round, 0)}
+		if round == localnet.RoundDuration {
+			for _, sys := range main.Systems {
+				if sys.SChain && sys.Failover != nil {
+					rs.Network, rs.System = "main", sys
+					out = append(out, rs)
+				}
+			}
+			continue
+		}
+		fmt.Fprintf(progress, "liveness: an S-Chain network with %s rounds (K=%d, bound %s): %s of load, then a kill -9\n",
+			round, rs.K, rs.Bound, o.livenessWindow)
+		t, stop, err := start(ctx, o, round, progress)
+		if err != nil {
+			stop()
+			return nil, fmt.Errorf("starting the network with %s rounds: %w", round, err)
+		}
+		t.FailoverAfter = rs.Bound + o.livenessMargin
+		if o.livenessAfter > 0 {
+			t.FailoverAfter = o.livenessAfter
+		}
+		s := o.settings
+		s.Rounds, s.RoundDuration = 1, o.livenessWindow
+		runner, err := benchmark.NewRunner(s, []benchmark.Target{t}, progress)
+		if err != nil {
+			stop()
+			return nil, usageError{err}
+		}
+		rep, err := runner.Run(ctx)
+		stop()
+		if err != nil {
+			return nil, fmt.Errorf("the network with %s rounds: %w", round, err)
+		}
+		rs.Network, rs.System = fmt.Sprintf("own, %s rounds", round), rep.Systems[0]
+		out = append(out, rs)
+	}
+	return out, nil
+}
+
+// startLivenessTarget starts a fresh network with liveness rounds of round
+// under <out>/liveness/<round>/ and returns it as the failover write path's
+// target.
+func startLivenessTarget(ctx context.Context, o benchOptions, round time.Duration, progress io.Writer) (benchmark.Target, func(), error) {
+	cfg := localnet.DefaultConfig(o.buildDir)
+	cfg.RootDir, cfg.Progress = filepath.Join(o.out, "liveness", round.String()), progress
+	cfg.PoolChunk, cfg.RoundDuration = o.poolChunk, round
+	_ = localnet.StopAll(ctx, cfg.RootDir, nil)
+	nothing := func() {}
+	if err := os.RemoveAll(cfg.RootDir); err != nil {
+		return benchmark.Target{}, nothing, err
+	}
+	sc, err := benchmark.StartSChain(ctx, cfg)
+	if err != nil {
+		return benchmark.Target{}, nothing, err
+	}
+	stop := func() {
+		sctx, cancel := context.WithTimeout(context.Background(), benchStopTimeout)
+		defer cancel()
+		if err := sc.Stop(sctx); err != nil {
+			fmt.Fprintf(progress, "bench: stopping the network with %s rounds: %v\n", round, err)
+		}
+	}
+	return schainTarget(sc, o.schainFailover, fmt.Sprintf("schain-%s", round)), stop, nil
+}
+
+// schainTarget is the target of one write path of an S-Chain network, with
+// its membership watched.
+func schainTarget(sc *benchmark.SChainCluster, mode, network string) benchmark.Target {
+	c := sc
+	if mode == modePooled {
+		c = sc.Pooled()
+	}
+	return benchmark.Target{Name: schainTargetName[mode], SChain: true, Network: network, Cluster: c, Membership: sc, NodeName: sc.NameOf}
 }
 
 // startBenchTargets starts a fresh S-Chain network under <out>/network and
@@ -274,11 +396,7 @@ func startBenchTargets(ctx context.Context, o benchOptions, progress io.Writer) 
 	}
 	if sc != nil {
 		for _, m := range o.schainModes {
-			c := sc
-			if m == modePooled {
-				c = sc.Pooled()
-			}
-			t := benchmark.Target{Name: schainTargetName[m], SChain: true, Network: "schain", Cluster: c}
+			t := schainTarget(sc, m, "schain")
 			if m == o.schainFailover {
 				t.FailoverAfter = o.schainAfter
 			}

@@ -32,12 +32,18 @@ func TestBenchCommandWithFakes(t *testing.T) {
 			{Name: "schain", SChain: true, FailoverAfter: o.schainAfter, Cluster: schain},
 		}, func() { stopped = true }, nil
 	}
+	var liveness []time.Duration
+	startLiveness := func(_ context.Context, _ benchOptions, round time.Duration, _ io.Writer) (benchmark.Target, func(), error) {
+		liveness = append(liveness, round)
+		return benchmark.Target{Name: "schain", SChain: true, Cluster: benchmarktest.New(3, time.Millisecond, false)}, func() {}, nil
+	}
 	g := &globals{}
 	var stdout, stderr bytes.Buffer
 	g.out, g.errOut = &stdout, &stderr
-	cmd := benchCmd(g, start)
+	cmd := benchCmd(g, benchSystems{start: start, startLiveness: startLiveness})
 	cmd.SetArgs([]string{"--out", out, "--ranges", "8", "--clients", "4", "--rounds", "2", "--round-duration", "100ms",
-		"--failover-before", "100ms", "--legacy-after", "400ms", "--schain-after", "400ms", "--stall-floor", "250ms"})
+		"--failover-before", "100ms", "--legacy-after", "400ms", "--schain-after", "400ms", "--stall-floor", "250ms",
+		"--schain-rounds", "5s,7s", "--liveness-window", "100ms", "--liveness-after", "400ms"})
 	cmd.SetOut(&stdout)
 	cmd.SetErr(&stderr)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
@@ -49,6 +55,10 @@ func TestBenchCommandWithFakes(t *testing.T) {
 	require.Regexp(`\| legacy-fake \| [0-9,]+ \| [0-9,]+ \| .* \| [0-9.]+x \|`, stdout.String())
 	require.Contains(stdout.String(), "ranges kept allocating")
 	require.Contains(stderr.String(), "failover schain")
+	require.Equal([]time.Duration{7 * time.Second}, liveness, "the main network measures its own round (5s)")
+	require.Contains(stdout.String(), "Failover per liveness round setting")
+	require.Regexp(`\| 5.00s \| 1 \| 10.5s \| main \|`, stdout.String())
+	require.Regexp(`\| 7.00s \| 1 \| 14.7s \| own, 7s rounds \|`, stdout.String())
 	for _, f := range []string{benchReportFile, benchTablesFile, benchmark.ThroughputFile, benchmark.LatencyFile, benchmark.StallsFile} {
 		st, err := os.Stat(filepath.Join(out, f))
 		require.NoError(err, f)
@@ -62,6 +72,8 @@ func TestBenchCommandWithFakes(t *testing.T) {
 	require.Positive(rep.Machine.CPUs)
 	require.NotNil(rep.Systems[1].Failover)
 	require.Positive(rep.Systems[0].Duplicates.Overlapping, "the fake legacy reissued ids after the kill")
+	require.Len(rep.Liveness, 2)
+	require.NotNil(rep.Liveness[1].System.Failover)
 }
 
 func TestBenchRejectsBadFlags(t *testing.T) {

@@ -178,7 +178,7 @@ func TestBenchJSON(t *testing.T) {
 	}
 	var stdout, stderr bytes.Buffer
 	g := &globals{out: &stdout, errOut: &stderr, json: true}
-	cmd := benchCmd(g, start)
+	cmd := benchCmd(g, benchSystems{start: start})
 	cmd.SetArgs([]string{"--out", out, "--ranges", "4", "--clients", "2", "--rounds", "1", "--round-duration", "50ms", "--failover=false"})
 	cmd.SetOut(&stdout)
 	cmd.SetErr(&stderr)

@@ -34,7 +34,8 @@ var ErrNoWork = errors.New("builder: nothing to build")
 const maxContextlessOpening = 4
 
 // retryBuild is how often pending work that could not go into the last
-// block is offered to the engine again.
+// block is offered to the engine again (and at every liveness round's
+// start).
 const retryBuild = time.Second
 
 // Owners is what the builder tells the write path (package writer).
@@ -148,7 +149,9 @@ func (b *Builder) WaitForEvent(ctx context.Context) (common.Message, error) {
 		if b.mempool.Len() > 0 && !stalled {
 			return common.PendingTxs, nil
 		}
-		timer := time.NewTimer(retryBuild)
+		// Work signed for the next liveness round (heartbeats sent ahead)
+		// can go into a block from the round's first millisecond on.
+		timer := time.NewTimer(min(retryBuild, b.chain.UntilNextRound()+time.Millisecond))
 		retry := timer.C
 		if b.mempool.Len() == 0 {
 			retry = nil // nothing to retry: wait for a transaction

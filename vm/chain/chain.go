@@ -323,6 +323,17 @@ func (c *Chain) CurrentRound() uint64 {
 	return c.Round(max(uint64(c.cfg.Clock().UnixMilli()), lastTs))
 }
 
+// UntilNextRound is how long until the next liveness round starts by this
+// node's clock (or by the last accepted block's timestamp, if ahead).
+func (c *Chain) UntilNextRound() time.Duration {
+	c.mu.Lock()
+	lastTs := c.lastAccepted.Block.Timestamp
+	c.mu.Unlock()
+	now := max(uint64(c.cfg.Clock().UnixMilli()), lastTs)
+	next := (c.Round(now) + 1) * c.genesis.RoundDurationMs
+	return time.Duration(next-now) * time.Millisecond
+}
+
 // NeedMembership is what a caller that needs a membership gets before the
 // chain has one: ErrNoMembership, after asking the builder for the opening
 // blocks.

@@ -202,6 +202,23 @@ func (g *Genesis) Verify() error {
 // validators that heartbeat early in each round stay members (K >= 1).
 const RoundsPerSkew = 4
 
+// HeartbeatLead is how long before a liveness round starts a validator sends
+// that round's heartbeat (writer.HeartbeatAhead): a tenth of the round,
+// between 100 ms and 1 s, time enough for gossip to put it in every pool.
+// A validator that dies within the lead of a round boundary, after sending,
+// stays a member one round longer than one that dies earlier.
+func (g *Genesis) HeartbeatLead() time.Duration {
+	return min(max(time.Duration(g.RoundDurationMs/10)*time.Millisecond, 100*time.Millisecond), time.Second)
+}
+
+// FailoverBound is the longest a dead validator stays a member: K+1 liveness
+// rounds plus the heartbeat lead (docs/liveness.md, Failover bound). Its
+// ranges allocate again once the first block of the round that drops it is
+// accepted, and their new owner's transaction after it.
+func (g *Genesis) FailoverBound() time.Duration {
+	return time.Duration(g.LivenessRounds+1)*time.Duration(g.RoundDurationMs)*time.Millisecond + g.HeartbeatLead()
+}
+
 // GroupCommitWindow as a duration.
 func (g *Genesis) GroupCommitWindow() time.Duration {
 	return time.Duration(g.GroupCommitWindowMs) * time.Millisecond

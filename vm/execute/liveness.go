@@ -64,8 +64,8 @@ type Opening struct {
 // OpenMembership returns the membership a block of liveness round round,
 // whose P-chain context selects the set v, executes under, given the state
 // r its parent left. If the parent's record is not for (v's height, round),
-// the block opens a new membership: the validators of v that are live, or
-// all of v if none is (never nobody).
+// the block opens a new membership: the validators of v that are live, or,
+// if none is, the previous members still in v (see fallback; never nobody).
 //
 // It is pure: the same parent state, set and round give the same result on
 // every node, which is why a membership never depends on a node's own view
@@ -102,7 +102,7 @@ func OpenMembership(r state.Reader, v *ValidatorSet, round uint64, l Liveness) (
 	}
 	m := &state.Membership{PChainHeight: v.Height(), Round: round, Members: live}
 	if len(live) == 0 {
-		m.Fallback, m.Members = true, all
+		m.Fallback, m.Members = true, fallback(prev, all)
 	}
 	changed := prev == nil || prev.PChainHeight != m.PChainHeight
 	if prev != nil {
@@ -113,4 +113,31 @@ func OpenMembership(r state.Reader, v *ValidatorSet, round uint64, l Liveness) (
 		}
 	}
 	return Opening{Membership: m, Opened: true, Seen: seen, Changed: changed}, nil
+}
+
+// fallback is the membership of a round in which no validator is live: no
+// heartbeat landed for K rounds, which happens when no block at all was
+// built in a round (a round shorter than the proposer VM's 5 s slots of a
+// dead validator can pass without one), not when every validator died. The
+// previous members that are still in the P-chain set stay members, so such a
+// round changes nothing (no generation, no re-pinning) and a dead validator
+// does not get its ranges back; without a previous membership, or when none
+// of its members is left, it is the whole set (never nobody).
+func fallback(prev *state.Membership, all []pinning.Member) []pinning.Member {
+	if prev == nil {
+		return all
+	}
+	kept := make([]pinning.Member, 0, len(prev.Members))
+	for _, mb := range all {
+		for _, p := range prev.Members {
+			if p.NodeID == mb.NodeID {
+				kept = append(kept, mb)
+				break
+			}
+		}
+	}
+	if len(kept) == 0 {
+		return all
+	}
+	return kept
 }

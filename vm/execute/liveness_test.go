@@ -128,6 +128,43 @@ func TestMembershipNeverEmpty(t *testing.T) {
 	require.Equal(w.ids(0, 1, 2), members(e))
 }
 
+// TestFallbackKeepsThePreviousMembers: a round with no live validator
+// (no block carried a heartbeat for K rounds: the chain, not every
+// validator, stalled) keeps the previous members instead of giving a dead
+// validator its ranges back, and changes no generation.
+func TestFallbackKeepsThePreviousMembers(t *testing.T) {
+	require := require.New(t)
+	w := newWorld(t, 4)
+	v := w.set(10, map[int]uint64{0: 10, 1: 10, 2: 10})
+	c := newChain(t, w)
+	c.block(v, 100, 0, 1)
+	c.block(v, 102, 0, 1)
+	e := c.block(v, 103)
+	require.Equal(w.ids(0, 1), members(e), "2 never heartbeat")
+	require.False(e.Record().Fallback)
+	// Rounds 104 to 110 pass without a block: nobody's heartbeat is recent.
+	stalled := c.block(v, 111)
+	require.True(stalled.Record().Fallback)
+	require.Equal(w.ids(0, 1), members(stalled), "the dead validator does not get its ranges back")
+	require.Equal(e.Fingerprint(), stalled.Fingerprint(), "same members, same generation: nothing to re-pin")
+	// The heartbeats of round 111 count from 112 on.
+	c.block(v, 111, 0, 1, 2)
+	back := c.block(v, 112)
+	require.False(back.Record().Fallback)
+	require.Equal(w.ids(0, 1, 2), members(back))
+
+	// When none of the previous members is left in the P-chain set, it is
+	// the whole set.
+	c = newChain(t, w)
+	c.block(v, 100)
+	c.block(v, 102, 0, 1)
+	require.Equal(w.ids(0, 1), members(c.block(v, 103)))
+	v2 := w.set(11, map[int]uint64{2: 10})
+	gone := c.block(v2, 104)
+	require.True(gone.Record().Fallback)
+	require.Equal(w.ids(2), members(gone))
+}
+
 func TestMembershipRoundNeverGoesBack(t *testing.T) {
 	w := newWorld(t, 2)
 	v := w.set(10, map[int]uint64{0: 1, 1: 1})

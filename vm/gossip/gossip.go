@@ -16,12 +16,14 @@ import (
 	avagossip "github.com/ava-labs/avalanchego/network/p2p/gossip"
 	"github.com/ava-labs/avalanchego/utils/logging"
 	"github.com/prometheus/client_golang/prometheus"
+	"go.uber.org/zap"
 
 	"github.com/s-chain/schain/txs"
 	"github.com/s-chain/schain/vm/mempool"
 )
 
-// Gossip periods.
+// Gossip periods. A transaction this node offers is pushed at once (see
+// Offer); the push period only paces re-gossip.
 const (
 	pushPeriod = 100 * time.Millisecond
 	pullPeriod = time.Second
@@ -79,6 +81,8 @@ type Gossip struct {
 	push  *avagossip.PushGossiper[*txs.Tx]
 	pull  avagossip.Gossiper
 	loops sync.WaitGroup
+	// pushNow wakes the push loop: a transaction was offered.
+	pushNow chan struct{}
 }
 
 // New registers gossip on the node's p2p network; Run starts it.
@@ -100,23 +104,48 @@ func New(cfg Config, admit Admitter, pool *mempool.Mempool) (*Gossip, error) {
 	if err := network.AddHandler(p2p.TxGossipHandlerID, handler); err != nil {
 		return nil, err
 	}
-	return &Gossip{set: bloom, push: push, pull: pull}, nil
+	return &Gossip{set: bloom, push: push, pull: pull, pushNow: make(chan struct{}, 1)}, nil
 }
 
-// Offer admits tx here and pushes it to the other validators.
+// Offer admits tx here and pushes it to the other validators at once:
+// only the proposer of the next height's slot can build the block that
+// carries it, and on the push period's tick a request would wait half a
+// period on average before that proposer even knows of it.
 func (g *Gossip) Offer(tx *txs.Tx) error {
 	if err := g.set.Add(tx); err != nil {
 		return err
 	}
 	g.push.Add(tx)
+	select {
+	case g.pushNow <- struct{}{}:
+	default: // a push is already due; it sends this one too
+	}
 	return nil
 }
 
 // Run gossips until ctx ends; Wait waits for it to stop.
 func (g *Gossip) Run(ctx context.Context, log logging.Logger) {
 	g.loops.Add(2)
-	go func() { defer g.loops.Done(); avagossip.Every(ctx, log, g.push, pushPeriod) }()
+	go func() { defer g.loops.Done(); g.runPush(ctx, log) }()
 	go func() { defer g.loops.Done(); avagossip.Every(ctx, log, g.pull, pullPeriod) }()
+}
+
+// runPush pushes what was offered as soon as it is, and re-gossips every
+// pushPeriod.
+func (g *Gossip) runPush(ctx context.Context, log logging.Logger) {
+	tick := time.NewTicker(pushPeriod)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		case <-g.pushNow:
+		}
+		if err := g.push.Gossip(ctx); err != nil {
+			log.Warn("failed to gossip", zap.Error(err))
+		}
+	}
 }
 
 // Wait returns once Run's loops stopped.

@@ -81,9 +81,11 @@ type Writer struct {
 	pools   *pools
 	metrics *metrics
 
-	mu            sync.Mutex // guards nonce and lastHeartbeat
-	nonce         uint64
-	lastHeartbeat *txs.Tx // the last heartbeat this node sent
+	mu    sync.Mutex // guards nonce and heartbeats
+	nonce uint64
+	// heartbeats are the heartbeats this node sent, by liveness round (the
+	// previous, current and next round's at most).
+	heartbeats map[uint64]*txs.Tx
 
 	// repinWanted is set when a build skipped stale work: the next accept
 	// re-pins even if it changed no membership.
@@ -108,10 +110,11 @@ func New(cfg Config, c *chain.Chain, pool *mempool.Mempool, builds Builds) (*Wri
 	g := cfg.Genesis
 	w := &Writer{
 		cfg: cfg, genesis: g, chain: c, mempool: pool, builds: builds, metrics: m,
-		sigs:    c.Signatures(),
-		tracker: newTracker(g.TrackedTxs),
-		pools:   newPools(g.PoolChunkOrDefault(), g.PoolRanges),
-		intents: make(chan intent, 4*g.GroupCommitMaxEntries),
+		sigs:       c.Signatures(),
+		tracker:    newTracker(g.TrackedTxs),
+		pools:      newPools(g.PoolChunkOrDefault(), g.PoolRanges),
+		intents:    make(chan intent, 4*g.GroupCommitMaxEntries),
+		heartbeats: map[uint64]*txs.Tx{},
 	}
 	// Nonces only need to differ between this node's own transactions of one
 	// round, including across restarts: start at a random point, so that
@@ -135,7 +138,7 @@ func (w *Writer) Start() {
 	go w.runCommitter(ctx)
 	if w.cfg.Heartbeats {
 		w.background.Add(1)
-		go w.runHeartbeats(ctx, heartbeatInterval(w.genesis.RoundDurationMs))
+		go w.runHeartbeats(ctx)
 	}
 }
 
