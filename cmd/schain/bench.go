@@ -149,7 +149,7 @@ Every process started is stopped at the end, also on error or Ctrl-C.`,
 	f.DurationVar(&s.StallFloor, "stall-floor", s.StallFloor, "smallest stall that counts as not allocating")
 	f.DurationVar(&o.legacyAfter, "legacy-after", 20*time.Second, "legacy failover measurement after the kill")
 	f.DurationVar(&o.schainAfter, "schain-after", 0, "S-Chain failover measurement after the kill (0: the liveness rule's bound plus --liveness-margin)")
-	f.DurationSliceVar(&o.schainRounds, "schain-rounds", []time.Duration{5 * time.Second, 10 * time.Second, 30 * time.Second}, "liveness round lengths whose S-Chain failover is measured, a network each (empty: none)")
+	f.DurationSliceVar(&o.schainRounds, "schain-rounds", []time.Duration{5 * time.Second, 10 * time.Second, 30 * time.Second}, "liveness round lengths whose S-Chain failover is measured, a network each (empty or --failover=false: none)")
 	f.DurationVar(&o.livenessWindow, "liveness-window", 20*time.Second, "load before the kill on each --schain-rounds network, watched for flapping")
 	f.DurationVar(&o.livenessMargin, "liveness-margin", 25*time.Second, "S-Chain failover measurement beyond the liveness rule's bound")
 	f.DurationVar(&o.livenessAfter, "liveness-after", 0, "S-Chain failover measurement on each --schain-rounds network (0: the rule's bound plus --liveness-margin)")
@@ -206,7 +206,7 @@ func runBench(ctx context.Context, g *globals, o benchOptions, start benchSystem
 		return err
 	}
 	stop()
-	if o.schain && o.schainFailover != "" && len(o.schainRounds) > 0 {
+	if o.schain && o.settings.Failover && o.schainFailover != "" && len(o.schainRounds) > 0 {
 		if rep.Liveness, err = runLiveness(ctx, o, rep, start.startLiveness, g.errOut); err != nil {
 			return err
 		}

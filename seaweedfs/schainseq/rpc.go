@@ -554,7 +554,9 @@ func (c *Client) call(ctx context.Context, n *node, method string, params, resul
 	resp, err := c.hc.Do(req)
 	if err != nil {
 		if ctx.Err() != nil {
-			return fmt.Errorf("%s at %s: %w", method, n.uri, ctx.Err())
+			// The caller's time ran out, not the node: no answer all
+			// the same, but the node is not marked down.
+			return fmt.Errorf("%w: %s at %s: %w", ErrUnreachable, method, n.uri, ctx.Err())
 		}
 		n.markDown()
 		return fmt.Errorf("%w: %s at %s: %w", ErrUnreachable, method, n.uri, err)
