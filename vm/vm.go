@@ -8,11 +8,16 @@
 //   - writer: the owner's write path (signing, admission, group commit,
 //     pools, re-pinning, heartbeats, receipts);
 //   - gossip: transactions to and from the other validators;
+//   - certifier: finality certificates (signing accepted blocks for the
+//     other validators, collecting their signatures);
 //   - rpc: the JSON-RPC API and its access gate.
 //
-// Dependencies point one way: rpc and gossip use writer and chain, writer
-// and builder use chain and mempool, chain uses config and the pure core
-// (state, execute, pinning, txs). docs/architecture.md draws it.
+// Dependencies point one way: rpc uses writer and chain; writer and
+// builder use chain and mempool; gossip knows only the mempool and an
+// Admitter (the writer, behind an interface); certifier knows only blocks
+// and certificates (the chain reaches it through this package); chain uses
+// config and the pure core (state, execute, pinning, txs).
+// docs/architecture.md draws it.
 package vm
 
 import (

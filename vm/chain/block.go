@@ -114,7 +114,7 @@ func (c *Chain) timedVerify(ctx context.Context, b *Block, bctx *snowblock.Conte
 	c.metrics.verifySeconds.Observe(time.Since(start).Seconds())
 	if err != nil {
 		c.metrics.invalidBlocks.Inc()
-		c.cfg.Log.Info("block failed verification", zap.Stringer("blkID", b.ID()), zap.Uint64("height", b.Block.Height), zap.Error(err))
+		c.cfg.Log.Warn("block failed verification", zap.Stringer("blkID", b.ID()), zap.Uint64("height", b.Block.Height), zap.Error(err))
 	}
 	return err
 }

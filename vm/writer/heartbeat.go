@@ -2,6 +2,7 @@ package writer
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -101,7 +102,13 @@ func (w *Writer) runHeartbeats(ctx context.Context) {
 		if err == nil && untilNext <= lead {
 			_, err = w.HeartbeatAhead(ctx)
 		}
-		if err != nil && ctx.Err() == nil {
+		switch {
+		case err == nil || ctx.Err() != nil:
+		case errors.Is(err, chain.ErrNoMembership):
+			// A new chain opens its first membership within a block or
+			// two; until then there is nothing to miss.
+			w.cfg.Log.Debug("heartbeat waits for the first membership", zap.Error(err))
+		default:
 			// A heartbeat that does not go out costs this node its ranges
 			// after K+1 rounds: an operator wants to see it.
 			w.cfg.Log.Warn("heartbeat not sent", zap.Error(err))
