@@ -124,13 +124,15 @@ func TestZ_KillOwner(t *testing.T) {
 		require.NoError(err)
 		require.Equal(owner, got)
 	}
-	// Within K+1 rounds of the kill every range of the dead owner allocates
-	// again, once the first block of that round is in: up to 15 s later if
-	// the dead validator is that height's expected proposer two or three
-	// slots in a row (the proposer VM's 5 s slots), plus the client's
-	// retries. Each range is tried on its own, so one slow attempt delays
-	// no other.
-	bound := time.Duration(localnet.LivenessRounds+1)*localnet.RoundDuration + 30*time.Second
+	// Within the liveness rule's bound ((K+1) rounds and the heartbeat
+	// lead: 10.5 s locally) every range of the dead owner allocates again,
+	// once the first block of the round that drops it is in: up to 15 s
+	// later if the dead validator is that height's expected proposer three
+	// slots in a row (the proposer VM's 5 s slots), plus one client attempt
+	// (5 s). Each range is tried on its own, so one slow attempt delays no
+	// other. The median is what the 15 s target is about (make bench
+	// reports it); this bound is the worst case the proposer VM allows.
+	bound := localnet.FailoverBound(localnet.RoundDuration, localnet.LivenessRounds) + 3*proposerSlot + 5*time.Second
 	var (
 		wg       sync.WaitGroup
 		mu       sync.Mutex
@@ -342,6 +344,10 @@ func TestZ_KillOwner(t *testing.T) {
 // machine does not (the target, no gap above 1 s, is reported by
 // the logs: 0.25-0.6 s on a quiet machine, up to 1.2 s at load average 20).
 const slotFree = 2500 * time.Millisecond
+
+// proposerSlot is the proposer VM's slot: a height whose expected proposer
+// is dead waits this long before the next one may build.
+const proposerSlot = 5 * time.Second
 
 // waitHeights waits until node nd has accepted n more blocks.
 func waitHeights(ctx context.Context, t *testing.T, nd localnet.Node, n uint64) {
