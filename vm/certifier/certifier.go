@@ -55,10 +55,12 @@ const (
 	retryDelay    = 10 * time.Millisecond
 	maxRetryDelay = 640 * time.Millisecond
 	minBackoff    = 20 * time.Millisecond
-	// minInterval paces certificates: at most ten a second, so their cost
-	// stays bounded however fast blocks come (blocks accepted meanwhile are
-	// covered together by the next one).
-	minInterval = 100 * time.Millisecond
+	// minInterval paces certificates: a round starts at least this long
+	// after the previous one started, so that their cost stays bounded
+	// however fast blocks come (blocks accepted meanwhile are covered
+	// together by the next one), while a block accepted after a quiet
+	// spell is certified at once.
+	minInterval = 50 * time.Millisecond
 	maxBackoff  = 2 * time.Second
 	// maxTracked bounds the accept times kept for the latency metric.
 	maxTracked = 4096
@@ -279,7 +281,10 @@ func (c *Certifier) target() *block.Block {
 
 func (c *Certifier) run(ctx context.Context) {
 	backoff := minBackoff
-	var a *attempt
+	var (
+		a       *attempt
+		started time.Time // when the newest round started
+	)
 	for {
 		b := c.target()
 		if b == nil {
@@ -291,6 +296,16 @@ func (c *Certifier) run(ctx context.Context) {
 			}
 		}
 		if a == nil || a.statement.BlockID != b.ID() {
+			if wait := minInterval - time.Since(started); wait > 0 {
+				select {
+				case <-ctx.Done():
+					return
+				case <-time.After(wait):
+				}
+				// A newer block may have been accepted meanwhile.
+				continue
+			}
+			started = time.Now()
 			var err error
 			if a, err = c.newAttempt(ctx, b); err != nil {
 				c.cfg.Log.Warn("certificate round not started", zap.Uint64("height", b.Height), zap.Error(err))
@@ -304,11 +319,6 @@ func (c *Certifier) run(ctx context.Context) {
 			if err == nil && a.quorum() {
 				if err = c.finish(a); err == nil {
 					a, backoff = nil, minBackoff
-					select {
-					case <-ctx.Done():
-						return
-					case <-time.After(minInterval):
-					}
 					continue
 				}
 				c.cfg.Log.Warn("certificate not stored", zap.Uint64("height", b.Height), zap.Error(err))
