@@ -18,8 +18,11 @@ type Stall struct {
 	Censored bool `json:"censored"`
 	// Successes counts successful completions after the kill.
 	Successes int `json:"successes"`
-	// Recovered is when the first success after the kill completed,
-	// relative to the kill; -1 if none did.
+	// Recovered is when the range allocated again, relative to the kill:
+	// the success that ended its longest gap if that gap reached the
+	// threshold (an answer already in flight at the kill is not a
+	// recovery), else the first success after the kill; -1 if there was
+	// none, or the longest gap was still open at the end.
 	Recovered time.Duration `json:"recovered_ns"`
 }
 
@@ -34,6 +37,7 @@ func StallAfter(done []time.Duration, kill, end, threshold time.Duration) Stall 
 	slices.Sort(sorted)
 	st := Stall{Recovered: -1}
 	prev := kill
+	var first, longestEnd time.Duration
 	for _, t := range sorted {
 		if t > end {
 			break
@@ -43,15 +47,24 @@ func StallAfter(done []time.Duration, kill, end, threshold time.Duration) Stall 
 			continue
 		}
 		if st.Successes == 0 {
-			st.Recovered = t - kill
+			first = t
 		}
 		st.Successes++
-		st.Longest = max(st.Longest, t-prev)
+		if t-prev > st.Longest {
+			st.Longest, longestEnd = t-prev, t
+		}
 		prev = t
 	}
 	if tail := end - prev; tail > st.Longest {
 		st.Longest = tail
 		st.Censored = tail >= threshold
+	}
+	switch {
+	case st.Successes == 0 || st.Censored:
+	case st.Longest >= threshold:
+		st.Recovered = longestEnd - kill
+	default:
+		st.Recovered = first - kill
 	}
 	return st
 }

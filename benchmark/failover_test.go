@@ -17,11 +17,16 @@ func TestStallAfter(t *testing.T) {
 		name: "steady stream: the longest gap is the normal spacing",
 		done: []time.Duration{msec(900), msec(1100), msec(1300), msec(1500), msec(4900)},
 		// Largest gap 1500 -> 4900 = 3400ms, not open at the end.
-		want: Stall{Longest: msec(3400), Successes: 4, Recovered: msec(100)},
+		// It ends at 4900: the range allocated again 3900ms after the kill.
+		want: Stall{Longest: msec(3400), Successes: 4, Recovered: msec(3900)},
 	}, {
 		name: "the gap counts from the last success before the kill",
 		done: []time.Duration{msec(200), msec(2200), msec(2300), msec(4950)},
-		want: Stall{Longest: msec(2650), Successes: 3, Recovered: msec(1200)},
+		want: Stall{Longest: msec(2650), Successes: 3, Recovered: msec(3950)},
+	}, {
+		name: "an answer in flight at the kill is not a recovery",
+		done: []time.Duration{msec(900), msec(1001), msec(3000), msec(3100), msec(4800)},
+		want: Stall{Longest: msec(1999), Successes: 4, Recovered: msec(2000)},
 	}, {
 		name: "never recovered: stalled until the end, censored",
 		done: []time.Duration{msec(100), msec(950)},
@@ -36,7 +41,7 @@ func TestStallAfter(t *testing.T) {
 	}, {
 		name: "completions after the end and unsorted input",
 		done: []time.Duration{msec(3000), msec(1200), msec(9000)},
-		want: Stall{Longest: msec(2000), Censored: true, Successes: 2, Recovered: msec(200)},
+		want: Stall{Longest: msec(2000), Censored: true, Successes: 2, Recovered: -1},
 	}} {
 		t.Run(c.name, func(t *testing.T) {
 			require.Equal(t, c.want, StallAfter(c.done, kill, end, threshold))

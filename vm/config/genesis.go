@@ -211,8 +211,9 @@ func (g *Genesis) HeartbeatLead() time.Duration {
 	return min(max(time.Duration(g.RoundDurationMs/10)*time.Millisecond, 100*time.Millisecond), time.Second)
 }
 
-// FailoverBound is the longest a dead validator stays a member: K+1 liveness
-// rounds plus the heartbeat lead (docs/liveness.md, Failover bound). Its
+// FailoverBound is the longest a dead validator stays a member while every
+// round has a block: K+1 liveness rounds plus the heartbeat lead (rounds
+// without a block do not count; docs/liveness.md, Failover bound). Its
 // ranges allocate again once the first block of the round that drops it is
 // accepted, and their new owner's transaction after it.
 func (g *Genesis) FailoverBound() time.Duration {

@@ -30,7 +30,8 @@ type Liveness struct {
 	RoundMs uint64
 	// K is how many rounds a heartbeat (or a new validator's grace) lasts:
 	// validator v is a member in round e if its last heartbeat, or the
-	// round it was first seen in, is at least e-K.
+	// round it was first seen in, is at least e-K, where rounds without a
+	// block do not count (see OpenMembership).
 	K uint64
 	// TxLifetime is how many rounds after the one it was signed in
 	// (txs.Header.Round) a transaction other than a heartbeat stays valid.
@@ -41,9 +42,11 @@ type Liveness struct {
 // Round is the liveness round of a block timestamp.
 func (l Liveness) Round(timestampMs uint64) uint64 { return timestampMs / l.RoundMs }
 
-// live reports whether a validator with record rec is a member in round.
-func (l Liveness) live(rec state.Liveness, round uint64) bool {
-	recent := func(at uint64) bool { return at >= round || round-at <= l.K }
+// live reports whether a validator with record rec is a member in a round
+// that follows round ref-1 with a block (ref is that round itself when
+// every round had one).
+func (l Liveness) live(rec state.Liveness, ref uint64) bool {
+	recent := func(at uint64) bool { return at >= ref || ref-at <= l.K }
 	return recent(rec.FirstSeen) || (rec.HasHeartbeat && recent(rec.Heartbeat))
 }
 
@@ -67,6 +70,15 @@ type Opening struct {
 // the block opens a new membership: the validators of v that are live, or,
 // if none is, the previous members still in v (see fallback; never nobody).
 //
+// Rounds in which no block was built do not count: liveness is measured
+// from the parent's round, as if the round after it were this one. A
+// heartbeat lands only in a block of its own round, so a round without a
+// block carries nobody's, and counting it would make every live validator
+// look as dead as a dead one. Rounds as short as the proposer VM's 5 s
+// slots do pass without a block while a dead validator is the expected
+// proposer; a dead validator therefore leaves after K+1 rounds that had
+// blocks, not K+1 rounds of the clock.
+//
 // It is pure: the same parent state, set and round give the same result on
 // every node, which is why a membership never depends on a node's own view
 // of who is up.
@@ -82,6 +94,10 @@ func OpenMembership(r state.Reader, v *ValidatorSet, round uint64, l Liveness) (
 	case round < prev.Round:
 		return Opening{}, fmt.Errorf("%w: %d < %d", ErrRoundBackward, round, prev.Round)
 	}
+	ref := round
+	if prev != nil && prev.Round < round {
+		ref = prev.Round + 1
+	}
 	var (
 		live []pinning.Member
 		seen []state.LivenessUpdate
@@ -96,7 +112,7 @@ func OpenMembership(r state.Reader, v *ValidatorSet, round uint64, l Liveness) (
 			rec = state.Liveness{FirstSeen: round}
 			seen = append(seen, state.LivenessUpdate{NodeID: mb.NodeID, Record: rec})
 		}
-		if l.live(rec, round) {
+		if l.live(rec, ref) {
 			live = append(live, mb)
 		}
 	}
@@ -116,9 +132,9 @@ func OpenMembership(r state.Reader, v *ValidatorSet, round uint64, l Liveness) (
 }
 
 // fallback is the membership of a round in which no validator is live: no
-// heartbeat landed for K rounds, which happens when no block at all was
-// built in a round (a round shorter than the proposer VM's 5 s slots of a
-// dead validator can pass without one), not when every validator died. The
+// heartbeat landed in the last K rounds that had blocks (their blocks were
+// built before any heartbeat reached the proposer, or by a proposer that
+// left them out), not when every validator died. The
 // previous members that are still in the P-chain set stay members, so such a
 // round changes nothing (no generation, no re-pinning) and a dead validator
 // does not get its ranges back; without a previous membership, or when none

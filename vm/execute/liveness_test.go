@@ -21,6 +21,8 @@ type chain struct {
 	w *world
 	s *state.State
 	h uint64
+	// rule, if set, replaces the package's rule.
+	rule *execute.Liveness
 }
 
 func newChain(t *testing.T, w *world) *chain {
@@ -35,6 +37,10 @@ func newChain(t *testing.T, w *world) *chain {
 // heartbeat from each of the given key indexes, accepts it and returns the
 // epoch it executed under.
 func (c *chain) block(v *execute.ValidatorSet, round uint64, beats ...int) *execute.Membership {
+	rule := rule
+	if c.rule != nil {
+		rule = *c.rule
+	}
 	l, err := c.s.NewLayer(nil)
 	require.NoError(c.t, err)
 	ctx := &execute.Context{NetworkID: testNetwork, ChainID: testChain, Limits: txs.DefaultLimits(),
@@ -122,15 +128,19 @@ func TestMembershipNeverEmpty(t *testing.T) {
 	w := newWorld(t, 3)
 	v := w.set(10, map[int]uint64{0: 10, 1: 10, 2: 10})
 	c := newChain(t, w)
+	// Blocks, but no heartbeat ever: the grace of round 1 ends (K=2).
 	c.block(v, 1)
-	e := c.block(v, 50)
+	c.block(v, 2)
+	c.block(v, 3)
+	e := c.block(v, 4)
 	require.True(e.Record().Fallback)
 	require.Equal(w.ids(0, 1, 2), members(e))
 }
 
 // TestFallbackKeepsThePreviousMembers: a round with no live validator
-// (no block carried a heartbeat for K rounds: the chain, not every
-// validator, stalled) keeps the previous members instead of giving a dead
+// (the blocks of the last K rounds that had any carried no heartbeat: they
+// were built before the heartbeats reached their proposers, or by one that
+// left them out) keeps the previous members instead of giving a dead
 // validator its ranges back, and changes no generation.
 func TestFallbackKeepsThePreviousMembers(t *testing.T) {
 	require := require.New(t)
@@ -142,14 +152,18 @@ func TestFallbackKeepsThePreviousMembers(t *testing.T) {
 	e := c.block(v, 103)
 	require.Equal(w.ids(0, 1), members(e), "2 never heartbeat")
 	require.False(e.Record().Fallback)
-	// Rounds 104 to 110 pass without a block: nobody's heartbeat is recent.
-	stalled := c.block(v, 111)
+	// Rounds 104 to 110 pass without a block: they count for nobody.
+	quiet := c.block(v, 111)
+	require.False(quiet.Record().Fallback, "a stalled chain is not a dead membership")
+	require.Equal(w.ids(0, 1), members(quiet))
+	// Round 111's blocks carry no heartbeat: in 112 nobody is live.
+	stalled := c.block(v, 112)
 	require.True(stalled.Record().Fallback)
 	require.Equal(w.ids(0, 1), members(stalled), "the dead validator does not get its ranges back")
 	require.Equal(e.Fingerprint(), stalled.Fingerprint(), "same members, same generation: nothing to re-pin")
-	// The heartbeats of round 111 count from 112 on.
-	c.block(v, 111, 0, 1, 2)
-	back := c.block(v, 112)
+	// The heartbeats of round 112 count from 113 on.
+	c.block(v, 112, 0, 1, 2)
+	back := c.block(v, 113)
 	require.False(back.Record().Fallback)
 	require.Equal(w.ids(0, 1, 2), members(back))
 
@@ -174,4 +188,40 @@ func TestMembershipRoundNeverGoesBack(t *testing.T) {
 	require.NoError(t, err)
 	err = execute.Open(l, &execute.Context{Validators: v, Round: 6, Liveness: rule})
 	require.ErrorIs(t, err, execute.ErrRoundBackward)
+}
+
+// TestRoundsWithoutBlocksDoNotKeepTheDead: rounds as short as the proposer
+// VM's 5 s slot pass without a block while a dead validator is the
+// expected proposer. Such rounds carry no heartbeat of anybody, so they do
+// not count against the live validators; the dead one leaves after K+1
+// rounds that had blocks, even when every other round is empty. (Counting
+// the empty rounds made every live validator look dead in the round after
+// one, the whole round fell back to the previous members, and the dead
+// validator stayed for as long as rounds kept alternating: 32 s with 5 s
+// rounds in make bench.)
+func TestRoundsWithoutBlocksDoNotKeepTheDead(t *testing.T) {
+	require := require.New(t)
+	w := newWorld(t, 3)
+	v := w.set(10, map[int]uint64{0: 10, 1: 10, 2: 10})
+	c := newChain(t, w)
+	k1 := execute.Liveness{RoundMs: 1000, K: 1}
+	c.rule = &k1
+	c.block(v, 100, 0, 1, 2)
+	c.block(v, 101, 0, 1, 2)
+	require.Equal(w.ids(0, 1, 2), members(c.block(v, 102, 0, 1, 2)))
+	// 2 dies during 102 (its heartbeat of 102 landed). Rounds 103, 105
+	// and 107 have no block.
+	e := c.block(v, 104, 0, 1)
+	require.False(e.Record().Fallback, "an empty round is nobody's fault")
+	require.Equal(w.ids(0, 1, 2), members(e), "2's heartbeat of 102, the last round with a block, still counts")
+	e = c.block(v, 106, 0, 1)
+	require.False(e.Record().Fallback)
+	require.Equal(w.ids(0, 1), members(e), "two rounds with blocks without 2's heartbeat: it is out")
+	e = c.block(v, 108, 0, 1)
+	require.Equal(w.ids(0, 1), members(e))
+	require.False(e.Record().Fallback)
+	// Every round has a block again: the rule is the usual one.
+	require.Equal(w.ids(0, 1), members(c.block(v, 109, 0, 1)))
+	require.Equal(w.ids(0, 1), members(c.block(v, 110, 0)))
+	require.Equal(w.ids(0), members(c.block(v, 111, 0)), "1 missed 110, a round with a block")
 }
