@@ -104,7 +104,7 @@ func (w *Writer) runHeartbeats(ctx context.Context) {
 		}
 		switch {
 		case err == nil || ctx.Err() != nil:
-		case errors.Is(err, chain.ErrNoMembership):
+		case errors.Is(err, chain.ErrNotReady) && w.chain.InForce() == nil:
 			// A new chain opens its first membership within a block or
 			// two; until then there is nothing to miss.
 			w.cfg.Log.Debug("heartbeat waits for the first membership", zap.Error(err))
