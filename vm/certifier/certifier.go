@@ -51,10 +51,14 @@ var (
 const (
 	roundTimeout = 2 * time.Second
 	// retryDelay is the first delay before asking again a validator that
-	// had not accepted the block; it doubles up to maxRetryDelay.
-	retryDelay    = 10 * time.Millisecond
-	maxRetryDelay = 640 * time.Millisecond
-	minBackoff    = 20 * time.Millisecond
+	// had not accepted the block; it grows by retryDelay up to
+	// maxRetryDelay, for at most notAcceptedFor in a round (then the
+	// round's backoff takes over). Linear, not doubling: a doubling delay
+	// overshoots the moment the validator accepts by as much as it waited.
+	retryDelay     = 10 * time.Millisecond
+	maxRetryDelay  = 50 * time.Millisecond
+	notAcceptedFor = 1280 * time.Millisecond
+	minBackoff     = 20 * time.Millisecond
 	// minInterval paces certificates: a round starts at least this long
 	// after the previous one started, so that their cost stays bounded
 	// however fast blocks come (blocks accepted meanwhile are covered

@@ -214,6 +214,7 @@ func (c *Certifier) collect(ctx context.Context, a *attempt) (bool, error) {
 		return false, err
 	}
 	delays := make(map[ids.NodeID]time.Duration, ask.Len())
+	waited := make(map[ids.NodeID]time.Duration, ask.Len())
 	inFlight, scheduled, progressed := ask.Len(), 0, false
 	for (inFlight > 0 || scheduled > 0) && !a.quorum() {
 		select {
@@ -227,8 +228,11 @@ func (c *Certifier) collect(ctx context.Context, a *attempt) (bool, error) {
 		case ans := <-answers:
 			inFlight--
 			if notAcceptedYet(ans.err) {
-				d := max(delays[ans.nodeID]*2, retryDelay)
-				if d > maxRetryDelay {
+				// Validators accept a block within milliseconds of each
+				// other, rarely more: ask again soon, a little later each
+				// time, and not for longer than notAcceptedFor in a round.
+				d := min(delays[ans.nodeID]+retryDelay, maxRetryDelay)
+				if waited[ans.nodeID] += d; waited[ans.nodeID] > notAcceptedFor {
 					c.take(a, ans) // counted as a refusal; asked again next round
 					continue
 				}
