@@ -91,7 +91,7 @@ func writeLiveness(b *strings.Builder, r *Report) {
 		return
 	}
 	b.WriteString("\nFailover per liveness round setting (one network each; \"main\" is the network of the steady rounds): kill -9 of the validator owning the most ranges. " +
-		"Bound: (K+1) rounds + the heartbeat lead, the longest a dead validator stays a member; its ranges allocate again once the first block of the next round is accepted and their new owner's transaction after it. " +
+		"Bound: (K+1) rounds + the heartbeat lead, the longest a dead validator stays a member while every round has a block (rounds without one do not count); its ranges allocate again once the first block of the next round is accepted and their new owner's transaction after it. " +
 		"Flaps under load: alive validators dropped from the members before the kill; after the kill, anybody but the victim dropped, or the victim back.\n\n")
 	b.WriteString("| round | K | bound | network | write path | victim's ranges allocate again after the kill: median, slowest | longest stall, other ranges | global stall | flaps under load (rounds) | flaps after the kill | ids issued twice |\n")
 	b.WriteString("| ---: | ---: | ---: | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: |\n")
