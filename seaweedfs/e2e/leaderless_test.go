@@ -81,7 +81,7 @@ func TestLeaderlessMasterKills(t *testing.T) {
 	for _, up := range res.Uploads {
 		perMaster[up.Master]++
 	}
-	afterFirst, afterSecond := longest(firstAt, restartedAt), longest(secondAt, res.End)
+	afterFirst, afterRestart, afterSecond := longest(firstAt, restartedAt), longest(restartedAt, secondAt), longest(secondAt, res.End)
 	record(t, "leaderless-master-kills", map[string]any{
 		"killed_first": first, "killed_second": second, "uploads_per_master": perMaster,
 		"uploads": check.Uploads, "assigns": check.Assigned, "keys_issued_twice": check.IssuedTwice,
@@ -89,13 +89,20 @@ func TestLeaderlessMasterKills(t *testing.T) {
 		"failed_uploads": check.Failed, "failed_attempts": check.FailedAttempts,
 		"longest_upload_ms": check.LongestWait.Milliseconds(), "longest_gap_ms": check.LongestGap.Milliseconds(),
 		"longest_upload_after_first_kill_ms":  afterFirst.Milliseconds(),
+		"longest_upload_after_restart_ms":     afterRestart.Milliseconds(),
 		"longest_upload_after_second_kill_ms": afterSecond.Milliseconds(),
 		"restarted_master_served_after_ms":    servedAfter(res, first, restartedAt).Milliseconds(),
 	})
-	// A bound far below stock's stall, not the 1 s target (make bench-weed
-	// measures that): this machine is shared and loaded. Uploads before the
-	// first kill wait for the empty cluster's first volumes, as in stock.
-	require.Less(max(afterFirst, afterSecond), 5*time.Second, "a client waited for a master: leaderless masters should cost one retry")
+	// From the first kill to the end (both kills and the restarted master's
+	// warm-up) no client waits for a master: a dead or warming master costs
+	// one retry to the next. The bound is 3x the 1 s target (make bench-weed
+	// measures that) because this machine is shared and loaded; stock waits
+	// about 16 s. Uploads before the first kill wait for the empty cluster's
+	// first volumes, as in stock, and are not bounded here.
+	worst := max(afterFirst, afterRestart, afterSecond)
+	t.Logf("longest upload from the first kill to the end: %s (first kill %s, restart %s, second kill %s; stock about 16 s)",
+		describe(worst), describe(afterFirst), describe(afterRestart), describe(afterSecond))
+	require.LessOrEqual(worst, 3*time.Second, "a client waited for a master: leaderless masters should cost one retry")
 }
 
 // servedAfter is how long after t0 master first acknowledged an upload it

@@ -143,3 +143,17 @@ func modeNote(cfg Config) string {
 	}
 	return "; " + strings.Join(notes, "; ")
 }
+
+// EcShardPulse is how often a volume server sends a master its full list of
+// erasure-coding shards: stock every 17 pulses, new and deleted shards going
+// as deltas in between. The streams of a volume server of leaderless masters
+// share the store's delta channels, so a delta reaches one master only; the
+// others would not learn of shards ec.encode just made for up to 17 pulses
+// (85 s), answering lookups of the volume with not found. So there the full
+// list goes every pulse, as the full volume list already does.
+func EcShardPulse(stock, pulse time.Duration) time.Duration {
+	if VolumeServerLeaderless() {
+		return pulse
+	}
+	return stock
+}

@@ -211,6 +211,13 @@ func TestVolumeServerLeaderlessEnv(t *testing.T) {
 	require.NoError(t, os.Unsetenv(LeaderlessEnv))
 }
 
+func TestEcShardPulse(t *testing.T) {
+	t.Setenv(LeaderlessEnv, "")
+	require.Equal(t, 85*time.Second, EcShardPulse(85*time.Second, 5*time.Second), "stock: every 17 pulses")
+	t.Setenv(LeaderlessEnv, "1")
+	require.Equal(t, 5*time.Second, EcShardPulse(85*time.Second, 5*time.Second), "leaderless: every pulse")
+}
+
 // TestFinalUsesOnlyFinalReservations: with schain_final, a reservation
 // accepted but not final is not handed out (the assign fails with
 // ErrNoKeys while finality is stalled, where type schain without it serves
