@@ -63,16 +63,17 @@ type benchOptions struct {
 const (
 	modePerRequest = "per-request"
 	modePooled     = "pooled"
+	modeBatched    = "pooled-batched"
 )
 
-var schainTargetName = map[string]string{modePerRequest: "schain", modePooled: "schain-pooled"}
+var schainTargetName = map[string]string{modePerRequest: "schain", modePooled: "schain-pooled", modeBatched: "schain-batched"}
 
 var errBenchMode = errors.New("unknown S-Chain mode")
 
 func (o benchOptions) verifyModes() error {
 	for _, m := range o.schainModes {
 		if _, ok := schainTargetName[m]; !ok {
-			return fmt.Errorf("%w %q in --schain-modes (hint: per-request, pooled)", errBenchMode, m)
+			return fmt.Errorf("%w %q in --schain-modes (hint: per-request, pooled, pooled-batched)", errBenchMode, m)
 		}
 	}
 	if o.schainFailover != "" && !slices.Contains(o.schainModes, o.schainFailover) {
@@ -110,8 +111,10 @@ machine drift weighs every system equally.
 
 S-Chain is measured on one network through each --schain-modes write path:
 "per-request" (schain: one transaction per request, waited for until
-accepted) and "pooled" (schain-pooled: ids the owner had reserved and
-committed in advance, answered at once).
+accepted), "pooled" (schain-pooled: ids the owner had reserved and
+committed in advance, answered at once) and "pooled-batched"
+(schain-batched: the same pooled requests, which the client coalesces per
+owner into allocateBatch exchanges, at most 4 in flight per node).
 
 Then, per system, a failover phase: one client per range, and after
 --failover-before a kill -9 of the node that serves the most ranges (the
@@ -157,7 +160,7 @@ Every process started is stopped at the end, also on error or Ctrl-C.`,
 	f.StringVar(&o.legacyBinary, "legacy-binary", "", "schain binary serving legacy nodes (default: this executable)")
 	f.DurationVar(&o.legacyWarmUp, "legacy-warmup", legacyraft.DefaultConfig().WarmUp, "how long a new seaweedfs-mode leader refuses (the real master: about 15 s)")
 	f.BoolVar(&o.schain, "schain", true, "run S-Chain (a fresh 3-node local network)")
-	f.StringSliceVar(&o.schainModes, "schain-modes", []string{modePerRequest, modePooled}, "S-Chain write paths to measure on the network: per-request, pooled")
+	f.StringSliceVar(&o.schainModes, "schain-modes", []string{modePerRequest, modePooled, modeBatched}, "S-Chain write paths to measure on the network: per-request, pooled, pooled-batched")
 	f.Uint64Var(&o.poolChunk, "schain-pool-chunk", 0, "ids per reservation of an owner's id pool (0: the genesis default, 65,536)")
 	f.StringVar(&o.schainFailover, "schain-failover", modePooled, "the S-Chain mode whose failover phase runs (a network takes one kill; empty: none)")
 	f.StringVar(&o.buildDir, "build-dir", defaultBuildDir(), "where avalanchego and the plugin are")
@@ -319,17 +322,28 @@ func startLivenessTarget(ctx context.Context, o benchOptions, round time.Duratio
 			fmt.Fprintf(progress, "bench: stopping the network with %s rounds: %v\n", round, err)
 		}
 	}
-	return schainTarget(sc, o.schainFailover, fmt.Sprintf("schain-%s", round)), stop, nil
+	t, err := schainTarget(sc, o.schainFailover, fmt.Sprintf("schain-%s", round))
+	if err != nil {
+		stop()
+		return benchmark.Target{}, nothing, err
+	}
+	return t, stop, nil
 }
 
 // schainTarget is the target of one write path of an S-Chain network, with
 // its membership watched.
-func schainTarget(sc *benchmark.SChainCluster, mode, network string) benchmark.Target {
+func schainTarget(sc *benchmark.SChainCluster, mode, network string) (benchmark.Target, error) {
 	c := sc
-	if mode == modePooled {
+	switch mode {
+	case modePooled:
 		c = sc.Pooled()
+	case modeBatched:
+		var err error
+		if c, err = sc.PooledBatched(); err != nil {
+			return benchmark.Target{}, err
+		}
 	}
-	return benchmark.Target{Name: schainTargetName[mode], SChain: true, Network: network, Cluster: c, Membership: sc, NodeName: sc.NameOf}
+	return benchmark.Target{Name: schainTargetName[mode], SChain: true, Network: network, Cluster: c, Membership: sc, NodeName: sc.NameOf}, nil
 }
 
 // startBenchTargets starts a fresh S-Chain network under <out>/network and
@@ -396,7 +410,10 @@ func startBenchTargets(ctx context.Context, o benchOptions, progress io.Writer) 
 	}
 	if sc != nil {
 		for _, m := range o.schainModes {
-			t := schainTarget(sc, m, "schain")
+			t, err := schainTarget(sc, m, "schain")
+			if err != nil {
+				return nil, stop, err
+			}
 			if m == o.schainFailover {
 				t.FailoverAfter = o.schainAfter
 			}
