@@ -147,7 +147,7 @@ Every process started is stopped at the end, also on error or Ctrl-C.`,
 	f.IntVar(&s.Rounds, "rounds", s.Rounds, "steady rounds per system")
 	f.DurationVar(&s.RoundDuration, "round-duration", s.RoundDuration, "length of one steady round")
 	f.DurationVar(&s.RequestTimeout, "request-timeout", s.RequestTimeout, "bound of one request")
-	f.BoolVar(&s.Failover, "failover", s.Failover, "run the kill -9 phase after the steady rounds")
+	f.BoolVar(&s.Failover, "failover", s.Failover, "run the kill -9 phases after the steady rounds (and the --schain-rounds networks)")
 	f.DurationVar(&s.FailoverBefore, "failover-before", s.FailoverBefore, "load before the kill")
 	f.DurationVar(&s.StallFloor, "stall-floor", s.StallFloor, "smallest stall that counts as not allocating")
 	f.DurationVar(&o.legacyAfter, "legacy-after", 20*time.Second, "legacy failover measurement after the kill")
@@ -209,7 +209,9 @@ func runBench(ctx context.Context, g *globals, o benchOptions, start benchSystem
 		return err
 	}
 	stop()
-	if o.schain && o.schainFailover != "" && len(o.schainRounds) > 0 {
+	// The per-round networks are failover measurements: --failover=false
+	// skips them too.
+	if o.schain && o.settings.Failover && o.schainFailover != "" && len(o.schainRounds) > 0 {
 		if rep.Liveness, err = runLiveness(ctx, o, rep, start.startLiveness, g.errOut); err != nil {
 			return err
 		}
