@@ -39,6 +39,27 @@ func (c *SChainCluster) Pooled() *SChainCluster {
 	return &p
 }
 
+// PooledBatchesPerNode is how many allocateBatch exchanges the batched
+// view keeps in flight per node: a request waits only while all are busy.
+const PooledBatchesPerNode = 4
+
+// PooledBatched is the pooled view through a router that coalesces
+// concurrent requests to one owner into allocateBatch exchanges
+// (client.RouterConfig.PooledBatches): the same requests and answers, fewer
+// exchanges through the node's HTTP server and the plugin hop.
+func (c *SChainCluster) PooledBatched() (*SChainCluster, error) {
+	p := *c
+	p.root, p.pooled = "", true
+	rc := client.DefaultRouterConfig()
+	rc.Client.Token = c.net.Token
+	rc.PooledBatches = PooledBatchesPerNode
+	var err error
+	if p.router, err = client.NewRouter(c.net.ChainURIsBase(), c.net.ChainID.String(), rc); err != nil {
+		return nil, err
+	}
+	return &p, nil
+}
+
 // StartSChain starts a network (cfg.RootDir should be the bench's own, not
 // the one `make run` uses) and returns it; on failure it stops what it
 // started. The chain opens its first membership on the first requests (the

@@ -93,8 +93,8 @@ func newHTTPClient() *http.Client {
 		Transport: &http.Transport{
 			DialContext:           (&net.Dialer{Timeout: 5 * time.Second, KeepAlive: 30 * time.Second}).DialContext,
 			TLSHandshakeTimeout:   5 * time.Second,
-			ResponseHeaderTimeout: 0, // Wait calls legitimately take long; ctx bounds them
-			MaxIdleConnsPerHost:   16,
+			ResponseHeaderTimeout: 0,  // Wait calls legitimately take long; ctx bounds them
+			MaxIdleConnsPerHost:   64, // a gateway's concurrent callers reuse connections instead of dialing
 			IdleConnTimeout:       90 * time.Second,
 		},
 		// JSON-RPC never redirects; following one would change the method.

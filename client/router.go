@@ -29,6 +29,11 @@ type RouterConfig struct {
 	MaxHops int
 	// OwnerCacheSize caps the cached (range, P-chain height) owners.
 	OwnerCacheSize int
+	// PooledBatches, if positive, coalesces concurrent pooled allocations
+	// (without a wait) sent to one node into allocateBatch exchanges, at
+	// most this many at once per node: a request waits only while all of
+	// them are busy. Zero sends each request on its own.
+	PooledBatches int
 }
 
 // DefaultRouterConfig suits a gateway writing a few thousand ranges.
@@ -44,15 +49,16 @@ func (c RouterConfig) Verify() error {
 	if err := c.Retry.Verify(); err != nil {
 		return err
 	}
-	if c.MaxHops < 1 || c.OwnerCacheSize < 0 {
-		return fmt.Errorf("%w: MaxHops %d, OwnerCacheSize %d", errBadRouterConfig, c.MaxHops, c.OwnerCacheSize)
+	if c.MaxHops < 1 || c.OwnerCacheSize < 0 || c.PooledBatches < 0 {
+		return fmt.Errorf("%w: MaxHops %d, OwnerCacheSize %d, PooledBatches %d", errBadRouterConfig, c.MaxHops, c.OwnerCacheSize, c.PooledBatches)
 	}
 	return nil
 }
 
 // endpoint is one node as the Router sees it.
 type endpoint struct {
-	c *Client
+	c     *Client
+	batch *batcher // nil unless RouterConfig.PooledBatches
 
 	mu        sync.Mutex
 	id        ids.NodeID // guarded by mu; valid if known
@@ -113,7 +119,11 @@ func NewRouter(nodeURIs []string, chainID string, cfg RouterConfig) (*Router, er
 			continue
 		}
 		seen[c.Endpoint()] = true
-		r.nodes = append(r.nodes, &endpoint{c: c})
+		e := &endpoint{c: c}
+		if cfg.PooledBatches > 0 {
+			e.batch = newBatcher(c, cfg.PooledBatches)
+		}
+		r.nodes = append(r.nodes, e)
 	}
 	return r, nil
 }
@@ -128,9 +138,15 @@ func (r *Router) Clients() []*Client {
 }
 
 // Allocate reserves ids at args.Range's owner.
+// A pooled request without a wait rides in an allocateBatch exchange when
+// RouterConfig.PooledBatches is set; its answer is the same.
 func (r *Router) Allocate(ctx context.Context, args api.AllocateArgs) (*api.AllocateReply, error) {
-	return write(ctx, r, args.Range, func(ctx context.Context, c *Client) (*api.AllocateReply, error) {
-		return c.Allocate(ctx, args)
+	batched := r.cfg.PooledBatches > 0 && args.Pooled && !args.Wait.Waits()
+	return write(ctx, r, args.Range, func(ctx context.Context, e *endpoint) (*api.AllocateReply, error) {
+		if batched {
+			return e.batch.allocate(ctx, args)
+		}
+		return e.c.Allocate(ctx, args)
 	})
 }
 
@@ -178,8 +194,8 @@ func (r *Router) AllocateCommitted(ctx context.Context, args api.AllocateArgs) (
 
 // PutManifest commits a manifest at args.Bucket's owner.
 func (r *Router) PutManifest(ctx context.Context, args api.PutManifestArgs) (*api.PutManifestReply, error) {
-	return write(ctx, r, args.Bucket, func(ctx context.Context, c *Client) (*api.PutManifestReply, error) {
-		return c.PutManifest(ctx, args)
+	return write(ctx, r, args.Bucket, func(ctx context.Context, e *endpoint) (*api.PutManifestReply, error) {
+		return e.c.PutManifest(ctx, args)
 	})
 }
 
@@ -447,7 +463,7 @@ func readAny[T any](ctx context.Context, r *Router, op func(context.Context, *en
 // write sends op to rangeKey's owner, following NotOwner hints and retrying
 // transient failures. A transport failure or NotReady re-resolves the owner
 // before the next attempt, since both may mean the membership moved on.
-func write[T any](ctx context.Context, r *Router, rangeKey string, op func(context.Context, *Client) (T, error)) (T, error) {
+func write[T any](ctx context.Context, r *Router, rangeKey string, op func(context.Context, *endpoint) (T, error)) (T, error) {
 	var (
 		zero   T
 		target *endpoint
@@ -463,7 +479,7 @@ func write[T any](ctx context.Context, r *Router, rangeKey string, op func(conte
 			target, err = r.route(ctx, rangeKey)
 		}
 		if err == nil {
-			v, err = op(ctx, target.c)
+			v, err = op(ctx, target)
 			r.observe(target, err)
 			if err == nil {
 				return v, nil

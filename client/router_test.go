@@ -311,3 +311,50 @@ func TestAllocateCommitted(t *testing.T) {
 	require.NoError(err)
 	require.Equal(uint64(14), next.Entry.Base, "continues from the committed counter")
 }
+
+// TestRouterBatchesPooled: with PooledBatches, concurrent pooled
+// allocations are answered as allocate would answer each: its own ids
+// reserved once, or its own error (a NotOwner hint inside a batch,
+// followed to the right node).
+func TestRouterBatchesPooled(t *testing.T) {
+	require := require.New(t)
+	f := apitest.New(t, 2)
+	ranges := []string{"p0", "p1", "p2", "p3"}
+	for i, rng := range ranges {
+		f.SetOwner(rng, i%2)
+	}
+	cfg := fastRouterConfig()
+	cfg.PooledBatches = 1
+	r, err := client.NewRouter(f.URIs(), f.ChainID.String(), cfg)
+	require.NoError(err)
+	ctx := testCtx(t)
+	for _, rng := range ranges {
+		_, err := r.GetOwner(ctx, rng) // routes known before the load
+		require.NoError(err)
+	}
+	f.SetOwner("p3", 0) // p3 moved: its cached route answers NotOwner
+
+	const clients, each = 16, 8
+	errs := make(chan error, clients*each)
+	var wg sync.WaitGroup
+	for g := range clients {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range each {
+				_, err := r.Allocate(ctx, api.AllocateArgs{Range: ranges[(g+i)%len(ranges)], Count: 3, Pooled: true})
+				errs <- err
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		require.NoError(err)
+	}
+	for _, rng := range ranges {
+		a, err := r.GetAllocation(ctx, rng)
+		require.NoError(err)
+		require.Equal(uint64(3*clients*each/len(ranges)), a.Next, "range %s: every request reserved its own ids once", rng)
+	}
+}

@@ -69,6 +69,9 @@ func TestWriteAuthorization(t *testing.T) {
 		require.Equal(api.CodeUnauthorized, e.Code, name)
 		e, _ = authCall(t, url, auth, "allocate", api.AllocateArgs{Range: "", Count: 0}, nil)
 		require.Equal(api.CodeUnauthorized, e.Code, "%s: unauthorized before invalid params", name)
+		e, _ = authCall(t, url, auth, "allocateBatch", api.AllocateBatchArgs{Requests: []api.AllocateArgs{alloc}}, nil)
+		require.NotNil(e, name)
+		require.Equal(api.CodeUnauthorized, e.Code, "%s: a batch needs the token too", name)
 	}
 	e, _ = authRaw(t, url, mustJSON(t, "allocate", alloc), func(h http.Header) {
 		h.Add("Authorization", bearerOf(tokA))

@@ -42,6 +42,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/zap"
 
+	"github.com/s-chain/schain/internal/dbcache"
 	"github.com/s-chain/schain/vm/builder"
 	"github.com/s-chain/schain/vm/certifier"
 	"github.com/s-chain/schain/vm/chain"
@@ -128,6 +129,11 @@ type VM struct {
 	stop      context.CancelFunc
 }
 
+// dbCacheEntries bounds the keys of accepted state kept in memory (values
+// above dbcache.MaxValueBytes are never kept: at most 64 MiB, in practice a
+// few: counters, replay entries, receipts, memberships).
+const dbCacheEntries = 16384
+
 // Initialize is the node's entry point.
 func (vm *VM) Initialize(
 	_ context.Context,
@@ -181,6 +187,10 @@ func (vm *VM) Init(cfg Config, db database.Database, genesisBytes []byte) error 
 		cfg.Registerer = prometheus.NewRegistry()
 	}
 	vm.cfg, vm.genesis = cfg, g
+	// Every part reads and writes through the cache (it must see every
+	// write): a plugin's database is the node's, one gRPC round trip per
+	// read, and Verify, building and admission re-read the same keys.
+	db = dbcache.New(db, dbCacheEntries)
 	vm.mempool = mempool.New(g.Mempool)
 	vm.AppHandler = common.NewNoOpAppHandler(cfg.Log)
 	if vm.chain, err = chain.New(chain.Config{

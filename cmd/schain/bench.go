@@ -63,16 +63,17 @@ type benchOptions struct {
 const (
 	modePerRequest = "per-request"
 	modePooled     = "pooled"
+	modeBatched    = "pooled-batched"
 )
 
-var schainTargetName = map[string]string{modePerRequest: "schain", modePooled: "schain-pooled"}
+var schainTargetName = map[string]string{modePerRequest: "schain", modePooled: "schain-pooled", modeBatched: "schain-batched"}
 
 var errBenchMode = errors.New("unknown S-Chain mode")
 
 func (o benchOptions) verifyModes() error {
 	for _, m := range o.schainModes {
 		if _, ok := schainTargetName[m]; !ok {
-			return fmt.Errorf("%w %q in --schain-modes (hint: per-request, pooled)", errBenchMode, m)
+			return fmt.Errorf("%w %q in --schain-modes (hint: per-request, pooled, pooled-batched)", errBenchMode, m)
 		}
 	}
 	if o.schainFailover != "" && !slices.Contains(o.schainModes, o.schainFailover) {
@@ -110,8 +111,10 @@ machine drift weighs every system equally.
 
 S-Chain is measured on one network through each --schain-modes write path:
 "per-request" (schain: one transaction per request, waited for until
-accepted) and "pooled" (schain-pooled: ids the owner had reserved and
-committed in advance, answered at once).
+accepted), "pooled" (schain-pooled: ids the owner had reserved and
+committed in advance, answered at once) and "pooled-batched"
+(schain-batched: the same pooled requests, which the client coalesces per
+owner into allocateBatch exchanges, at most 4 in flight per node).
 
 Then, per system, a failover phase: one client per range, and after
 --failover-before a kill -9 of the node that serves the most ranges (the
@@ -144,7 +147,7 @@ Every process started is stopped at the end, also on error or Ctrl-C.`,
 	f.IntVar(&s.Rounds, "rounds", s.Rounds, "steady rounds per system")
 	f.DurationVar(&s.RoundDuration, "round-duration", s.RoundDuration, "length of one steady round")
 	f.DurationVar(&s.RequestTimeout, "request-timeout", s.RequestTimeout, "bound of one request")
-	f.BoolVar(&s.Failover, "failover", s.Failover, "run the kill -9 phase after the steady rounds")
+	f.BoolVar(&s.Failover, "failover", s.Failover, "run the kill -9 phases after the steady rounds (and the --schain-rounds networks)")
 	f.DurationVar(&s.FailoverBefore, "failover-before", s.FailoverBefore, "load before the kill")
 	f.DurationVar(&s.StallFloor, "stall-floor", s.StallFloor, "smallest stall that counts as not allocating")
 	f.DurationVar(&o.legacyAfter, "legacy-after", 20*time.Second, "legacy failover measurement after the kill")
@@ -157,7 +160,7 @@ Every process started is stopped at the end, also on error or Ctrl-C.`,
 	f.StringVar(&o.legacyBinary, "legacy-binary", "", "schain binary serving legacy nodes (default: this executable)")
 	f.DurationVar(&o.legacyWarmUp, "legacy-warmup", legacyraft.DefaultConfig().WarmUp, "how long a new seaweedfs-mode leader refuses (the real master: about 15 s)")
 	f.BoolVar(&o.schain, "schain", true, "run S-Chain (a fresh 3-node local network)")
-	f.StringSliceVar(&o.schainModes, "schain-modes", []string{modePerRequest, modePooled}, "S-Chain write paths to measure on the network: per-request, pooled")
+	f.StringSliceVar(&o.schainModes, "schain-modes", []string{modePerRequest, modePooled, modeBatched}, "S-Chain write paths to measure on the network: per-request, pooled, pooled-batched")
 	f.Uint64Var(&o.poolChunk, "schain-pool-chunk", 0, "ids per reservation of an owner's id pool (0: the genesis default, 65,536)")
 	f.StringVar(&o.schainFailover, "schain-failover", modePooled, "the S-Chain mode whose failover phase runs (a network takes one kill; empty: none)")
 	f.StringVar(&o.buildDir, "build-dir", defaultBuildDir(), "where avalanchego and the plugin are")
@@ -206,6 +209,8 @@ func runBench(ctx context.Context, g *globals, o benchOptions, start benchSystem
 		return err
 	}
 	stop()
+	// The per-round networks are failover measurements: --failover=false
+	// skips them too.
 	if o.schain && o.settings.Failover && o.schainFailover != "" && len(o.schainRounds) > 0 {
 		if rep.Liveness, err = runLiveness(ctx, o, rep, start.startLiveness, g.errOut); err != nil {
 			return err
@@ -319,17 +324,28 @@ func startLivenessTarget(ctx context.Context, o benchOptions, round time.Duratio
 			fmt.Fprintf(progress, "bench: stopping the network with %s rounds: %v\n", round, err)
 		}
 	}
-	return schainTarget(sc, o.schainFailover, fmt.Sprintf("schain-%s", round)), stop, nil
+	t, err := schainTarget(sc, o.schainFailover, fmt.Sprintf("schain-%s", round))
+	if err != nil {
+		stop()
+		return benchmark.Target{}, nothing, err
+	}
+	return t, stop, nil
 }
 
 // schainTarget is the target of one write path of an S-Chain network, with
 // its membership watched.
-func schainTarget(sc *benchmark.SChainCluster, mode, network string) benchmark.Target {
+func schainTarget(sc *benchmark.SChainCluster, mode, network string) (benchmark.Target, error) {
 	c := sc
-	if mode == modePooled {
+	switch mode {
+	case modePooled:
 		c = sc.Pooled()
+	case modeBatched:
+		var err error
+		if c, err = sc.PooledBatched(); err != nil {
+			return benchmark.Target{}, err
+		}
 	}
-	return benchmark.Target{Name: schainTargetName[mode], SChain: true, Network: network, Cluster: c, Membership: sc, NodeName: sc.NameOf}
+	return benchmark.Target{Name: schainTargetName[mode], SChain: true, Network: network, Cluster: c, Membership: sc, NodeName: sc.NameOf}, nil
 }
 
 // startBenchTargets starts a fresh S-Chain network under <out>/network and
@@ -396,7 +412,10 @@ func startBenchTargets(ctx context.Context, o benchOptions, progress io.Writer) 
 	}
 	if sc != nil {
 		for _, m := range o.schainModes {
-			t := schainTarget(sc, m, "schain")
+			t, err := schainTarget(sc, m, "schain")
+			if err != nil {
+				return nil, stop, err
+			}
 			if m == o.schainFailover {
 				t.FailoverAfter = o.schainAfter
 			}

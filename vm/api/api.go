@@ -186,6 +186,40 @@ type AllocateReply struct {
 	Count   uint64        `json:"count,omitempty"`
 }
 
+// MaxBatch bounds the requests of one allocateBatch call. A batch takes
+// one of its token's pending slots, so the bound keeps what one slot can
+// hold close to what MaxPendingPerToken single calls would (a group of
+// requests, as the owner's group commit makes of concurrent ones).
+const MaxBatch = 256
+
+// AllocateBatchArgs carries 1..MaxBatch allocate requests in one call:
+// each is answered exactly as allocate would answer it alone (its own
+// reply or error, in Results at the same index). Requests to several
+// ranges of the same owner, pooled or not, share one HTTP exchange; the
+// owner group-commits its non-pooled ones together.
+type AllocateBatchArgs struct {
+	Requests []AllocateArgs `json:"requests"`
+}
+
+// AllocateBatchReply answers AllocateBatchArgs, index for index.
+type AllocateBatchReply struct {
+	Results []AllocateResult `json:"results"`
+}
+
+// AllocateResult is one request's answer: Reply, or Error with the code,
+// message and data allocate would have answered.
+type AllocateResult struct {
+	Reply *AllocateReply `json:"reply,omitempty"`
+	Error *BatchError    `json:"error,omitempty"`
+}
+
+// BatchError is a JSON-RPC error object inside a batch result.
+type BatchError struct {
+	Code    int    `json:"code"`
+	Message string `json:"message"`
+	Data    any    `json:"data,omitempty"`
+}
+
 // PutManifestArgs commits an object manifest; the node must own Bucket.
 type PutManifestArgs struct {
 	Bucket      string      `json:"bucket"`

@@ -11,6 +11,7 @@ package apitest
 import (
 	"crypto/sha256"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
@@ -311,6 +312,32 @@ func (s *Service) Allocate(r *http.Request, args *api.AllocateArgs, reply *api.A
 	*reply = api.AllocateReply{TxID: id, PChainHeight: f.height, Owner: s.n.ID}
 	if args.Wait.Waits() {
 		reply.Receipt = &rc
+	}
+	return nil
+}
+
+// AllocateBatch answers each request as Allocate would (counted as
+// "allocateBatch", each request also as "allocate").
+func (s *Service) AllocateBatch(r *http.Request, args *api.AllocateBatchArgs, reply *api.AllocateBatchReply) error {
+	if err := s.n.take("allocateBatch"); err != nil {
+		return err
+	}
+	if len(args.Requests) == 0 || len(args.Requests) > api.MaxBatch {
+		return RPCError(api.CodeInvalidParams, "allocateBatch takes 1 to 256 requests", api.RejectedData{Reason: "bad_batch"})
+	}
+	reply.Results = make([]api.AllocateResult, len(args.Requests))
+	for i := range args.Requests {
+		rep := new(api.AllocateReply)
+		err := s.Allocate(r, &args.Requests[i], rep)
+		var je *json2.Error
+		switch {
+		case err == nil:
+			reply.Results[i].Reply = rep
+		case errors.As(err, &je):
+			reply.Results[i].Error = &api.BatchError{Code: int(je.Code), Message: je.Message, Data: je.Data}
+		default:
+			return err
+		}
 	}
 	return nil
 }

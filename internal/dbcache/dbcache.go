@@ -1,0 +1,225 @@
+// Package dbcache keeps recently read and written keys of a database in
+// memory, absent keys included.
+//
+// A VM plugin's database is the node's, reached over gRPC: every read of
+// accepted state that Verify, block building and admission make (range
+// counters, the replay index, receipts) is a round trip into another
+// process, which on a loaded node costs more than the execution itself and
+// holds the engine's handler while it waits. The cache answers repeated
+// reads from memory and stays exact, because every write of the database
+// goes through it: a Put, a Delete or a batch's Write updates the cache
+// once the database has it, and a read that raced with a write never
+// caches what it read. Iterators read the database itself.
+package dbcache
+
+import (
+	"container/list"
+	"errors"
+	"slices"
+	"sync"
+
+	"github.com/ava-labs/avalanchego/database"
+)
+
+// MaxValueBytes is the largest value the cache keeps: blocks are read by
+// their own paths (and rarely twice); the keys worth caching are small.
+const MaxValueBytes = 4 << 10
+
+// DB is a database.Database whose Get and Has are served from memory when
+// they can. It must be the only writer of the database it wraps.
+type DB struct {
+	database.Database
+	max int
+
+	mu      sync.Mutex // guards the fields below
+	entries map[string]*list.Element
+	lru     *list.List // front: most recently used *entry
+	writes  uint64     // bumped by every write, so a racing read does not cache
+	closed  bool       // after Close every call goes to the database (ErrClosed)
+}
+
+type entry struct {
+	key   string
+	value []byte // nil with found false: the key is absent
+	found bool
+}
+
+// New wraps db with a cache of at most maxEntries keys.
+func New(db database.Database, maxEntries int) *DB {
+	return &DB{Database: db, max: max(maxEntries, 1), entries: map[string]*list.Element{}, lru: list.New()}
+}
+
+// Get serves key from memory, or reads it and remembers the answer
+// (ErrNotFound too) unless a write happened meanwhile.
+func (d *DB) Get(key []byte) ([]byte, error) {
+	d.mu.Lock()
+	if el, ok := d.entries[string(key)]; ok && !d.closed {
+		d.lru.MoveToFront(el)
+		e := el.Value.(*entry)
+		d.mu.Unlock()
+		if !e.found {
+			return nil, database.ErrNotFound
+		}
+		return e.value, nil
+	}
+	gen := d.writes
+	d.mu.Unlock()
+	v, err := d.Database.Get(key)
+	found := err == nil
+	if err != nil && !errors.Is(err, database.ErrNotFound) {
+		return nil, err
+	}
+	d.mu.Lock()
+	if d.writes == gen {
+		d.set(string(key), v, found)
+	}
+	d.mu.Unlock()
+	return v, err
+}
+
+// Has answers from memory when the key is cached.
+func (d *DB) Has(key []byte) (bool, error) {
+	d.mu.Lock()
+	if el, ok := d.entries[string(key)]; ok && !d.closed {
+		found := el.Value.(*entry).found
+		d.mu.Unlock()
+		return found, nil
+	}
+	d.mu.Unlock()
+	return d.Database.Has(key)
+}
+
+// Put writes through.
+func (d *DB) Put(key, value []byte) error {
+	if err := d.Database.Put(key, value); err != nil {
+		d.forget(key)
+		return err
+	}
+	d.mu.Lock()
+	d.writes++
+	d.set(string(key), slices.Clone(value), true)
+	d.mu.Unlock()
+	return nil
+}
+
+// Delete writes through.
+func (d *DB) Delete(key []byte) error {
+	if err := d.Database.Delete(key); err != nil {
+		d.forget(key)
+		return err
+	}
+	d.mu.Lock()
+	d.writes++
+	d.set(string(key), nil, false)
+	d.mu.Unlock()
+	return nil
+}
+
+// Close closes the database and empties the cache.
+func (d *DB) Close() error {
+	err := d.Database.Close()
+	d.mu.Lock()
+	d.closed, d.writes = true, d.writes+1
+	d.entries, d.lru = map[string]*list.Element{}, list.New()
+	d.mu.Unlock()
+	return err
+}
+
+// NewBatch returns a batch whose Write also updates the cache.
+func (d *DB) NewBatch() database.Batch {
+	return &batch{Batch: d.Database.NewBatch(), db: d}
+}
+
+func (d *DB) forget(key []byte) {
+	d.mu.Lock()
+	d.writes++
+	if el, ok := d.entries[string(key)]; ok {
+		d.lru.Remove(el)
+		delete(d.entries, string(key))
+	}
+	d.mu.Unlock()
+}
+
+// set records key's value. Called with d.mu held.
+func (d *DB) set(key string, value []byte, found bool) {
+	if el, ok := d.entries[key]; ok {
+		if len(value) > MaxValueBytes {
+			d.lru.Remove(el)
+			delete(d.entries, key)
+			return
+		}
+		e := el.Value.(*entry)
+		e.value, e.found = value, found
+		d.lru.MoveToFront(el)
+		return
+	}
+	if len(value) > MaxValueBytes {
+		return
+	}
+	d.entries[key] = d.lru.PushFront(&entry{key: key, value: value, found: found})
+	for d.lru.Len() > d.max {
+		old := d.lru.Back()
+		d.lru.Remove(old)
+		delete(d.entries, old.Value.(*entry).key)
+	}
+}
+
+type op struct {
+	key    string
+	value  []byte
+	delete bool
+}
+
+// batch records its writes so that Write can apply them to the cache.
+type batch struct {
+	database.Batch
+	db  *DB
+	ops []op
+}
+
+func (b *batch) Put(key, value []byte) error {
+	if err := b.Batch.Put(key, value); err != nil {
+		return err
+	}
+	b.ops = append(b.ops, op{key: string(key), value: slices.Clone(value)})
+	return nil
+}
+
+func (b *batch) Delete(key []byte) error {
+	if err := b.Batch.Delete(key); err != nil {
+		return err
+	}
+	b.ops = append(b.ops, op{key: string(key), delete: true})
+	return nil
+}
+
+// Write commits the batch, then applies it to the cache; on failure the
+// batch's keys are forgotten, since the database may hold either value.
+func (b *batch) Write() error {
+	err := b.Batch.Write()
+	b.db.mu.Lock()
+	defer b.db.mu.Unlock()
+	b.db.writes++
+	for _, o := range b.ops {
+		switch {
+		case err != nil:
+			if el, ok := b.db.entries[o.key]; ok {
+				b.db.lru.Remove(el)
+				delete(b.db.entries, o.key)
+			}
+		case o.delete:
+			b.db.set(o.key, nil, false)
+		default:
+			b.db.set(o.key, o.value, true)
+		}
+	}
+	return err
+}
+
+func (b *batch) Reset() {
+	b.Batch.Reset()
+	b.ops = b.ops[:0]
+}
+
+// Inner is the batch itself: writes through Inner must reach the cache too.
+func (b *batch) Inner() database.Batch { return b }

@@ -1,0 +1,86 @@
+package dbcache
+
+import (
+	"testing"
+
+	"github.com/ava-labs/avalanchego/database"
+	"github.com/ava-labs/avalanchego/database/dbtest"
+	"github.com/ava-labs/avalanchego/database/memdb"
+	"github.com/ava-labs/avalanchego/database/versiondb"
+	"github.com/stretchr/testify/require"
+)
+
+// TestDatabaseContract runs avalanchego's database conformance tests on the
+// cache, with a bound small enough that eviction happens.
+func TestDatabaseContract(t *testing.T) {
+	for name, test := range dbtest.Tests {
+		t.Run(name, func(t *testing.T) {
+			test(t, New(memdb.New(), 4))
+		})
+	}
+}
+
+// TestCacheFollowsEveryWrite: cached values and cached absences change
+// with puts, deletes and batches (versiondb commits, as state layers do),
+// and the cache answers repeated reads without the database.
+func TestCacheFollowsEveryWrite(t *testing.T) {
+	require := require.New(t)
+	under := memdb.New()
+	d := New(under, 16)
+	_, err := d.Get([]byte("k"))
+	require.ErrorIs(err, database.ErrNotFound)
+
+	require.NoError(under.Put([]byte("k"), []byte("behind its back"))) // never done in use
+	_, err = d.Get([]byte("k"))
+	require.ErrorIs(err, database.ErrNotFound, "the absence was served from memory")
+
+	v := versiondb.New(d)
+	require.NoError(v.Put([]byte("k"), []byte("v1")))
+	require.NoError(v.Put([]byte("gone"), []byte("x")))
+	require.NoError(v.Commit())
+	got, err := d.Get([]byte("k"))
+	require.NoError(err)
+	require.Equal([]byte("v1"), got, "a batch write replaced the cached absence")
+
+	require.NoError(v.Delete([]byte("gone")))
+	require.NoError(v.Commit())
+	has, err := d.Has([]byte("gone"))
+	require.NoError(err)
+	require.False(has)
+
+	val := []byte("v2")
+	require.NoError(d.Put([]byte("k"), val))
+	val[0] = 'X'
+	got, err = d.Get([]byte("k"))
+	require.NoError(err)
+	require.Equal([]byte("v2"), got, "a put's value is copied")
+
+	big := make([]byte, MaxValueBytes+1)
+	require.NoError(d.Put([]byte("k"), big))
+	got, err = d.Get([]byte("k"))
+	require.NoError(err)
+	require.Len(got, MaxValueBytes+1, "a large value replaces the cached one (and is not kept)")
+	d.mu.Lock()
+	_, cached := d.entries["k"]
+	d.mu.Unlock()
+	require.False(cached)
+}
+
+// TestRacingReadDoesNotCache: a read that started before a write and
+// finished after it must not leave its (old) answer in the cache.
+func TestRacingReadDoesNotCache(t *testing.T) {
+	require := require.New(t)
+	d := New(memdb.New(), 16)
+	d.mu.Lock()
+	gen := d.writes
+	d.mu.Unlock()
+	require.NoError(d.Put([]byte("k"), []byte("new")))
+	d.mu.Lock()
+	if d.writes == gen { // what Get checks before caching what it read
+		d.set("k", []byte("old"), true)
+	}
+	d.mu.Unlock()
+	got, err := d.Get([]byte("k"))
+	require.NoError(err)
+	require.Equal([]byte("new"), got)
+}

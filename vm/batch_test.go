@@ -1,0 +1,68 @@
+package vm_test
+
+import (
+	"encoding/json"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/s-chain/schain/vm/api"
+)
+
+// TestAllocateBatch: each request of a batch is answered as allocate would
+// answer it alone (pooled ids, a transaction, or its own error, at its own
+// index), pooled ids of a batch never overlap ids handed out before or
+// after it, and a batch outside 1..MaxBatch is refused whole.
+func TestAllocateBatch(t *testing.T) {
+	require := require.New(t)
+	nw := newNetWith(t, 3, poolGenesis)
+	nw.ready(10)
+	rk := nw.rangeOf(0, "batch")
+	other := nw.rangeOf(1, "batch")
+	url := nw.server(0)
+
+	var ivs [][2]uint64
+	for _, p := range nw.pooled(0, rk, 1, 3) {
+		ivs = append(ivs, [2]uint64{p.Base, p.Base + p.Count})
+	}
+	reqs := []api.AllocateArgs{
+		{Range: rk, Count: 2, Pooled: true},
+		{Range: other, Count: 1, Pooled: true}, // not this node's
+		{Range: rk, Count: 0, Pooled: true},    // invalid
+		{Range: rk, Count: 4, Pooled: true},
+		{Range: rk, Count: 1}, // a transaction, not waited for
+	}
+	var reply api.AllocateBatchReply
+	require.Nil(rpcCall(t, url, "allocateBatch", api.AllocateBatchArgs{Requests: reqs}, &reply))
+	require.Len(reply.Results, len(reqs))
+	for _, i := range []int{0, 3} {
+		r := reply.Results[i]
+		require.Nil(r.Error, "request %d", i)
+		require.True(r.Reply.Pooled)
+		require.Equal(reqs[i].Count, r.Reply.Count)
+		ivs = append(ivs, [2]uint64{r.Reply.Base, r.Reply.Base + r.Reply.Count})
+	}
+	require.Nil(reply.Results[1].Reply)
+	require.Equal(api.CodeNotOwner, reply.Results[1].Error.Code, "the non-owned range answers NotOwner with its hint")
+	raw, err := json.Marshal(reply.Results[1].Error.Data)
+	require.NoError(err)
+	var hint api.NotOwnerData
+	require.NoError(json.Unmarshal(raw, &hint))
+	require.Equal(nw.keys[1].NodeID, hint.Owner)
+	require.Equal(api.CodeInvalidParams, reply.Results[2].Error.Code)
+	require.Nil(reply.Results[4].Error)
+	require.False(reply.Results[4].Reply.Pooled)
+	require.NotEqual(reply.Results[4].Reply.TxID, reply.Results[0].Reply.TxID, "the non-pooled request signed its own transaction")
+
+	var single api.AllocateReply
+	require.Nil(rpcCall(t, url, "allocate", api.AllocateArgs{Range: rk, Count: 5, Pooled: true}, &single))
+	ivs = append(ivs, [2]uint64{single.Base, single.Base + single.Count})
+	disjoint(t, ivs)
+
+	e := rpcCall(t, url, "allocateBatch", api.AllocateBatchArgs{}, &reply)
+	require.NotNil(e)
+	require.Equal(api.CodeInvalidParams, e.Code, "an empty batch")
+	e = rpcCall(t, url, "allocateBatch", api.AllocateBatchArgs{Requests: make([]api.AllocateArgs, api.MaxBatch+1)}, &reply)
+	require.NotNil(e)
+	require.Equal(api.CodeInvalidParams, e.Code, "a batch above MaxBatch")
+}
