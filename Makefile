@@ -82,7 +82,7 @@ bench: build weed $(BENCHSTAT)
 	@$(MAKE) --no-print-directory bench-weed
 	@$(MAKE) --no-print-directory bench-micro
 
-## bench-weed: real SeaweedFS assigns, stock vs S-Chain sequencer, and their leader and validator kills (schain seaweedfs bench; outputs under build/bench/seaweedfs/)
+## bench-weed: real SeaweedFS assigns, stock vs S-Chain sequencer vs 3 leaderless masters, and their leader and validator kills (schain seaweedfs bench; outputs under build/bench/seaweedfs/)
 bench-weed: build weed
 	$(SCHAIN) seaweedfs bench --out $(BENCH_OUT)/seaweedfs $(WEED_BENCH_FLAGS)
 

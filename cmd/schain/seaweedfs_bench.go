@@ -23,7 +23,7 @@ func newWeedBenchCmd(g *globals, o *weedOptions) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "bench",
 		Short: "Measure SeaweedFS assigns: stock, the S-Chain sequencer and leaderless masters side by side; then kill masters and a validator",
-		Long: `Start, under --out, a fresh 3-node S-Chain network and two SeaweedFS clusters
+		Long: `Start, under --out, a fresh 3-node S-Chain network and three SeaweedFS clusters
 of <build-dir>/weed (3 masters, a volume server each): one with the stock
 sequencer, one with the S-Chain sequencer, one of leaderless masters
 (schain-leaderless: every master assigns). Then:

@@ -55,3 +55,9 @@ schain_horizon = "45s"
 	_, err := ParseMode("bogus")
 	require.ErrorIs(t, err, errBadMode)
 }
+
+func TestLeaderlessMasterEnvSharesTheCPUs(t *testing.T) {
+	require.Equal(t, []string{"GOMAXPROCS=1"}, leaderlessMasterEnv(2, 3, ""), "2 cpus, 3 masters: at least 1")
+	require.Equal(t, []string{"GOMAXPROCS=4"}, leaderlessMasterEnv(12, 3, ""))
+	require.Nil(t, leaderlessMasterEnv(12, 3, "8"), "the operator's GOMAXPROCS wins")
+}
