@@ -56,11 +56,12 @@ func (d *DB) Get(key []byte) ([]byte, error) {
 	if el, ok := d.entries[string(key)]; ok && !d.closed {
 		d.lru.MoveToFront(el)
 		e := el.Value.(*entry)
+		value, found := e.value, e.found // set rewrites entries in place
 		d.mu.Unlock()
-		if !e.found {
+		if !found {
 			return nil, database.ErrNotFound
 		}
-		return e.value, nil
+		return value, nil
 	}
 	gen := d.writes
 	d.mu.Unlock()

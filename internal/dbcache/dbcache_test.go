@@ -1,6 +1,7 @@
 package dbcache
 
 import (
+	"sync"
 	"testing"
 
 	"github.com/ava-labs/avalanchego/database"
@@ -83,4 +84,43 @@ func TestRacingReadDoesNotCache(t *testing.T) {
 	got, err := d.Get([]byte("k"))
 	require.NoError(err)
 	require.Equal([]byte("new"), got)
+}
+
+// TestConcurrentReadsAndWrites: readers of a cached key and a writer that
+// rewrites it (in batches, as Accept does) share the cache safely (run
+// with -race), and once the writes are done every read sees the last one.
+func TestConcurrentReadsAndWrites(t *testing.T) {
+	d := New(memdb.New(), 8)
+	key := []byte("k")
+	require.NoError(t, d.Put(key, []byte{0}))
+	done := make(chan struct{})
+	var readers sync.WaitGroup
+	for range 4 {
+		readers.Add(1)
+		go func() {
+			defer readers.Done()
+			for {
+				select {
+				case <-done:
+					return
+				default:
+				}
+				v, err := d.Get(key)
+				if err != nil || len(v) != 1 {
+					t.Errorf("read %v, %v", v, err)
+					return
+				}
+			}
+		}()
+	}
+	for i := 1; i <= 5000; i++ {
+		b := d.NewBatch()
+		require.NoError(t, b.Put(key, []byte{byte(i)}))
+		require.NoError(t, b.Write())
+	}
+	close(done)
+	readers.Wait()
+	v, err := d.Get(key)
+	require.NoError(t, err)
+	require.Equal(t, []byte{byte(5000 % 256)}, v)
 }
