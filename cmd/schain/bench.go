@@ -276,7 +276,9 @@ func runLiveness(ctx context.Context, o benchOptions, main *benchmark.Report, st
 			round, rs.K, rs.Bound, o.livenessWindow)
 		t, stop, err := start(ctx, o, round, progress)
 		if err != nil {
-			stop()
+			if stop != nil {
+				stop()
+			}
 			return nil, fmt.Errorf("starting the network with %s rounds: %w", round, err)
 		}
 		t.FailoverAfter = rs.Bound + o.livenessMargin
