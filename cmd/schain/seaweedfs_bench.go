@@ -57,6 +57,7 @@ process started is stopped at the end, also on error or Ctrl-C.`,
 	f.DurationVar(&s.MasterKillAfter, "leader-after", s.MasterKillAfter, "load after a leader kill")
 	f.DurationVar(&s.ValidatorKillAfter, "validator-after", s.ValidatorKillAfter, "load after the validator kill")
 	f.IntVar(&s.Volumes, "volumes", s.Volumes, "volumes of the S-Chain cluster before the validator kill")
+	f.IntVar(&s.MasterMilliCPUs, "master-millicpus", 0, "limit every master to this many thousandths of a CPU, as if each had a machine of its own (a cgroup each: root on Linux; 0: no limit)")
 	f.StringVar(&out, "out", filepath.Join(defaultBuildDir(), "bench", "seaweedfs"), "directory for the network, the clusters, the report and the tables")
 	return cmd
 }
@@ -64,6 +65,9 @@ process started is stopped at the end, also on error or Ctrl-C.`,
 func runWeedBench(ctx context.Context, g *globals, o *weedOptions, s weedbench.Settings, out string) error {
 	if s.Clients < 1 || s.Rounds < 1 || s.Uploaders < 1 || s.RoundDuration <= 0 || s.KillBefore <= 0 {
 		return usageError{fmt.Errorf("clients, rounds and uploaders must be positive, durations too")}
+	}
+	if s.MasterMilliCPUs < 0 {
+		return usageError{fmt.Errorf("--master-millicpus %d: thousandths of a CPU, 0 for no limit", s.MasterMilliCPUs)}
 	}
 	began := time.Now()
 	if err := os.MkdirAll(out, 0o755); err != nil {
@@ -105,7 +109,7 @@ func runWeedBench(ctx context.Context, g *globals, o *weedOptions, s weedbench.S
 			return nil, err
 		}
 		cfg := cluster.DefaultConfig(filepath.Join(o.buildDir, "weed"), dir, mode)
-		cfg.Progress = g.errOut
+		cfg.Progress, cfg.MasterMilliCPUs = g.errOut, s.MasterMilliCPUs
 		cfg.SChain = cluster.SChain{URIs: n.ChainURIsBase(), Chain: n.ChainID.String(), TokenFile: n.TokenPath(), Prefix: prefix}
 		sctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
 		defer cancel()

@@ -14,6 +14,7 @@ package cluster
 
 import (
 	"context"
+	"crypto/sha256"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -60,6 +61,8 @@ var (
 	ErrNoCluster = errors.New("no SeaweedFS cluster here (start one with `schain seaweedfs up`)")
 	// ErrNoLeader: the masters agree on no leader.
 	ErrNoLeader = errors.New("the masters agree on no leader")
+	// ErrCPULimit: Config.MasterMilliCPUs could not be applied.
+	ErrCPULimit = errors.New("cannot limit the masters' CPU")
 
 	errBadMode = errors.New("unknown sequencer mode")
 )
@@ -102,6 +105,12 @@ type Config struct {
 	VolumeMax int
 	// VolumeSizeLimitMB is the masters' volume size limit (64).
 	VolumeSizeLimitMB int
+	// MasterMilliCPUs, if not zero, limits each master to this many
+	// thousandths of a CPU (a cgroup each; root on Linux), and sets its
+	// GOMAXPROCS to match: masters on one machine then behave like masters
+	// on machines of their own of that size, which is what a comparison of
+	// one leader with several leaderless masters needs on a small machine.
+	MasterMilliCPUs int
 	// Detach makes the processes outlive this one (`schain seaweedfs up`);
 	// otherwise they die with it (tests, benchmarks).
 	Detach bool
@@ -131,6 +140,7 @@ type state struct {
 	SChain            SChain            `json:"schain"`
 	Sequencer         map[string]string `json:"sequencer,omitempty"`
 	VolumeSizeLimitMB int               `json:"volume_size_limit_mb"`
+	MasterMilliCPUs   int               `json:"master_milli_cpus,omitempty"`
 	Detach            bool              `json:"detach"`
 	Masters           []*master         `json:"masters"`
 	Volume            *volume           `json:"volume"`
@@ -139,6 +149,8 @@ type state struct {
 type master struct {
 	HTTP int `json:"http"`
 	GRPC int `json:"grpc"`
+	// CPUGroup is the cgroup limiting the master's CPU, if any.
+	CPUGroup string `json:"cpu_group,omitempty"`
 	proc
 }
 
@@ -162,6 +174,9 @@ func (c Config) verify() error {
 	}
 	if c.Masters < 1 || c.VolumeMax < 1 || c.VolumeSizeLimitMB < 1 {
 		return errors.New("masters, volume slots and the volume size limit must be positive")
+	}
+	if c.MasterMilliCPUs < 0 {
+		return fmt.Errorf("%w: %d thousandths of a CPU", ErrCPULimit, c.MasterMilliCPUs)
 	}
 	return nil
 }
@@ -196,7 +211,7 @@ func Start(ctx context.Context, cfg Config) (*Cluster, error) {
 		seqKeys["schain_masters"] = strconv.Itoa(cfg.Masters)
 	}
 	st := state{Weed: weed, Dir: dir, Mode: cfg.Mode, SChain: cfg.SChain, Sequencer: seqKeys,
-		VolumeSizeLimitMB: cfg.VolumeSizeLimitMB, Detach: cfg.Detach}
+		VolumeSizeLimitMB: cfg.VolumeSizeLimitMB, MasterMilliCPUs: cfg.MasterMilliCPUs, Detach: cfg.Detach}
 	for i := range cfg.Masters {
 		st.Masters = append(st.Masters, &master{HTTP: ports[2*i], GRPC: ports[2*i+1]})
 	}
@@ -259,7 +274,10 @@ func (c *Cluster) layout() error {
 			"-mdir=" + filepath.Join(mdir, "data"), "-peers=" + peers, "-raftHashicorp",
 			"-volumeSizeLimitMB=" + strconv.Itoa(st.VolumeSizeLimitMB), "-defaultReplication=000", "-telemetry=false",
 		}
-		if st.Mode == ModeLeaderless {
+		switch {
+		case st.MasterMilliCPUs > 0 && os.Getenv("GOMAXPROCS") == "":
+			m.Env = []string{"GOMAXPROCS=" + strconv.Itoa(max(1, (st.MasterMilliCPUs+999)/1000))}
+		case st.Mode == ModeLeaderless:
 			m.Env = leaderlessMasterEnv(runtime.NumCPU(), len(st.Masters), os.Getenv("GOMAXPROCS"))
 		}
 	}
@@ -459,11 +477,32 @@ func (c *Cluster) startMasters() error {
 		if m.alive() {
 			continue
 		}
-		if err := m.start(c.state.Weed, c.state.Detach); err != nil {
+		if err := c.startMaster(m); err != nil {
 			return err
 		}
 	}
 	return c.save()
+}
+
+// startMaster starts m and puts it under the cluster's CPU limit, if any.
+// Called with c.mu held (or before the cluster is shared).
+func (c *Cluster) startMaster(m *master) error {
+	if err := m.start(c.state.Weed, c.state.Detach); err != nil {
+		return err
+	}
+	if c.state.MasterMilliCPUs == 0 {
+		return nil
+	}
+	sum := sha256.Sum256([]byte(c.state.Dir))
+	group, err := limitCPU(fmt.Sprintf("%x-%s", sum[:6], m.Name), m.PID, c.state.MasterMilliCPUs)
+	if err != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		_ = m.stop(ctx)
+		return err
+	}
+	m.CPUGroup = group
+	return nil
 }
 
 func (c *Cluster) startVolume() error {
@@ -591,7 +630,7 @@ func (c *Cluster) KillMaster(ctx context.Context, i int) error {
 func (c *Cluster) StartMaster(i int) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if err := c.state.Masters[i].start(c.state.Weed, c.state.Detach); err != nil {
+	if err := c.startMaster(c.state.Masters[i]); err != nil {
 		return err
 	}
 	return c.save()
@@ -641,6 +680,7 @@ func (c *Cluster) Stop(ctx context.Context) error {
 	}
 	for _, m := range c.state.Masters {
 		errs = append(errs, m.stop(ctx))
+		releaseCPU(m.CPUGroup)
 	}
 	if c.client != nil {
 		c.client.Close()

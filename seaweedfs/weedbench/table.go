@@ -15,6 +15,9 @@ func WriteTables(w io.Writer, r *Report) error {
 	s := r.Settings
 	fmt.Fprintf(&b, "SeaweedFS assigns: %d closed-loop clients, /dir/assign count 1, %d rounds of %v per cluster, interleaved; assigns/s is the median over rounds, latencies pooled over rounds.\n\n",
 		s.Clients, s.Rounds, s.RoundDuration)
+	if s.MasterMilliCPUs > 0 {
+		fmt.Fprintf(&b, "Every master limited to %d thousandths of a CPU (a cgroup each, GOMAXPROCS to match): masters as if each had a machine of its own.\n\n", s.MasterMilliCPUs)
+	}
 	b.WriteString("| cluster | assigns/s | p50 | p95 | p99 | failed | assigns/s per round | keys issued twice |\n| --- | ---: | ---: | ---: | ---: | ---: | --- | ---: |\n")
 	for _, st := range r.Systems {
 		var rounds []string

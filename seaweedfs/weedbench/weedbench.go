@@ -59,6 +59,12 @@ type Settings struct {
 	// Volumes is how many volumes the S-Chain cluster has before the
 	// validator kill (more volumes, more owners).
 	Volumes int `json:"volumes"`
+	// MasterMilliCPUs, if not zero, limits every master of every cluster
+	// to this many thousandths of a CPU (cluster.Config.MasterMilliCPUs):
+	// masters as if each had a small machine of its own, so that three
+	// leaderless masters can be compared with one stock leader on a
+	// machine whose cores they would otherwise all share.
+	MasterMilliCPUs int `json:"master_milli_cpus,omitempty"`
 }
 
 // DefaultSettings fit `make bench` on 2 cores.
