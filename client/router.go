@@ -161,11 +161,26 @@ type Committed struct {
 // AllocateCommitted allocates through the range's owner and returns once
 // the ids are committed: it waits for the owner's transaction (following a
 // re-pin to its replacement) and returns this request's entry of the
-// accepted receipt. A transaction the chain rejected is ErrTxRejected with
-// its receipt. args.Pooled is cleared; args.Wait api.WaitFinal waits for
-// a final receipt (with its certificate), anything else for an accepted
-// one.
+// accepted receipt. A rejected transaction was never applied (when the
+// range's owner changed before it was included, for instance), so the
+// request is sent again, to the range's owner then, up to the retry
+// policy's MaxAttempts; after that the error wraps ErrTxRejected.
+// args.Pooled is cleared; args.Wait api.WaitFinal waits for a final
+// receipt (with its certificate), anything else for an accepted one.
 func (r *Router) AllocateCommitted(ctx context.Context, args api.AllocateArgs) (*Committed, error) {
+	for attempt := 1; ; attempt++ {
+		c, err := r.allocateCommitted(ctx, args)
+		if !errors.Is(err, ErrTxRejected) || attempt >= r.cfg.Retry.MaxAttempts {
+			return c, err
+		}
+		r.owners.forget(args.Range)
+		if serr := sleep(ctx, r.cfg.Retry.backoff(attempt, err), err); serr != nil {
+			return nil, serr
+		}
+	}
+}
+
+func (r *Router) allocateCommitted(ctx context.Context, args api.AllocateArgs) (*Committed, error) {
 	if args.Wait != api.WaitFinal {
 		args.Wait = api.WaitAccepted
 	}

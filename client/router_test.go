@@ -310,6 +310,14 @@ func TestAllocateCommitted(t *testing.T) {
 	next, err := r.AllocateCommitted(testCtx(t), api.AllocateArgs{Range: "photos", Count: 2})
 	require.NoError(err)
 	require.Equal(uint64(14), next.Entry.Base, "continues from the committed counter")
+
+	// The owner changes before the transaction's block: it is rejected
+	// without effect, and the request goes again, to the new owner.
+	f.MoveDuringNextAllocate("photos", 0)
+	moved, err := r.AllocateCommitted(testCtx(t), api.AllocateArgs{Range: "photos", Count: 3})
+	require.NoError(err)
+	require.Equal(state.ReceiptEntry{Range: "photos", Base: 16, Count: 3}, moved.Entry)
+	require.Equal(f.Nodes[0].ID, moved.Reply.Owner)
 }
 
 // TestRouterBatchesPooled: with PooledBatches, concurrent pooled

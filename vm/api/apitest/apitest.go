@@ -47,6 +47,7 @@ type Net struct {
 	token      string                  // guarded by mu; "" accepts any write
 	membership *api.MembershipReply    // guarded by mu; nil: one made from the nodes
 	reported   ids.ID                  // guarded by mu; the chain getNode reports (ChainID if empty)
+	moves      map[string]int          // guarded by mu; range → node its next allocation's owner change moves it to
 }
 
 // receipt reads "pending" for pendingPolls more polls.
@@ -126,6 +127,19 @@ func (f *Net) SetOwner(rng string, i int) {
 	defer f.mu.Unlock()
 	f.owners[rng] = f.Nodes[i].ID
 	f.height++
+}
+
+// MoveDuringNextAllocate makes the next allocation of rng be rejected as
+// if the range's owner changed before its block (the owner's re-pin found
+// it no longer owns rng): the transaction reserves nothing, its receipt is
+// rejected, and rng moves to node i.
+func (f *Net) MoveDuringNextAllocate(rng string, i int) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.moves == nil {
+		f.moves = map[string]int{}
+	}
+	f.moves[rng] = i
 }
 
 // OwnerOf names rng's owner.
@@ -302,6 +316,20 @@ func (s *Service) Allocate(r *http.Request, args *api.AllocateArgs, reply *api.A
 	defer f.mu.Unlock()
 	if err := f.checkOwner(s.n, args.Range); err != nil {
 		return err
+	}
+	if to, ok := f.moves[args.Range]; ok {
+		delete(f.moves, args.Range)
+		id := f.newTxID()
+		f.owners[args.Range] = f.Nodes[to].ID
+		f.height++
+		rc := api.ReceiptReply{TxID: id, Status: api.StatusRejected,
+			Error: fmt.Sprintf("rejected: owner changed: range %q is owned by %s at P-chain height %d", args.Range, f.Nodes[to].ID, f.height)}
+		f.receipts[id] = &receipt{reply: rc}
+		*reply = api.AllocateReply{TxID: id, PChainHeight: f.height - 1, Owner: s.n.ID}
+		if args.Wait.Waits() {
+			reply.Receipt = &rc
+		}
+		return nil
 	}
 	base := max(f.counters[args.Range], args.Floor)
 	f.counters[args.Range] = base + args.Count
