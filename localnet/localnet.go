@@ -105,7 +105,7 @@ func DefaultSnow() map[string]any {
 // every validator heartbeats once per round, and one that stops is dropped
 // from the members after LivenessRounds+1 rounds (plus the heartbeat lead)
 // at most: 11 s, so that a dead owner's ranges allocate again within the
-// 15 s of issue 14 (a real SeaweedFS master fails over in about 16 s). Why
+// 15 s target (a real SeaweedFS master fails over in about 16 s). Why
 // these values is in docs/liveness.md (Choosing the round): measured by
 // `make bench` (failover per round setting, flapping under load) and the
 // in-process cost benchmark (BenchmarkLivenessRound).
