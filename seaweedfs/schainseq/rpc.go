@@ -229,11 +229,6 @@ func (c *Client) allocate(ctx context.Context, args allocateArgs) (Reservation, 
 			}
 		}
 		if !c.retry(args.Range, err) {
-			if ctx.Err() != nil && !errors.Is(err, ErrUnreachable) {
-				// The caller's bound ran out during the exchange: no
-				// answer in time, as when it runs out between attempts.
-				err = fmt.Errorf("%w: no answer within the caller's bound: %w", ErrUnreachable, err)
-			}
 			return Reservation{}, fmt.Errorf("allocate %d of %q: %w", args.Count, args.Range, err)
 		}
 		last = err
