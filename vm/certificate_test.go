@@ -98,6 +98,13 @@ func TestEveryAcceptedBlockBecomesFinal(t *testing.T) {
 	e := rpcCall(t, nw.server(1), "getCertificate", api.HeightArgs{Height: last + 1}, &reply)
 	require.NotNil(e)
 	require.Equal(api.CodeNotFound, e.Code, "no block there yet")
+	var br api.BlockReply
+	e = rpcCall(t, nw.server(1), "getBlock", api.HeightArgs{Height: last + 1}, &br)
+	require.NotNil(e)
+	require.Equal(api.CodeNotFound, e.Code, "no block there yet")
+	e = rpcCall(t, nw.server(1), "getBlock", api.HeightArgs{Height: ^uint64(0)}, &br)
+	require.NotNil(e)
+	require.Equal(api.CodeNotFound, e.Code, "a height no chain reaches")
 }
 
 // covers checks, from node i's blocks, that c's block descends from the

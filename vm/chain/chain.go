@@ -40,6 +40,8 @@ var (
 	// membership: it is doing so (Config.OnNoMembership), and the caller
 	// retries.
 	ErrNoMembership = errcode.New(errcode.NotReady, "no_membership", "chain: the chain has not opened its first membership yet (it is doing so now; retry shortly)")
+	// ErrNoBlock: no block is accepted at the height asked for (yet).
+	ErrNoBlock = errcode.New(errcode.NotFound, "no_block", "chain: no block accepted at height")
 )
 
 // Listener learns of the engine's decisions, in order, after the chain
@@ -251,6 +253,9 @@ func (c *Chain) GetBlockIDAtHeight(h uint64) (ids.ID, error) {
 // above the last accepted height).
 func (c *Chain) AcceptedAt(h uint64) (*block.Block, error) {
 	id, err := c.GetBlockIDAtHeight(h)
+	if errors.Is(err, database.ErrNotFound) {
+		return nil, fmt.Errorf("%w %d (%w)", ErrNoBlock, h, err)
+	}
 	if err != nil {
 		return nil, err
 	}

@@ -10,7 +10,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/ava-labs/avalanchego/database"
 	"github.com/ava-labs/avalanchego/ids"
 	"github.com/ava-labs/avalanchego/utils/logging"
 	"github.com/gorilla/rpc/v2"
@@ -304,7 +303,7 @@ func (s *Service) finalize(rc *api.ReceiptReply) {
 // one at or above it.
 func (s *Service) GetCertificate(_ *http.Request, args *api.HeightArgs, reply *api.CertificateReply) error {
 	if args.Height > s.s.reads.LastAccepted().Block.Height {
-		return &json2.Error{Code: json2.ErrorCode(errcode.NotFound), Message: fmt.Sprintf("no block accepted at height %d", args.Height)}
+		return rpcError(fmt.Errorf("%w %d", chain.ErrNoBlock, args.Height))
 	}
 	cert, err := s.s.finality.Covering(args.Height)
 	if err != nil {
@@ -318,9 +317,6 @@ func (s *Service) GetCertificate(_ *http.Request, args *api.HeightArgs, reply *a
 // walks to prove a certificate above a receipt covers it.
 func (s *Service) GetBlock(_ *http.Request, args *api.HeightArgs, reply *api.BlockReply) error {
 	b, err := s.s.reads.AcceptedAt(args.Height)
-	if errors.Is(err, database.ErrNotFound) {
-		return &json2.Error{Code: json2.ErrorCode(errcode.NotFound), Message: fmt.Sprintf("no block accepted at height %d", args.Height)}
-	}
 	if err != nil {
 		return rpcError(err)
 	}
