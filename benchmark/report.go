@@ -91,6 +91,9 @@ type SystemReport struct {
 	Flaps *Flaps `json:"flaps,omitempty"`
 	// Failover is nil when the failover phase did not run.
 	Failover *FailoverReport `json:"failover,omitempty"`
+	// Finality is accept → certificate latency during the steady rounds
+	// (S-Chain with a finality source; nil otherwise).
+	Finality *Finality `json:"finality,omitempty"`
 	// Duplicates checks every allocation of the run, steady and failover.
 	Duplicates Duplicates `json:"duplicates"`
 }

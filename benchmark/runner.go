@@ -208,13 +208,22 @@ func (r *Runner) countFlaps(rep *Report, watchers []*MembershipWatcher) {
 func (r *Runner) steady(ctx context.Context, rep *Report) {
 	samples := make([][]Sample, len(r.targets))
 	elapsed := make([]time.Duration, len(r.targets))
+	finality := make([]FinalityCounts, len(r.targets))
+	finalityFor := make([]time.Duration, len(r.targets))
 	for k, slot := range rep.Order {
 		t := r.targets[slot.System]
 		r.logf("round %d/%d (%d of %d): %s for %s", slot.Round+1, r.settings.Rounds, k+1, len(rep.Order), t.Name, r.settings.RoundDuration)
 		from := time.Now()
+		before, readBefore := r.readFinality(ctx, t)
 		d := Start(ctx, Load{System: t.Cluster, Ranges: r.ranges, Clients: r.settings.Clients, Pick: RoundRobin(len(r.ranges)), Count: r.settings.Count, Timeout: r.settings.RequestTimeout})
 		err := wait(ctx, r.settings.RoundDuration, nil)
 		got, took := d.Stop()
+		if readBefore {
+			if after, ok := r.readFinality(ctx, t); ok {
+				finality[slot.System] = finality[slot.System].Add(after.Sub(before))
+				finalityFor[slot.System] += took
+			}
+		}
 		rep.Systems[slot.System].Windows = append(rep.Systems[slot.System].Windows, Window{From: from, To: time.Now()})
 		if err != nil {
 			return
@@ -239,7 +248,24 @@ func (r *Runner) steady(ctx context.Context, rep *Report) {
 			rps, ips = append(rps, rd.ReqPerSec), append(ips, rd.IDsPerSec)
 		}
 		sys.MedianReqPerSec, sys.MedianIDsPerSec = Median(rps), Median(ips)
+		if finalityFor[i] > 0 {
+			sys.Finality = NewFinality(finality[i], finalityFor[i])
+		}
 	}
+}
+
+// readFinality reads t's finality counters, if it has them; a failed read
+// is logged and leaves the round out of the finality figures.
+func (r *Runner) readFinality(ctx context.Context, t Target) (FinalityCounts, bool) {
+	if t.Finality == nil {
+		return FinalityCounts{}, false
+	}
+	c, err := t.Finality.FinalityCounts(ctx)
+	if err != nil {
+		r.logf("   %s: finality not read: %v", t.Name, err)
+		return FinalityCounts{}, false
+	}
+	return c, true
 }
 
 // warmUp allocates once per range until each answers: connections open,

@@ -151,3 +151,43 @@ func TestRunnerChecksOneNetworkTogether(t *testing.T) {
 		}
 	}
 }
+
+// ticking is a finality source whose every reading adds ten blocks and
+// ten observations of 5-10 ms.
+type ticking struct{ reads uint64 }
+
+func (f *ticking) FinalityCounts(context.Context) (benchmark.FinalityCounts, error) {
+	f.reads++
+	n := 10 * f.reads
+	return benchmark.FinalityCounts{Bounds: []float64{0.005, 0.01}, Cumulative: []uint64{0, n}, Count: n, Blocks: n}, nil
+}
+
+// TestRunnerReadsFinalityAroundRounds: a target with a finality source gets
+// the latency and blocks of its own rounds, read before and after each.
+func TestRunnerReadsFinalityAroundRounds(t *testing.T) {
+	require := require.New(t)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	src := &ticking{}
+	s := quick()
+	s.Failover = false
+	targets := []benchmark.Target{
+		{Name: "legacy", Cluster: benchmarktest.New(3, time.Millisecond, true)},
+		{Name: "schain", SChain: true, Cluster: benchmarktest.New(3, time.Millisecond, false), Finality: src},
+	}
+	r, err := benchmark.NewRunner(s, targets, nil)
+	require.NoError(err)
+	rep, err := r.Run(ctx)
+	require.NoError(err)
+	require.Nil(rep.Systems[0].Finality)
+	f := rep.Systems[1].Finality
+	require.NotNil(f)
+	require.Equal(uint64(4), src.reads, "before and after each of its 2 rounds")
+	require.Equal(uint64(20), f.Blocks, "10 blocks between the readings of each round")
+	require.Greater(f.P50, 5*time.Millisecond)
+	require.LessOrEqual(f.P50, 10*time.Millisecond)
+	require.Positive(f.BlockInterval)
+	var out bytes.Buffer
+	require.NoError(benchmark.WriteTables(&out, rep))
+	require.Contains(out.String(), "accept → final p50")
+}

@@ -53,6 +53,9 @@ type Target struct {
 	// kill (Flaps). NodeName turns a NodeID into the name Owners uses.
 	Membership MembershipSource
 	NodeName   func(nodeID string) string
+	// Finality, if set, is read around each steady round: accept →
+	// certificate latency under the target's load (SystemReport.Finality).
+	Finality FinalitySource
 }
 
 // BusiestNode returns the node that appears most often in owners (the

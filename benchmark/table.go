@@ -62,6 +62,7 @@ func WriteTables(w io.Writer, r *Report) error {
 		}
 	}
 	writeFlaps(&b, r)
+	writeFinality(&b, r)
 	writeLiveness(&b, r)
 	_, err := io.WriteString(w, b.String())
 	return err
@@ -82,6 +83,24 @@ func writeFlaps(b *strings.Builder, r *Report) {
 		}
 		f := sys.Flaps
 		fmt.Fprintf(b, "| %s | %d | %d | %d | %d |\n", sys.Name, f.Rounds, f.Changes, f.AliveOut, f.Fallbacks)
+	}
+}
+
+// writeFinality reports, per S-Chain system, accept → certificate latency
+// under its steady load against the interval between blocks.
+func writeFinality(b *strings.Builder, r *Report) {
+	first := true
+	for _, sys := range r.Systems {
+		f := sys.Finality
+		if f == nil {
+			continue
+		}
+		if first {
+			b.WriteString("\nFinality during the steady rounds: accept → certificate on every node (the nodes' certificate_latency_seconds), against the mean interval between accepted blocks. Target: p50 ≤ 1 block interval.\n\n")
+			b.WriteString("| system | blocks | block interval | accept → final p50 | p90 | p50 in block intervals |\n| --- | ---: | ---: | ---: | ---: | ---: |\n")
+			first = false
+		}
+		fmt.Fprintf(b, "| %s | %d | %s | %s | %s | %.2f |\n", sys.Name, f.Blocks, Duration(f.BlockInterval), Duration(f.P50), Duration(f.P90), f.P50PerBlock)
 	}
 }
 

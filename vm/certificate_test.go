@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/ava-labs/avalanchego/ids"
+	"github.com/ava-labs/avalanchego/network/p2p/acp118"
 	"github.com/ava-labs/avalanchego/proto/pb/sdk"
 	"github.com/ava-labs/avalanchego/snow/engine/common"
 	snowblock "github.com/ava-labs/avalanchego/snow/engine/snowman/block"
@@ -105,6 +106,48 @@ func TestEveryAcceptedBlockBecomesFinal(t *testing.T) {
 	e = rpcCall(t, nw.server(1), "getBlock", api.HeightArgs{Height: ^uint64(0)}, &br)
 	require.NotNil(e)
 	require.Equal(api.CodeNotFound, e.Code, "a height no chain reaches")
+}
+
+// TestSignaturesArePushedOnAccept: each validator pushes its signature to
+// the others as it accepts a block, so a certificate needs no request
+// round: with every signature request lost, every block still becomes
+// final on every node.
+func TestSignaturesArePushedOnAccept(t *testing.T) {
+	require := require.New(t)
+	ctx := context.Background()
+	nw, r := newGossipNet(t, 3)
+	r.dropIf(func(gossip bool, msg []byte) bool { return !gossip && handlerOf(msg) == acp118.HandlerID })
+	nw.ready(10)
+	for i := range nw.vms {
+		rk := nw.rangeOf(i, "pushed")
+		_, err := nw.vms[i].Writer().Allocate(ctx, []txs.AllocateEntry{{Range: rk, Count: 1}})
+		require.NoError(err)
+		_, err = nw.round(i, 10)
+		require.NoError(err)
+	}
+	last := nw.vms[0].Chain().LastAccepted().Block.Height
+	nw.certifiedUpTo(last)
+	for i := range nw.vms {
+		var reply api.CertificateReply
+		require.Nil(rpcCall(t, nw.server(i), "getCertificate", api.HeightArgs{Height: last}, &reply))
+		require.Equal(uint64(30), nw.verifyOffline(&reply.Certificate).SignedWeight)
+	}
+}
+
+// TestRequestsCoverLostPushes: with every pushed signature lost, nodes ask
+// for the signatures they miss, and every block still becomes final.
+func TestRequestsCoverLostPushes(t *testing.T) {
+	require := require.New(t)
+	ctx := context.Background()
+	nw, r := newGossipNet(t, 3)
+	r.dropIf(func(gossip bool, msg []byte) bool { return gossip && handlerOf(msg) == certifier.PushHandlerID })
+	nw.ready(10)
+	rk := nw.rangeOf(1, "unpushed")
+	_, err := nw.vms[1].Writer().Allocate(ctx, []txs.AllocateEntry{{Range: rk, Count: 1}})
+	require.NoError(err)
+	_, err = nw.round(1, 10)
+	require.NoError(err)
+	nw.certifiedUpTo(nw.vms[0].Chain().LastAccepted().Block.Height)
 }
 
 // covers checks, from node i's blocks, that c's block descends from the

@@ -2,6 +2,7 @@ package vm_test
 
 import (
 	"context"
+	"encoding/binary"
 	"sync"
 	"testing"
 	"time"
@@ -28,6 +29,28 @@ type router struct {
 	vms     map[ids.NodeID]*vm.VM
 	cut     map[ids.NodeID]bool
 	flights sync.WaitGroup
+	// drops, when set, loses the app messages it returns true for (gossip:
+	// an AppGossip, else an AppRequest), as a network may.
+	drops func(gossip bool, msg []byte) bool
+}
+
+// dropIf makes the router lose the messages f picks.
+func (r *router) dropIf(f func(gossip bool, msg []byte) bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.drops = f
+}
+
+func (r *router) dropped(gossip bool, msg []byte) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.drops != nil && r.drops(gossip, msg)
+}
+
+// handlerOf is the p2p handler a message is for (its uvarint prefix).
+func handlerOf(msg []byte) uint64 {
+	id, _ := binary.Uvarint(msg)
+	return id
 }
 
 func (r *router) deliver(from, to ids.NodeID, f func(v *vm.VM)) {
@@ -71,6 +94,9 @@ type sender struct {
 var _ common.AppSender = (*sender)(nil)
 
 func (s *sender) SendAppRequest(ctx context.Context, to set.Set[ids.NodeID], requestID uint32, msg []byte) error {
+	if s.r.dropped(false, msg) {
+		return nil
+	}
 	for id := range to {
 		s.r.deliver(s.from, id, func(v *vm.VM) {
 			_ = v.AppRequest(context.Background(), s.from, requestID, time.Now().Add(5*time.Second), msg)
@@ -92,6 +118,9 @@ func (s *sender) SendAppError(_ context.Context, to ids.NodeID, requestID uint32
 }
 
 func (s *sender) SendAppGossip(_ context.Context, cfg common.SendConfig, msg []byte) error {
+	if s.r.dropped(true, msg) {
+		return nil
+	}
 	targets := set.Of(cfg.NodeIDs.List()...)
 	if cfg.Validators > 0 || cfg.Peers > 0 {
 		targets.Add(s.r.others(s.from)...)

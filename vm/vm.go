@@ -225,7 +225,10 @@ func (vm *VM) Init(cfg Config, db database.Database, genesisBytes []byte) error 
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	vm.stop = cancel
-	var requester certifier.Requester
+	var (
+		requester certifier.Requester
+		gossiper  certifier.Gossiper
+	)
 	if cfg.Sender != nil && cfg.Peers != nil {
 		peers := p2p.NewValidators(cfg.Log, cfg.SubnetID, cfg.Peers, time.Minute)
 		network, err := p2p.NewNetwork(cfg.Log, cfg.Sender, cfg.Registerer, "p2p", peers)
@@ -244,12 +247,17 @@ func (vm *VM) Init(cfg Config, db database.Database, genesisBytes []byte) error 
 			cancel()
 			return err
 		}
+		if err := network.AddHandler(certifier.PushHandlerID, vm.certifier.PushHandler()); err != nil {
+			cancel()
+			return err
+		}
 		vm.network, vm.AppHandler = network, network
 		requester = network.NewClient(acp118.HandlerID, peers)
+		gossiper = network.NewClient(certifier.PushHandlerID, peers)
 		vm.writer.UseGossip(vm.gossip)
 		vm.gossip.Run(ctx, cfg.Log)
 	}
-	vm.certifier.Start(requester)
+	vm.certifier.Start(requester, gossiper)
 	vm.writer.Start()
 	vm.logStart()
 	return nil

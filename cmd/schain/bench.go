@@ -347,7 +347,7 @@ func schainTarget(sc *benchmark.SChainCluster, mode, network string) (benchmark.
 			return benchmark.Target{}, err
 		}
 	}
-	return benchmark.Target{Name: schainTargetName[mode], SChain: true, Network: network, Cluster: c, Membership: sc, NodeName: sc.NameOf}, nil
+	return benchmark.Target{Name: schainTargetName[mode], SChain: true, Network: network, Cluster: c, Membership: sc, NodeName: sc.NameOf, Finality: sc}, nil
 }
 
 // startBenchTargets starts a fresh S-Chain network under <out>/network and

@@ -16,6 +16,7 @@ import (
 	"github.com/ava-labs/avalanchego/ids"
 	"github.com/stretchr/testify/require"
 
+	"github.com/s-chain/schain/benchmark"
 	"github.com/s-chain/schain/certificate"
 	"github.com/s-chain/schain/client"
 	"github.com/s-chain/schain/subnet"
@@ -33,6 +34,10 @@ func TestH_Finality(t *testing.T) {
 	defer cancel()
 	r := router(t)
 	startHeight := lastHeight(ctx, t)
+	sc, err := benchmark.AttachSChain(network)
+	require.NoError(err)
+	countsBefore, err := sc.FinalityCounts(ctx)
+	require.NoError(err, "every node exports certificate_latency_seconds")
 
 	const workers, perWorker = 8, 6
 	type run struct {
@@ -76,6 +81,10 @@ func TestH_Finality(t *testing.T) {
 	elapsed := time.Since(started)
 	require.Len(runs, workers*perWorker, "every receipt of the run became final")
 	blocks := lastHeight(ctx, t) - startHeight
+	countsAfter, err := sc.FinalityCounts(ctx)
+	require.NoError(err)
+	onNodes := benchmark.NewFinality(countsAfter.Sub(countsBefore), elapsed)
+	require.Positive(onNodes.Counts.Count, "the nodes observed the burst's blocks becoming final")
 
 	// Check each offline against the P-chain's set, fetched from a node's
 	// P-chain (not from S-Chain).
@@ -142,6 +151,8 @@ func TestH_Finality(t *testing.T) {
 	t.Logf("finality: %d receipts final; accepted -> final (a long-polled wait) p50 %v, p90 %v, max %v; %d blocks in %v: one every %v",
 		len(runs), lat[len(lat)/2].Round(time.Millisecond), lat[len(lat)*9/10].Round(time.Millisecond), lat[len(lat)-1].Round(time.Millisecond),
 		blocks, elapsed.Round(time.Millisecond), interval.Round(time.Millisecond))
+	t.Logf("finality on the nodes (certificate_latency_seconds, every node): accept -> final p50 %v, p90 %v over %d block acceptances; %.2f block intervals at p50",
+		onNodes.P50.Round(time.Millisecond), onNodes.P90.Round(time.Millisecond), onNodes.Counts.Count, onNodes.P50PerBlock)
 }
 
 func assertNoError(t *testing.T, err error, what string) bool {

@@ -1,14 +1,17 @@
 // Package certifier gives a node finality certificates for the blocks it
-// accepted: it signs the certificate statement of any block it has itself
-// accepted when a peer asks (avalanchego's ACP-118 signature requests), and
-// in the background collects the other validators' signatures on its
-// newest accepted block until they carry more than 2/3 of the stake at the
-// block's P-chain height, then stores the certificate with the block.
+// accepted. It signs the certificate statement of a block only once it has
+// itself accepted it: it pushes that signature to the other validators as
+// it accepts, and answers peers who ask (avalanchego's ACP-118 signature
+// requests). In the background it gathers the other validators' signatures
+// on its newest accepted block, pushed or, when pushes fall short, asked
+// for, until they carry more than 2/3 of the stake at the block's P-chain
+// height, then stores the certificate with the block.
 //
 // A certificate over height h covers every block below it, so the work is
-// bounded however fast blocks come: one round at a time, always on the
-// newest accepted block; blocks accepted meanwhile are covered by the next
-// certificate. Package certificate checks them offline.
+// bounded however fast blocks come: one aggregate check per certificate,
+// always on the newest accepted block, one request round at a time;
+// blocks accepted meanwhile are covered by the next certificate. Package
+// certificate checks them offline.
 package certifier
 
 import (
@@ -44,10 +47,10 @@ var (
 	ErrStalled = errors.New("certifier: finality certificates stalled")
 )
 
-// Timing of signature collection. A round waits for the answers of one
-// request to every validator that has not signed yet; peers that had not
-// accepted the block are asked again after a short backoff, which grows
-// while no progress is made.
+// Timing of request rounds (pushes need none; see pullAfter). A round
+// waits for the answers of one request to every validator that has not
+// signed yet; peers that had not accepted the block are asked again after
+// a short backoff, which grows while no progress is made.
 const (
 	roundTimeout = 2 * time.Second
 	// retryDelay is the first delay before asking again a validator that
@@ -59,11 +62,10 @@ const (
 	maxRetryDelay  = 50 * time.Millisecond
 	notAcceptedFor = 1280 * time.Millisecond
 	minBackoff     = 20 * time.Millisecond
-	// minInterval paces certificates: a round starts at least this long
+	// minInterval paces request rounds: one starts at least this long
 	// after the previous one started, so that their cost stays bounded
 	// however fast blocks come (blocks accepted meanwhile are covered
-	// together by the next one), while a block accepted after a quiet
-	// spell is certified at once.
+	// together by the next certificate).
 	minInterval = 50 * time.Millisecond
 	maxBackoff  = 2 * time.Second
 	// maxTracked bounds the accept times kept for the latency metric.
@@ -107,6 +109,7 @@ type Certifier struct {
 	store     store
 	signing   signing
 	requester Requester
+	gossiper  Gossiper
 	metrics   *metrics
 	sets      *lru.Cache[uint64, validators.WarpSet]
 	// signatures are this node's signatures by message ID, shared by the
@@ -115,6 +118,9 @@ type Certifier struct {
 	wake       chan struct{}
 	done       chan struct{}
 	stop       context.CancelFunc
+	// pushedHeight is the newest block this node pushed its signature
+	// for; only the background goroutine touches it.
+	pushedHeight uint64
 
 	mu        sync.Mutex // guards the fields below
 	last      *block.Block
@@ -124,9 +130,16 @@ type Certifier struct {
 	// waiting is when the oldest block no certificate covers was accepted
 	// (zero: none).
 	waiting time.Time
+	// uncoveredSince is waiting on this machine's clock (cfg.Clock may be
+	// a test's), for pacing requests; approximate after a certificate.
+	uncoveredSince time.Time
 	// missing are the validators whose signatures the last short round
 	// lacked, for Health.
 	missing []ids.NodeID
+	// pushed are peers' signatures not taken yet; members are the newest
+	// validator set's nodes, the only senders kept.
+	pushed  pushes
+	members set.Set[ids.NodeID]
 }
 
 // New restores the certifier's progress from db (a part of the chain's
@@ -150,13 +163,13 @@ func New(cfg Config, db database.Database, blocks Blocks, last *block.Block) (*C
 		signing: signing{networkID: cfg.NetworkID, chainID: cfg.ChainID, blocks: blocks},
 		metrics: m, sets: lru.NewCache[uint64, validators.WarpSet](8), signatures: lru.NewCache[ids.ID, []byte](1024),
 		wake: make(chan struct{}, 1), changed: make(chan struct{}), accepted: map[uint64]time.Time{},
-		last: last,
+		last: last, pushed: pushes{}, pushedHeight: last.Height,
 	}
 	if c.certified, err = c.store.last(); err != nil {
 		return nil, err
 	}
 	if last.Height > c.certified {
-		c.waiting = cfg.Clock()
+		c.waiting, c.uncoveredSince = cfg.Clock(), time.Now()
 	}
 	c.updateGauges()
 	return c, nil
@@ -169,11 +182,12 @@ func (c *Certifier) Handler() p2p.Handler {
 	return acp118.NewCachedHandler(c.signatures, c.signing, c.cfg.Signer)
 }
 
-// Start collects certificates in the background until Stop. Without a
-// requester (no network) only this node's own signature counts.
-func (c *Certifier) Start(r Requester) {
+// Start collects certificates in the background until Stop: it pushes this
+// node's signatures through g and asks for missing ones through r. Without
+// them (no network) only this node's own signature counts.
+func (c *Certifier) Start(r Requester, g Gossiper) {
 	ctx, cancel := context.WithCancel(context.Background())
-	c.requester, c.stop, c.done = r, cancel, make(chan struct{})
+	c.requester, c.gossiper, c.stop, c.done = r, g, cancel, make(chan struct{})
 	go func() {
 		defer close(c.done)
 		c.run(ctx)
@@ -199,11 +213,16 @@ func (c *Certifier) Accepted(b *block.Block) {
 			c.accepted[b.Height] = now
 		}
 		if c.waiting.IsZero() {
-			c.waiting = now
+			c.waiting, c.uncoveredSince = now, time.Now()
 		}
 	}
 	c.updateGauges()
 	c.mu.Unlock()
+	c.nudge()
+}
+
+// nudge wakes the background goroutine.
+func (c *Certifier) nudge() {
 	select {
 	case c.wake <- struct{}{}:
 	default:
@@ -284,61 +303,138 @@ func (c *Certifier) target() *block.Block {
 }
 
 func (c *Certifier) run(ctx context.Context) {
+	c.pushNewest(ctx)
 	backoff := minBackoff
 	var (
 		a       *attempt
-		started time.Time // when the newest round started
+		started time.Time // when the newest request round started
+		retry   time.Time // no request round before this, after a short one
 	)
+	timer := time.NewTimer(time.Hour)
+	defer timer.Stop()
 	for {
-		b := c.target()
-		if b == nil {
-			select {
-			case <-ctx.Done():
-				return
-			case <-c.wake:
-				continue
-			}
-		}
-		if a == nil || a.statement.BlockID != b.ID() {
-			if wait := minInterval - time.Since(started); wait > 0 {
-				select {
-				case <-ctx.Done():
-					return
-				case <-time.After(wait):
-				}
-				// A newer block may have been accepted meanwhile.
-				continue
-			}
-			started = time.Now()
+		c.pushNewest(ctx)
+		if b := c.target(); b == nil {
+			a = nil
+		} else if a == nil || a.statement.BlockID != b.ID() {
 			var err error
 			if a, err = c.newAttempt(ctx, b); err != nil {
 				c.cfg.Log.Warn("certificate round not started", zap.Uint64("height", b.Height), zap.Error(err))
 				a = nil
+				if !sleep(ctx, backoff) {
+					return
+				}
+				backoff = min(2*backoff, maxBackoff)
+				continue
 			}
 		}
-		progressed := false
 		if a != nil {
-			var err error
-			progressed, err = c.collect(ctx, a)
-			if err == nil && a.quorum() {
-				if err = c.finish(a); err == nil {
-					a, backoff = nil, minBackoff
-					continue
+			c.adopt(a)
+			if a.quorum() {
+				if c.finished(a) {
+					a, backoff, retry = nil, minBackoff, time.Time{}
 				}
-				c.cfg.Log.Warn("certificate not stored", zap.Uint64("height", b.Height), zap.Error(err))
+				continue
+			}
+		}
+		// Ask for the missing signatures once pushes had their chance:
+		// pullAfter past the oldest uncovered block's acceptance, rounds
+		// at least minInterval apart, and backing off while short.
+		var due time.Time
+		if a != nil {
+			due = c.waitingSince().Add(pullAfter)
+			due = maxTime(due, started.Add(minInterval), retry)
+		}
+		if a != nil && !time.Now().Before(due) {
+			started = time.Now()
+			progressed, err := c.collect(ctx, a)
+			if err == nil && a.quorum() {
+				if c.finished(a) {
+					a, backoff, retry = nil, minBackoff, time.Time{}
+				}
+				continue
 			}
 			c.metrics.rounds.WithLabelValues("short").Inc()
 			c.noteMissing(a)
+			if progressed {
+				backoff = minBackoff
+			}
+			retry = time.Now().Add(backoff)
+			backoff = min(2*backoff, maxBackoff)
+			continue
 		}
-		if progressed {
-			backoff = minBackoff
+		var fire <-chan time.Time
+		if a != nil {
+			timer.Reset(time.Until(due))
+			fire = timer.C
 		}
 		select {
 		case <-ctx.Done():
 			return
-		case <-time.After(backoff):
+		case <-c.wake:
+		case <-fire:
 		}
-		backoff = min(2*backoff, maxBackoff)
+		if !timer.Stop() {
+			select {
+			case <-timer.C:
+			default:
+			}
+		}
+	}
+}
+
+// finished stores a's certificate, logging when it could not.
+func (c *Certifier) finished(a *attempt) bool {
+	if err := c.finish(a); err != nil {
+		c.cfg.Log.Warn("certificate not stored", zap.Uint64("height", a.statement.Height), zap.Error(err))
+		return false
+	}
+	return true
+}
+
+// pushNewest pushes this node's signature on its newest accepted block,
+// once per block. Blocks accepted in between get none: a certificate over
+// the newest covers them, and a peer still short of one asks.
+func (c *Certifier) pushNewest(ctx context.Context) {
+	c.mu.Lock()
+	b := c.last
+	c.mu.Unlock()
+	if b.Height <= c.pushedHeight {
+		return
+	}
+	c.pushedHeight = b.Height
+	c.push(ctx, b)
+}
+
+// waitingSince is when the oldest block no certificate covers was accepted
+// (now when none waits).
+func (c *Certifier) waitingSince() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.uncoveredSince.IsZero() {
+		return time.Now()
+	}
+	return c.uncoveredSince
+}
+
+func maxTime(ts ...time.Time) time.Time {
+	var m time.Time
+	for _, t := range ts {
+		if t.After(m) {
+			m = t
+		}
+	}
+	return m
+}
+
+func sleep(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-t.C:
+		return true
 	}
 }
 
@@ -364,14 +460,15 @@ func (c *Certifier) finish(a *attempt) error {
 			delete(c.accepted, h)
 		}
 	}
-	c.waiting = time.Time{}
+	c.waiting, c.uncoveredSince = time.Time{}, time.Time{}
 	if c.last.Height > c.certified {
-		c.waiting = now
+		c.waiting, c.uncoveredSince = now, time.Now()
 		if at, ok := c.accepted[c.certified+1]; ok {
 			c.waiting = at
 		}
 	}
 	c.missing = nil
+	c.prunePushes()
 	close(c.changed)
 	c.changed = make(chan struct{})
 	c.updateGauges()

@@ -18,7 +18,7 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 	m := &metrics{
 		latency: prometheus.NewHistogram(prometheus.HistogramOpts{
 			Name: "certificate_latency_seconds", Help: "time from a block's acceptance on this node to the certificate that covers it",
-			Buckets: prometheus.ExponentialBuckets(0.01, 2, 14),
+			Buckets: prometheus.ExponentialBuckets(0.005, 1.5, 24),
 		}),
 		certified:   prometheus.NewGauge(prometheus.GaugeOpts{Name: "certified_height", Help: "height of the newest finality certificate"}),
 		uncertified: prometheus.NewGauge(prometheus.GaugeOpts{Name: "uncertified_blocks", Help: "accepted blocks no certificate covers yet"}),

@@ -141,12 +141,9 @@ func (c *Certifier) newAttempt(ctx context.Context, b *block.Block) (*attempt, e
 		}
 	}
 	if i, ok := a.index[c.cfg.NodeID]; ok {
-		raw, cached := c.signatures.Get(msg.ID())
-		if !cached {
-			if raw, err = c.cfg.Signer.Sign(msg); err != nil {
-				return nil, err
-			}
-			c.signatures.Put(msg.ID(), raw)
+		raw, err := c.sign(msg)
+		if err != nil {
+			return nil, err
 		}
 		// A node's own signature is checked like anyone's (in the
 		// aggregate): a signer whose key is not the one the P-chain has
@@ -157,6 +154,20 @@ func (c *Certifier) newAttempt(ctx context.Context, b *block.Block) (*attempt, e
 	}
 	c.drop(a, a.check())
 	return a, nil
+}
+
+// sign is this node's signature of msg, made once: the handler answering
+// peers, the pushes and the attempts share it.
+func (c *Certifier) sign(msg *warp.UnsignedMessage) ([]byte, error) {
+	if raw, ok := c.signatures.Get(msg.ID()); ok {
+		return raw, nil
+	}
+	raw, err := c.cfg.Signer.Sign(msg)
+	if err != nil {
+		return nil, err
+	}
+	c.signatures.Put(msg.ID(), raw)
+	return raw, nil
 }
 
 // drop counts and logs the signatures check found bad.
@@ -220,6 +231,13 @@ func (c *Certifier) collect(ctx context.Context, a *attempt) (bool, error) {
 		select {
 		case <-ctx.Done():
 			return progressed, nil
+		case <-c.wake:
+			// A push, or a newer block this node must push its
+			// signature for.
+			c.pushNewest(ctx)
+			if c.adopt(a) {
+				progressed = true
+			}
 		case id := <-due:
 			scheduled--
 			if err := c.requester.AppRequest(ctx, set.Of(id), a.request, onResponse); err == nil {

@@ -1,0 +1,188 @@
+package certifier
+
+import (
+	"context"
+	"encoding/binary"
+	"time"
+
+	"github.com/ava-labs/avalanchego/ids"
+	"github.com/ava-labs/avalanchego/network/p2p"
+	"github.com/ava-labs/avalanchego/snow/engine/common"
+	"github.com/ava-labs/avalanchego/utils/crypto/bls"
+	"github.com/ava-labs/avalanchego/utils/set"
+	"go.uber.org/zap"
+
+	"github.com/s-chain/schain/vm/block"
+)
+
+// Pushed signatures. Asking for a signature costs a round trip and, when
+// the peer has not accepted the block yet, retries; most of a certificate's
+// latency was that. So each validator also pushes its signature to the
+// others as soon as it accepts a block, and a node that gathers pushes
+// carrying more than 2/3 of the stake certifies without asking anyone.
+// Requests remain the fallback: a round starts only when no certificate
+// covered the oldest uncovered block within pullAfter of its acceptance
+// (a push lost, a peer that restarted).
+const (
+	// PushHandlerID is the p2p handler pushed signatures travel on.
+	PushHandlerID uint64 = 0x5c01
+	// pushLen is a push's size: a u64 height and a compressed BLS
+	// signature.
+	pushLen = 8 + bls.SignatureLen
+	// pushAhead bounds how far above its last accepted block a node keeps
+	// pushed signatures (peers that accepted blocks it has not yet).
+	pushAhead = 64
+	// pullAfter is how long pushes have to certify a block before this
+	// node asks for the missing signatures.
+	pullAfter = 200 * time.Millisecond
+)
+
+// Gossiper sends a message to nodes without waiting for an answer
+// (*p2p.Client).
+type Gossiper interface {
+	AppGossip(ctx context.Context, config common.SendConfig, msg []byte) error
+}
+
+// pushes are the signatures peers pushed and no attempt has taken yet, by
+// height and sender, unchecked. Guarded by Certifier.mu. Bounded: heights
+// above the certified one and within pushAhead of the last accepted,
+// senders in the newest validator set, one signature per sender and
+// height; an attempt takes its height's and drops those below.
+type pushes map[uint64]map[ids.NodeID][]byte
+
+func encodePush(height uint64, sig []byte) []byte {
+	return append(binary.BigEndian.AppendUint64(make([]byte, 0, pushLen), height), sig...)
+}
+
+// PushHandler is the handler to register on the node's p2p network under
+// PushHandlerID: it keeps what validators push, within bounds.
+func (c *Certifier) PushHandler() p2p.Handler { return pushHandler{c} }
+
+type pushHandler struct{ c *Certifier }
+
+var _ p2p.Handler = pushHandler{}
+
+func (h pushHandler) AppGossip(_ context.Context, nodeID ids.NodeID, msg []byte) {
+	if reason := h.c.keepPush(nodeID, msg); reason != "" {
+		h.c.metrics.refusals.WithLabelValues(reason).Inc()
+	}
+}
+
+func (pushHandler) AppRequest(context.Context, ids.NodeID, time.Time, []byte) ([]byte, *common.AppError) {
+	return nil, &common.AppError{Code: CodeNotStatement, Message: "pushed signatures take no requests"}
+}
+
+// keepPush stores one pushed signature and wakes the collector, or names
+// why it was not kept.
+func (c *Certifier) keepPush(nodeID ids.NodeID, msg []byte) string {
+	if len(msg) != pushLen {
+		return "malformed"
+	}
+	height := binary.BigEndian.Uint64(msg)
+	c.mu.Lock()
+	switch {
+	case !c.members.Contains(nodeID):
+		c.mu.Unlock()
+		return "not_a_validator"
+	case height <= c.certified || height+pushAhead < c.last.Height || height > c.last.Height+pushAhead:
+		c.mu.Unlock()
+		return "outside_window"
+	}
+	byNode := c.pushed[height]
+	if byNode == nil {
+		byNode = map[ids.NodeID][]byte{}
+		c.pushed[height] = byNode
+	}
+	if _, ok := byNode[nodeID]; ok {
+		c.mu.Unlock()
+		return "duplicate"
+	}
+	byNode[nodeID] = msg[8:]
+	c.mu.Unlock()
+	c.nudge()
+	return ""
+}
+
+// adopt moves the signatures pushed for a's block into a and checks them
+// once they would make a quorum. It reports whether any was added.
+func (c *Certifier) adopt(a *attempt) bool {
+	c.mu.Lock()
+	byNode := c.pushed[a.statement.Height]
+	for h := range c.pushed {
+		if h <= a.statement.Height {
+			delete(c.pushed, h) // below: a certificate over a's block covers them
+		}
+	}
+	c.mu.Unlock()
+	added := false
+	for nodeID, raw := range byNode {
+		i, ok := a.index[nodeID]
+		if !ok || a.has(i) {
+			continue
+		}
+		sig, err := bls.SignatureFromBytes(raw)
+		if err != nil {
+			c.metrics.refusals.WithLabelValues("bad_signature").Inc()
+			continue
+		}
+		a.offer(i, sig)
+		added = true
+	}
+	if added {
+		c.drop(a, a.check())
+	}
+	return added
+}
+
+// push signs b's statement, when this node is a validator of b's P-chain
+// height, and sends the signature to the set's other validators. The set's
+// members become the senders whose pushes this node keeps.
+func (c *Certifier) push(ctx context.Context, b *block.Block) {
+	st, ok := Statement(c.cfg.NetworkID, c.cfg.ChainID, b)
+	if !ok {
+		return
+	}
+	vs, err := c.validatorSet(ctx, st.PChainHeight)
+	if err != nil {
+		c.cfg.Log.Debug("no signature pushed", zap.Uint64("height", b.Height), zap.Error(err))
+		return
+	}
+	// members is replaced, never changed: keepPush reads it under mu.
+	members := set.NewSet[ids.NodeID](len(vs.Validators))
+	for _, v := range vs.Validators {
+		members.Add(v.NodeIDs...)
+	}
+	c.mu.Lock()
+	c.members = members
+	c.mu.Unlock()
+	if !members.Contains(c.cfg.NodeID) || c.gossiper == nil {
+		return
+	}
+	to := set.NewSet[ids.NodeID](members.Len())
+	for id := range members {
+		if id != c.cfg.NodeID {
+			to.Add(id)
+		}
+	}
+	msg, err := st.Message()
+	if err != nil {
+		return
+	}
+	raw, err := c.sign(msg)
+	if err != nil {
+		c.cfg.Log.Warn("certificate statement not signed", zap.Uint64("height", b.Height), zap.Error(err))
+		return
+	}
+	if err := c.gossiper.AppGossip(ctx, common.SendConfig{NodeIDs: to}, encodePush(b.Height, raw)); err != nil {
+		c.cfg.Log.Debug("signature push not sent", zap.Uint64("height", b.Height), zap.Error(err))
+	}
+}
+
+// prunePushes forgets pushes a certificate made useless. Callers hold mu.
+func (c *Certifier) prunePushes() {
+	for h := range c.pushed {
+		if h <= c.certified {
+			delete(c.pushed, h)
+		}
+	}
+}
