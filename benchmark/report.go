@@ -94,6 +94,8 @@ type SystemReport struct {
 	// Finality is accept → certificate latency during the steady rounds
 	// (S-Chain with a finality source; nil otherwise).
 	Finality *Finality `json:"finality,omitempty"`
+	// BaselineOf names the system this one is the baseline of (Target.Baseline).
+	BaselineOf string `json:"baseline_of,omitempty"`
 	// Duplicates checks every allocation of the run, steady and failover.
 	Duplicates Duplicates `json:"duplicates"`
 }

@@ -122,7 +122,7 @@ func (r *Runner) Run(ctx context.Context) (*Report, error) {
 	}()
 	rep.Systems = make([]SystemReport, len(r.targets))
 	for i, t := range r.targets {
-		rep.Systems[i] = SystemReport{Name: t.Name, SChain: t.SChain, SharedKeySpace: t.SharedKeySpace}
+		rep.Systems[i] = SystemReport{Name: t.Name, SChain: t.SChain, SharedKeySpace: t.SharedKeySpace, BaselineOf: t.Baseline}
 		if err := r.warmUp(ctx, i); err != nil {
 			return nil, err
 		}

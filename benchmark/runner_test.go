@@ -174,6 +174,7 @@ func TestRunnerReadsFinalityAroundRounds(t *testing.T) {
 	targets := []benchmark.Target{
 		{Name: "legacy", Cluster: benchmarktest.New(3, time.Millisecond, true)},
 		{Name: "schain", SChain: true, Cluster: benchmarktest.New(3, time.Millisecond, false), Finality: src},
+		{Name: "schain-uncertified", SChain: true, Cluster: benchmarktest.New(3, time.Millisecond, false), Baseline: "schain"},
 	}
 	r, err := benchmark.NewRunner(s, targets, nil)
 	require.NoError(err)
@@ -190,4 +191,7 @@ func TestRunnerReadsFinalityAroundRounds(t *testing.T) {
 	var out bytes.Buffer
 	require.NoError(benchmark.WriteTables(&out, rep))
 	require.Contains(out.String(), "accept → final p50")
+	require.Nil(rep.Systems[2].Finality)
+	require.Equal("schain", rep.Systems[2].BaselineOf)
+	require.Contains(out.String(), "schain against schain-uncertified, its baseline")
 }

@@ -56,6 +56,10 @@ type Target struct {
 	// Finality, if set, is read around each steady round: accept →
 	// certificate latency under the target's load (SystemReport.Finality).
 	Finality FinalitySource
+	// Baseline, if set, names the system this one is the baseline of: the
+	// same write path without one feature (schain-uncertified: schain
+	// without finality certificates). The report gives their ratio.
+	Baseline string
 }
 
 // BusiestNode returns the node that appears most often in owners (the

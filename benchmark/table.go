@@ -3,6 +3,7 @@ package benchmark
 import (
 	"fmt"
 	"io"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -101,6 +102,18 @@ func writeFinality(b *strings.Builder, r *Report) {
 			first = false
 		}
 		fmt.Fprintf(b, "| %s | %d | %s | %s | %s | %.2f |\n", sys.Name, f.Blocks, Duration(f.BlockInterval), Duration(f.P50), Duration(f.P90), f.P50PerBlock)
+	}
+	for _, base := range r.Systems {
+		if base.BaselineOf == "" {
+			continue
+		}
+		i := slices.IndexFunc(r.Systems, func(s SystemReport) bool { return s.Name == base.BaselineOf })
+		if i < 0 || base.MedianReqPerSec == 0 {
+			continue
+		}
+		sys := r.Systems[i]
+		fmt.Fprintf(b, "\n%s against %s, its baseline (the same write path on a network without the feature), in the same run: %s vs %s req/s (medians of the rounds): %.2fx; p50 %s vs %s.\n",
+			sys.Name, base.Name, Thousands(sys.MedianReqPerSec), Thousands(base.MedianReqPerSec), sys.MedianReqPerSec/base.MedianReqPerSec, Duration(sys.Steady.P50), Duration(base.Steady.P50))
 	}
 }
 

@@ -16,6 +16,7 @@ import (
 	"github.com/s-chain/schain/internal/wire"
 	"github.com/s-chain/schain/pinning"
 	"github.com/s-chain/schain/txs"
+	"github.com/s-chain/schain/vm/certifier"
 	"github.com/s-chain/schain/vm/chain"
 	"github.com/s-chain/schain/vm/execute"
 	"github.com/s-chain/schain/vm/mempool"
@@ -26,7 +27,7 @@ import (
 // their exported Err* sentinels must carry an identity.
 var apiPackages = map[string]string{
 	"internal/wire": "wire", "pinning": "pinning", "txs": "txs", "vm/execute": "execute",
-	"vm/mempool": "mempool", "vm/writer": "writer",
+	"vm/mempool": "mempool", "vm/writer": "writer", "vm/certifier": "certifier",
 }
 
 // identified lists every sentinel of apiPackages (and chain's NotReady
@@ -60,6 +61,7 @@ var identified = map[string]error{
 	"writer.ErrUnknownMembership": writer.ErrUnknownMembership, "writer.ErrPoolRefill": writer.ErrPoolRefill,
 	"writer.ErrInvalidPooled": writer.ErrInvalidPooled, "writer.ErrWaitTimeout": writer.ErrWaitTimeout,
 	"chain.ErrNoMembership": chain.ErrNoMembership, "chain.ErrNoValidators": chain.ErrNoValidators,
+	"certifier.ErrNotFinal": certifier.ErrNotFinal, "certifier.ErrOff": certifier.ErrOff, "certifier.ErrStalled": certifier.ErrStalled,
 }
 
 // TestEveryAPIErrorHasAnIdentity: every exported sentinel of the packages

@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -26,7 +27,9 @@ import (
 	"github.com/s-chain/schain/vm/api"
 	"github.com/s-chain/schain/vm/block"
 	"github.com/s-chain/schain/vm/certifier"
+	"github.com/s-chain/schain/vm"
 	"github.com/s-chain/schain/vm/chain"
+	"github.com/s-chain/schain/vm/config"
 )
 
 // certifiedUpTo waits until every VM but the skipped ones holds a
@@ -148,6 +151,58 @@ func TestRequestsCoverLostPushes(t *testing.T) {
 	_, err = nw.round(1, 10)
 	require.NoError(err)
 	nw.certifiedUpTo(nw.vms[0].Chain().LastAccepted().Block.Height)
+}
+
+// TestCertificatesOff: a node whose chain config turns certificates off
+// pushes nothing and asks nobody; its receipts are never final, a wait for
+// "final" is refused with certificates_off, and its health does not stall.
+// It still signs what it accepted for validators that ask, so the others
+// (three of four) certify.
+func TestCertificatesOff(t *testing.T) {
+	require := require.New(t)
+	ctx := context.Background()
+	nw, r := newGossipNetWith(t, 4, func(i int, _ *txstest.Key, cfg *vm.Config) {
+		if i == 0 {
+			cc := config.DefaultChainConfig()
+			cc.Certificates = false
+			cfg.ChainConfig = &cc
+		}
+	})
+	var fromOff atomic.Int64
+	off := nw.keys[0].NodeID
+	r.watchWith(func(from ids.NodeID, gossip bool, msg []byte) {
+		if from == off && (gossip && handlerOf(msg) == certifier.PushHandlerID || !gossip && handlerOf(msg) == acp118.HandlerID) {
+			fromOff.Add(1)
+		}
+	})
+	nw.ready(10)
+	rk := nw.rangeOf(0, "uncertified")
+	tx, err := nw.vms[0].Writer().Allocate(ctx, []txs.AllocateEntry{{Range: rk, Count: 1}})
+	require.NoError(err)
+	_, err = nw.round(0, 10)
+	require.NoError(err)
+	last := nw.vms[0].Chain().LastAccepted().Block.Height
+	nw.certifiedUpTo(last, 0)
+
+	require.Zero(nw.vms[0].Certifier().Certified())
+	require.Zero(fromOff.Load(), "no pushes, no requests from the node without certificates")
+	var rc api.ReceiptReply
+	require.Nil(rpcCall(t, nw.server(0), "getReceipt", api.TxIDArgs{TxID: tx.ID()}, &rc))
+	require.Equal(api.StatusAccepted, rc.Status)
+	require.False(rc.Final)
+	require.ErrorIs(nw.vms[0].Certifier().WaitFinal(ctx, last), certifier.ErrOff, "a wait for final is refused at once")
+	var cr api.CertificateReply
+	e := rpcCall(t, nw.server(0), "getCertificate", api.HeightArgs{Height: last}, &cr)
+	require.NotNil(e)
+	require.Equal(api.CodeNotFound, e.Code)
+	require.JSONEq(`{"reason":"certificates_off"}`, string(e.Data))
+	nw.now.Add(61_000) // past the stall bound
+	details, err := nw.vms[0].Certifier().Health()
+	require.NoError(err)
+	require.Equal("off", details["certificates"])
+
+	require.Nil(rpcCall(t, nw.server(1), "getReceipt", api.TxIDArgs{TxID: tx.ID()}, &rc))
+	require.True(rc.Final, "the others certify, with its signature or without")
 }
 
 // covers checks, from node i's blocks, that c's block descends from the
@@ -371,11 +426,10 @@ func (l liar) Sign(msg *warp.UnsignedMessage) ([]byte, error) {
 func TestForgedSignaturesAreDropped(t *testing.T) {
 	require := require.New(t)
 	ctx := context.Background()
-	nw, _ := newGossipNetWith(t, 4, func(i int, k *txstest.Key) warp.Signer {
+	nw, _ := newGossipNetWith(t, 4, func(i int, k *txstest.Key, cfg *vm.Config) {
 		if i == 3 {
-			return liar{k.Signer(5, chainID)}
+			cfg.Signer = liar{k.Signer(5, chainID)}
 		}
-		return k.Signer(5, chainID)
 	})
 	nw.ready(10)
 	rk := nw.rangeOf(0, "liar")

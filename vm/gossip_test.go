@@ -14,7 +14,6 @@ import (
 	"github.com/ava-labs/avalanchego/snow/validators/validatorstest"
 	"github.com/ava-labs/avalanchego/utils/set"
 	"github.com/ava-labs/avalanchego/version"
-	"github.com/ava-labs/avalanchego/vms/platformvm/warp"
 	"github.com/stretchr/testify/require"
 
 	"github.com/s-chain/schain/txs"
@@ -32,6 +31,16 @@ type router struct {
 	// drops, when set, loses the app messages it returns true for (gossip:
 	// an AppGossip, else an AppRequest), as a network may.
 	drops func(gossip bool, msg []byte) bool
+	// watch, when set, sees every app message sent (from whom, gossip or
+	// request).
+	watch func(from ids.NodeID, gossip bool, msg []byte)
+}
+
+// watchWith makes the router show f every app message sent.
+func (r *router) watchWith(f func(from ids.NodeID, gossip bool, msg []byte)) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.watch = f
 }
 
 // dropIf makes the router lose the messages f picks.
@@ -41,9 +50,12 @@ func (r *router) dropIf(f func(gossip bool, msg []byte) bool) {
 	r.drops = f
 }
 
-func (r *router) dropped(gossip bool, msg []byte) bool {
+func (r *router) dropped(from ids.NodeID, gossip bool, msg []byte) bool {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	if r.watch != nil {
+		r.watch(from, gossip, msg)
+	}
 	return r.drops != nil && r.drops(gossip, msg)
 }
 
@@ -94,7 +106,7 @@ type sender struct {
 var _ common.AppSender = (*sender)(nil)
 
 func (s *sender) SendAppRequest(ctx context.Context, to set.Set[ids.NodeID], requestID uint32, msg []byte) error {
-	if s.r.dropped(false, msg) {
+	if s.r.dropped(s.from, false, msg) {
 		return nil
 	}
 	for id := range to {
@@ -118,7 +130,7 @@ func (s *sender) SendAppError(_ context.Context, to ids.NodeID, requestID uint32
 }
 
 func (s *sender) SendAppGossip(_ context.Context, cfg common.SendConfig, msg []byte) error {
-	if s.r.dropped(true, msg) {
+	if s.r.dropped(s.from, true, msg) {
 		return nil
 	}
 	targets := set.Of(cfg.NodeIDs.List()...)
@@ -136,9 +148,9 @@ func newGossipNet(t testing.TB, n int) (*net, *router) {
 	return newGossipNetWith(t, n, nil)
 }
 
-// newGossipNetWith is newGossipNet where signer, if set, gives node i its
-// warp signer (a faulty one, say) instead of its key's.
-func newGossipNetWith(t testing.TB, n int, signer func(i int, k *txstest.Key) warp.Signer) (*net, *router) {
+// newGossipNetWith is newGossipNet where tweak, if set, changes node i's
+// config before it starts (a faulty signer, say, or its chain config).
+func newGossipNetWith(t testing.TB, n int, tweak func(i int, k *txstest.Key, cfg *vm.Config)) (*net, *router) {
 	nw := newNet(t, 0)
 	keys, err := newKeys(t, n)
 	require.NoError(t, err)
@@ -156,16 +168,16 @@ func newGossipNetWith(t testing.TB, n int, signer func(i int, k *txstest.Key) wa
 	t.Cleanup(r.flights.Wait)
 	for i, k := range keys {
 		v := &vm.VM{}
-		sign := k.Signer(5, chainID)
-		if signer != nil {
-			sign = signer(i, k)
-		}
-		require.NoError(t, v.Init(vm.Config{
+		cfg := vm.Config{
 			NetworkID: 5, ChainID: chainID, SubnetID: subnetID, NodeID: k.NodeID,
-			Signer: sign, Validators: nw.sets,
+			Signer: k.Signer(5, chainID), Validators: nw.sets,
 			Clock:  func() time.Time { return time.UnixMilli(nw.now.Load()) },
 			Sender: &sender{from: k.NodeID, r: r}, Peers: peers,
-		}, memdb.New(), genesis))
+		}
+		if tweak != nil {
+			tweak(i, k, &cfg)
+		}
+		require.NoError(t, v.Init(cfg, memdb.New(), genesis))
 		t.Cleanup(func() { require.NoError(t, v.Shutdown(context.Background())) })
 		nw.vms = append(nw.vms, v)
 		r.vms[k.NodeID] = v

@@ -214,6 +214,7 @@ func (vm *VM) Init(cfg Config, db database.Database, genesisBytes []byte) error 
 		NetworkID: cfg.NetworkID, ChainID: cfg.ChainID, SubnetID: cfg.SubnetID, NodeID: cfg.NodeID,
 		Signer: cfg.Signer, Validators: cfg.Validators, Clock: cfg.Clock, Log: cfg.Log,
 		Registerer: cfg.Registerer, StallAfter: cfg.ChainConfig.CertificateStallAfter(),
+		Off: cfg.ChainConfig.CertificatesOff(),
 	}, db, vm.chain, vm.chain.LastAccepted().Block); err != nil {
 		return err
 	}

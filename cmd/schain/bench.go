@@ -17,6 +17,7 @@ import (
 
 	"github.com/s-chain/schain/benchmark"
 	"github.com/s-chain/schain/localnet"
+	vmconfig "github.com/s-chain/schain/vm/config"
 	"github.com/s-chain/schain/shadow/legacyraft"
 )
 
@@ -64,17 +65,23 @@ const (
 	modePerRequest = "per-request"
 	modePooled     = "pooled"
 	modeBatched    = "pooled-batched"
+	// modeUncertified is per-request on a second network whose nodes make
+	// no finality certificates: what certificates cost, side by side.
+	modeUncertified = "uncertified"
 )
 
-var schainTargetName = map[string]string{modePerRequest: "schain", modePooled: "schain-pooled", modeBatched: "schain-batched"}
+var schainTargetName = map[string]string{modePerRequest: "schain", modePooled: "schain-pooled", modeBatched: "schain-batched", modeUncertified: "schain-uncertified"}
 
 var errBenchMode = errors.New("unknown S-Chain mode")
 
 func (o benchOptions) verifyModes() error {
 	for _, m := range o.schainModes {
 		if _, ok := schainTargetName[m]; !ok {
-			return fmt.Errorf("%w %q in --schain-modes (hint: per-request, pooled, pooled-batched)", errBenchMode, m)
+			return fmt.Errorf("%w %q in --schain-modes (hint: per-request, pooled, pooled-batched, uncertified)", errBenchMode, m)
 		}
+	}
+	if o.schainFailover == modeUncertified {
+		return fmt.Errorf("%w: --schain-failover %q: the failover runs on the main network (hint: per-request, pooled or pooled-batched)", errBenchMode, o.schainFailover)
 	}
 	if o.schainFailover != "" && !slices.Contains(o.schainModes, o.schainFailover) {
 		return fmt.Errorf("%w: --schain-failover %q is not among --schain-modes %v", errBenchMode, o.schainFailover, o.schainModes)
@@ -114,7 +121,12 @@ S-Chain is measured on one network through each --schain-modes write path:
 accepted), "pooled" (schain-pooled: ids the owner had reserved and
 committed in advance, answered at once) and "pooled-batched"
 (schain-batched: the same pooled requests, which the client coalesces per
-owner into allocateBatch exchanges, at most 4 in flight per node).
+owner into allocateBatch exchanges, at most 4 in flight per node). Mode
+"uncertified" (schain-uncertified) is per-request on a second network,
+under <out>/uncertified, whose nodes make no finality certificates (chain
+config certificates: false): schain against it is what certificates cost.
+For each S-Chain system the report gives accept -> final latency (the
+nodes' certificate_latency_seconds) against the interval between blocks.
 
 Then, per system, a failover phase: one client per range, and after
 --failover-before a kill -9 of the node that serves the most ranges (the
@@ -160,7 +172,7 @@ Every process started is stopped at the end, also on error or Ctrl-C.`,
 	f.StringVar(&o.legacyBinary, "legacy-binary", "", "schain binary serving legacy nodes (default: this executable)")
 	f.DurationVar(&o.legacyWarmUp, "legacy-warmup", legacyraft.DefaultConfig().WarmUp, "how long a new seaweedfs-mode leader refuses (the real master: about 15 s)")
 	f.BoolVar(&o.schain, "schain", true, "run S-Chain (a fresh 3-node local network)")
-	f.StringSliceVar(&o.schainModes, "schain-modes", []string{modePerRequest, modePooled, modeBatched}, "S-Chain write paths to measure on the network: per-request, pooled, pooled-batched")
+	f.StringSliceVar(&o.schainModes, "schain-modes", []string{modePerRequest, modePooled, modeBatched, modeUncertified}, "S-Chain write paths to measure: per-request, pooled, pooled-batched on the network; uncertified: per-request on a second network without finality certificates")
 	f.Uint64Var(&o.poolChunk, "schain-pool-chunk", 0, "ids per reservation of an owner's id pool (0: the genesis default, 65,536)")
 	f.StringVar(&o.schainFailover, "schain-failover", modePooled, "the S-Chain mode whose failover phase runs (a network takes one kill; empty: none)")
 	f.StringVar(&o.buildDir, "build-dir", defaultBuildDir(), "where avalanchego and the plugin are")
@@ -303,6 +315,33 @@ func runLiveness(ctx context.Context, o benchOptions, main *benchmark.Report, st
 	return out, nil
 }
 
+// startUncertified starts a second network under <out>/uncertified whose
+// nodes make no finality certificates, as the per-request target
+// schain-uncertified (compared with schain).
+func startUncertified(ctx context.Context, o benchOptions, progress io.Writer) (benchmark.Target, func(context.Context) error, error) {
+	nothing := func(context.Context) error { return nil }
+	cfg := localnet.DefaultConfig(o.buildDir)
+	cfg.RootDir, cfg.Progress, cfg.PoolChunk = filepath.Join(o.out, "uncertified"), progress, o.poolChunk
+	cc := vmconfig.DefaultChainConfig()
+	cc.Certificates = false
+	cfg.ChainConfig = &cc
+	_ = localnet.StopAll(ctx, cfg.RootDir, nil)
+	if err := os.RemoveAll(cfg.RootDir); err != nil {
+		return benchmark.Target{}, nothing, err
+	}
+	fmt.Fprintln(progress, "starting a second S-Chain network without finality certificates (schain-uncertified)")
+	sc, err := benchmark.StartSChain(ctx, cfg)
+	if err != nil {
+		return benchmark.Target{}, nothing, fmt.Errorf("starting the network without certificates: %w", err)
+	}
+	t, err := schainTarget(sc, modePerRequest, "schain-uncertified")
+	if err != nil {
+		return benchmark.Target{}, sc.Stop, err
+	}
+	t.Name, t.Finality, t.Baseline = schainTargetName[modeUncertified], nil, schainTargetName[modePerRequest]
+	return t, sc.Stop, nil
+}
+
 // startLivenessTarget starts a fresh network with liveness rounds of round
 // under <out>/liveness/<round>/ and returns it as the failover write path's
 // target.
@@ -414,6 +453,15 @@ func startBenchTargets(ctx context.Context, o benchOptions, progress io.Writer) 
 	}
 	if sc != nil {
 		for _, m := range o.schainModes {
+			if m == modeUncertified {
+				t, stopIt, err := startUncertified(ctx, o, progress)
+				stops = append(stops, stopIt)
+				if err != nil {
+					return nil, stop, err
+				}
+				targets = append(targets, t)
+				continue
+			}
 			t, err := schainTarget(sc, m, "schain")
 			if err != nil {
 				return nil, stop, err

@@ -88,6 +88,9 @@ func TestBenchRejectsBadFlags(t *testing.T) {
 	code, _, errOut = run(t, "bench", "--schain-modes", "per-request", "--schain-failover", "pooled", "--legacy-modes", "")
 	require.Equal(t, exitUsage, code, errOut)
 	require.Contains(t, errOut, "--schain-failover")
+	code, _, errOut = run(t, "bench", "--schain-modes", "uncertified", "--schain-failover", "uncertified", "--legacy-modes", "")
+	require.Equal(t, exitUsage, code, errOut)
+	require.Contains(t, errOut, "the failover runs on the main network")
 }
 
 // TestBenchLegacyProcesses starts the legacy allocator as 3 processes (this

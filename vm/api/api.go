@@ -100,6 +100,12 @@ type RejectedData struct {
 	Reason string `json:"reason"`
 }
 
+// NotFoundData names what was not found (the error's errcode reason, such
+// as "no_block" or "certificates_off") of a NotFound error.
+type NotFoundData struct {
+	Reason string `json:"reason"`
+}
+
 // AllocateArgs asks the node to reserve Count ids in Range, starting no
 // lower than Floor. With Wait, the call returns once the transaction is
 // decided, with its receipt, or with CodeTimeout after

@@ -42,9 +42,12 @@ import (
 var (
 	// ErrNotFinal: no certificate covers the height yet. Retry later.
 	ErrNotFinal = errcode.New(errcode.NotReady, "not_final", "certifier: no finality certificate covers this height yet")
+	// ErrOff: this node makes no certificates (Config.Off). Another node
+	// may.
+	ErrOff = errcode.New(errcode.NotFound, "certificates_off", "certifier: this node makes no finality certificates (its chain config says certificates: false); ask another node")
 	// ErrStalled is what Health reports once an accepted block has waited
 	// too long for a certificate.
-	ErrStalled = errors.New("certifier: finality certificates stalled")
+	ErrStalled = errcode.New(errcode.NotReady, "finality_stalled", "certifier: finality certificates stalled")
 )
 
 // Timing of request rounds (pushes need none; see pullAfter). A round
@@ -100,6 +103,10 @@ type Config struct {
 	// StallAfter: Health fails once an accepted block waited this long for
 	// a certificate (DefaultStallAfter when zero).
 	StallAfter time.Duration
+	// Off makes the node collect no certificates: it still signs what it
+	// accepted when asked, but pushes nothing and asks nobody. What
+	// certificates cost is measured against such a network.
+	Off bool
 }
 
 // Certifier signs statements of accepted blocks and collects certificates.
@@ -186,6 +193,9 @@ func (c *Certifier) Handler() p2p.Handler {
 // node's signatures through g and asks for missing ones through r. Without
 // them (no network) only this node's own signature counts.
 func (c *Certifier) Start(r Requester, g Gossiper) {
+	if c.cfg.Off {
+		return
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	c.requester, c.gossiper, c.stop, c.done = r, g, cancel, make(chan struct{})
 	go func() {
@@ -205,6 +215,9 @@ func (c *Certifier) Stop() {
 
 // Accepted tells the certifier about a newly accepted block.
 func (c *Certifier) Accepted(b *block.Block) {
+	if c.cfg.Off {
+		return
+	}
 	now := c.cfg.Clock()
 	c.mu.Lock()
 	c.last = b
@@ -239,6 +252,9 @@ func (c *Certifier) Certified() uint64 {
 
 // WaitFinal returns once a certificate covers height, or with ctx's error.
 func (c *Certifier) WaitFinal(ctx context.Context, height uint64) error {
+	if c.cfg.Off {
+		return ErrOff
+	}
 	for {
 		c.mu.Lock()
 		done, changed := c.certified >= height, c.changed
@@ -257,6 +273,9 @@ func (c *Certifier) WaitFinal(ctx context.Context, height uint64) error {
 // Covering is the certificate that makes height final: the lowest one at
 // or above it. ErrNotFinal while none does.
 func (c *Certifier) Covering(height uint64) (*certificate.Certificate, error) {
+	if c.cfg.Off {
+		return nil, ErrOff
+	}
 	if height > c.Certified() {
 		return nil, fmt.Errorf("%w: height %d (certified up to %d)", ErrNotFinal, height, c.Certified())
 	}
@@ -271,6 +290,9 @@ func (c *Certifier) Covering(height uint64) (*certificate.Certificate, error) {
 // validators whose signatures are missing once a block waited more than
 // StallAfter.
 func (c *Certifier) Health() (map[string]any, error) {
+	if c.cfg.Off {
+		return map[string]any{"certificates": "off"}, nil
+	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	details := map[string]any{"certifiedHeight": c.certified, "uncertifiedBlocks": c.last.Height - min(c.certified, c.last.Height)}

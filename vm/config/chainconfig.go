@@ -51,6 +51,11 @@ type ChainConfig struct {
 	// finality certificate before the node's health check fails (the
 	// validators whose signatures are missing are named).
 	CertificateStallMs uint64 `json:"certificateStallMs"`
+	// Certificates: this node collects finality certificates (the
+	// default). With false it only signs what it accepted when asked:
+	// receipts on it are never final, and wait "final" is refused
+	// (certificates_off). It exists to measure what certificates cost.
+	Certificates bool `json:"certificates"`
 }
 
 // WriteToken is one named bearer token, stored as the SHA-256 of the token
@@ -66,14 +71,15 @@ type WriteToken struct {
 
 // DefaultChainConfig is what an empty chain config means: no write token
 // (writes disabled), 1 MiB requests, 4096 pending writes per token, waits of
-// at most 30 s, health failing after a minute without a finality
-// certificate.
+// at most 30 s, finality certificates collected, health failing after a
+// minute without one.
 func DefaultChainConfig() ChainConfig {
 	return ChainConfig{
 		MaxRequestBytes:    1 << 20,
 		MaxPendingPerToken: 4096,
 		MaxWaitMs:          30_000,
 		CertificateStallMs: 60_000,
+		Certificates:       true,
 	}
 }
 
@@ -143,6 +149,10 @@ func (c *ChainConfig) CertificateStallAfter() time.Duration {
 	}
 	return time.Duration(c.CertificateStallMs) * time.Millisecond
 }
+
+// CertificatesOff: the config turns finality certificates off (a nil
+// config keeps them on).
+func (c *ChainConfig) CertificatesOff() bool { return c != nil && !c.Certificates }
 
 // MaxWait as a duration.
 func (c *ChainConfig) MaxWait() time.Duration { return time.Duration(c.MaxWaitMs) * time.Millisecond }

@@ -457,6 +457,8 @@ func rpcError(err error) error {
 		e.Data = api.RetryData{RetryAfterMs: wait}
 	case errcode.Rejected, errcode.InvalidParams:
 		e.Data = api.RejectedData{Reason: reason}
+	case errcode.NotFound:
+		e.Data = api.NotFoundData{Reason: reason}
 	}
 	return e
 }
