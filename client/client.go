@@ -21,6 +21,7 @@ import (
 
 	"github.com/ava-labs/avalanchego/ids"
 
+	"github.com/s-chain/schain/errcode"
 	"github.com/s-chain/schain/vm/api"
 )
 
@@ -188,16 +189,52 @@ func (c *Client) GetNode(ctx context.Context) (*api.NodeReply, error) {
 	return reply, c.call(ctx, "getNode", api.Empty{}, reply, false)
 }
 
-// WaitForReceipt polls this node until txID (or the transaction that
-// replaced it) is decided; see Router.WaitForReceipt.
+// WaitForReceipt waits until txID (or the transaction that replaced it) is
+// decided, on the node when the client has a token, else polling; see
+// Router.WaitForReceipt.
 func (c *Client) WaitForReceipt(ctx context.Context, txID ids.ID) (*api.ReceiptReply, error) {
-	return waitForReceipt(ctx, txID, DefaultRetry(), api.WaitAccepted, c.GetReceipt)
+	return waitForReceipt(ctx, txID, DefaultRetry(), api.WaitAccepted, c.receiptOnce(api.WaitAccepted))
 }
 
-// WaitFinal polls this node until txID (or its replacement) is decided and,
-// if accepted, final: the receipt then carries its certificate.
+// WaitFinal waits until txID (or its replacement) is decided and, if
+// accepted, final (on the node when the client has a token, else polling):
+// the receipt then carries its certificate.
 func (c *Client) WaitFinal(ctx context.Context, txID ids.ID) (*api.ReceiptReply, error) {
-	return waitForReceipt(ctx, txID, DefaultRetry(), api.WaitFinal, c.GetReceipt)
+	return waitForReceipt(ctx, txID, DefaultRetry(), api.WaitFinal, c.receiptOnce(api.WaitFinal))
+}
+
+// WaitReceipt asks this node for txID's receipt once it is decided, or
+// final with api.WaitFinal, waiting on the node for at most waitMs (0: the
+// node's maxWaitMs). It needs a write token; a wait that runs out answers
+// ErrTimeout (poll, or wait again).
+func (c *Client) WaitReceipt(ctx context.Context, txID ids.ID, until api.Wait, waitMs uint64) (*api.ReceiptReply, error) {
+	reply := new(api.ReceiptReply)
+	return reply, c.call(ctx, "waitReceipt", api.WaitReceiptArgs{TxID: txID, Wait: until, WaitMs: waitMs}, reply, true)
+}
+
+// receiptOnce is one step of a wait for a receipt: a wait on the node
+// (waitReceipt, answered as soon as the receipt is decided or final) when
+// the client has a token, else a read. A wait the node refuses (the token,
+// too many in flight, a node without waitReceipt) or that ran out falls
+// back to a read, and the caller's back-off decides when to ask again.
+func (c *Client) receiptOnce(until api.Wait) func(context.Context, ids.ID) (*api.ReceiptReply, error) {
+	return func(ctx context.Context, txID ids.ID) (*api.ReceiptReply, error) {
+		if c.cfg.Token != "" {
+			rc, err := c.WaitReceipt(ctx, txID, until, 0)
+			if err == nil || !waitRefused(err) {
+				return rc, err
+			}
+		}
+		return c.GetReceipt(ctx, txID)
+	}
+}
+
+// waitRefused: a waitReceipt that did not wait to the end, for a reason a
+// plain read gets around.
+func waitRefused(err error) bool {
+	var e *Error
+	return errors.Is(err, ErrTimeout) || errors.Is(err, ErrUnauthorized) || errors.Is(err, ErrTooManyRequests) ||
+		(errors.As(err, &e) && e.Code == int(errcode.MethodNotFound))
 }
 
 // GetCertificate is the finality certificate covering height (the lowest

@@ -290,7 +290,7 @@ func (r *Router) GetBlock(ctx context.Context, height uint64) (*api.BlockReply, 
 func (r *Router) waitReceipt(ctx context.Context, txID ids.ID, until api.Wait) (*api.ReceiptReply, error) {
 	return waitForReceipt(ctx, txID, r.cfg.Retry, until, func(ctx context.Context, id ids.ID) (*api.ReceiptReply, error) {
 		return readOnce(ctx, r, func(ctx context.Context, e *endpoint) (*api.ReceiptReply, error) {
-			return e.c.GetReceipt(ctx, id)
+			return e.c.receiptOnce(until)(ctx, id)
 		})
 	})
 }

@@ -72,6 +72,9 @@ func TestWriteAuthorization(t *testing.T) {
 		e, _ = authCall(t, url, auth, "allocateBatch", api.AllocateBatchArgs{Requests: []api.AllocateArgs{alloc}}, nil)
 		require.NotNil(e, name)
 		require.Equal(api.CodeUnauthorized, e.Code, "%s: a batch needs the token too", name)
+		e, _ = authCall(t, url, auth, "waitReceipt", api.WaitReceiptArgs{TxID: ids.GenerateTestID()}, nil)
+		require.NotNil(e, name)
+		require.Equal(api.CodeUnauthorized, e.Code, "%s: a wait holds a request open: it needs the token too", name)
 	}
 	e, _ = authRaw(t, url, mustJSON(t, "allocate", alloc), func(h http.Header) {
 		h.Add("Authorization", bearerOf(tokA))

@@ -205,6 +205,51 @@ func TestCertificatesOff(t *testing.T) {
 	require.True(rc.Final, "the others certify, with its signature or without")
 }
 
+// TestWaitReceiptAnswersWhenFinal: waitReceipt holds the request until the
+// transaction's block is accepted and certified, then answers the final
+// receipt; with wait "accepted" (the default) it answers at acceptance.
+func TestWaitReceiptAnswersWhenFinal(t *testing.T) {
+	require := require.New(t)
+	ctx := context.Background()
+	nw, _ := newGossipNet(t, 3)
+	nw.ready(10)
+	rk := nw.rangeOf(0, "waited")
+	tx, err := nw.vms[0].Writer().Allocate(ctx, []txs.AllocateEntry{{Range: rk, Count: 1}})
+	require.NoError(err)
+
+	type answer struct {
+		rc api.ReceiptReply
+		e  *rpcErr
+	}
+	final, accepted := make(chan answer, 1), make(chan answer, 1)
+	for wait, ch := range map[api.Wait]chan answer{api.WaitFinal: final, api.WaitNone: accepted} {
+		go func() {
+			var a answer
+			a.e = rpcCall(t, nw.server(1), "waitReceipt", api.WaitReceiptArgs{TxID: tx.ID(), Wait: wait, WaitMs: 20_000}, &a.rc)
+			ch <- a
+		}()
+	}
+	// Both are waiting on the node: nothing answers before the block.
+	require.Never(func() bool { return len(final)+len(accepted) > 0 }, 100*time.Millisecond, 10*time.Millisecond)
+
+	_, err = nw.round(0, 10)
+	require.NoError(err)
+	for _, ch := range []chan answer{accepted, final} {
+		select {
+		case a := <-ch:
+			require.Nil(a.e)
+			require.Equal(api.StatusAccepted, a.rc.Status)
+			if ch == final {
+				require.True(a.rc.Final)
+				require.NotNil(a.rc.Certificate)
+				nw.verifyOffline(a.rc.Certificate)
+			}
+		case <-time.After(20 * time.Second):
+			require.Fail("waitReceipt did not answer")
+		}
+	}
+}
+
 // covers checks, from node i's blocks, that c's block descends from the
 // block at height that carries txID.
 func (nw *net) covers(i int, c *certificate.Certificate, height uint64, txID ids.ID) {

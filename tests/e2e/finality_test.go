@@ -61,7 +61,7 @@ func TestH_Finality(t *testing.T) {
 					return
 				}
 				rn := &run{txID: c.Receipt.TxID, accepted: time.Now()}
-				// Wait on the node until final (a long poll: the answer
+				// Wait on the node until final (waitReceipt: the answer
 				// comes when the certificate does), to time it.
 				rc, err := r.WaitFinal(ctx, rn.txID)
 				if err == nil && !rc.Final {
@@ -148,7 +148,7 @@ func TestH_Finality(t *testing.T) {
 	}
 	slices.Sort(lat)
 	interval := elapsed / time.Duration(max(blocks, 1))
-	t.Logf("finality: %d receipts final; accepted -> final (a long-polled wait) p50 %v, p90 %v, max %v; %d blocks in %v: one every %v",
+	t.Logf("finality: %d receipts final; accepted -> final (waitReceipt on the node) p50 %v, p90 %v, max %v; %d blocks in %v: one every %v",
 		len(runs), lat[len(lat)/2].Round(time.Millisecond), lat[len(lat)*9/10].Round(time.Millisecond), lat[len(lat)-1].Round(time.Millisecond),
 		blocks, elapsed.Round(time.Millisecond), interval.Round(time.Millisecond))
 	t.Logf("finality on the nodes (certificate_latency_seconds, every node): accept -> final p50 %v, p90 %v over %d block acceptances; %.2f block intervals at p50",

@@ -263,6 +263,15 @@ type TxIDArgs struct {
 	TxID ids.ID `json:"txID"`
 }
 
+// WaitReceiptArgs asks for a transaction's receipt once it is decided
+// (Wait "accepted", the default) or final ("final"), waiting at most
+// min(WaitMs, the node's maxWaitMs).
+type WaitReceiptArgs struct {
+	TxID   ids.ID `json:"txID"`
+	Wait   Wait   `json:"wait,omitempty"`
+	WaitMs uint64 `json:"waitMs,omitempty"`
+}
+
 // ReceiptReply is a transaction's fate. Accepted receipts carry the
 // entries (ids reserved, objects written) and the block height. A pending
 // transaction that was re-signed for a new membership names its

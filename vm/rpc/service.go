@@ -288,6 +288,24 @@ func (s *Service) GetReceipt(_ *http.Request, args *api.TxIDArgs, reply *api.Rec
 	return nil
 }
 
+// WaitReceipt is getReceipt that answers once the transaction is decided
+// (or, with wait "final", once a certificate covers its block): a client
+// waiting for finality learns it when the certificate comes instead of
+// polling. A wait holds a request open, so, like a write, it needs a write
+// token and counts against its maxPendingPerToken.
+func (s *Service) WaitReceipt(r *http.Request, args *api.WaitReceiptArgs, reply *api.ReceiptReply) error {
+	until := args.Wait
+	if until == api.WaitNone {
+		until = api.WaitAccepted
+	}
+	rc, err := s.wait(r.Context(), args.TxID, 0, args.WaitMs, until)
+	if err != nil {
+		return err
+	}
+	*reply = *rc
+	return nil
+}
+
 // finalize marks an accepted receipt final when a certificate covers its
 // block, and attaches that certificate.
 func (s *Service) finalize(rc *api.ReceiptReply) {
