@@ -54,6 +54,16 @@ func (nw *net) verifyOffline(c *certificate.Certificate) certificate.Result {
 	return res
 }
 
+// commit allocates once in node i's range name and has node i build the
+// block, accepted everywhere: the transaction and the block's height.
+func (nw *net) commit(i int, name string) (ids.ID, uint64) {
+	tx, err := nw.vms[i].Writer().Allocate(context.Background(), []txs.AllocateEntry{{Range: nw.rangeOf(i, name), Count: 1}})
+	require.NoError(nw.t, err)
+	b, err := nw.round(i, 10)
+	require.NoError(nw.t, err)
+	return tx.ID(), b.Height()
+}
+
 // TestEveryAcceptedBlockBecomesFinal: once the validators accepted a
 // block, every node collects a certificate over it (or a later block) from
 // more than 2/3 of the stake; receipts say final and carry a certificate a
@@ -61,20 +71,18 @@ func (nw *net) verifyOffline(c *certificate.Certificate) certificate.Result {
 // through the parent links of the blocks in between.
 func TestEveryAcceptedBlockBecomesFinal(t *testing.T) {
 	require := require.New(t)
-	ctx := context.Background()
 	nw, _ := newGossipNet(t, 3)
 	nw.ready(10)
 
-	var txIDs []ids.ID
+	var (
+		txIDs []ids.ID
+		last  uint64
+	)
 	for i := range nw.vms {
-		rk := nw.rangeOf(i, "final")
-		tx, err := nw.vms[i].Writer().Allocate(ctx, []txs.AllocateEntry{{Range: rk, Count: 2}})
-		require.NoError(err)
-		_, err = nw.round(i, 10)
-		require.NoError(err)
-		txIDs = append(txIDs, tx.ID())
+		var txID ids.ID
+		txID, last = nw.commit(i, "final")
+		txIDs = append(txIDs, txID)
 	}
-	last := nw.vms[0].Chain().LastAccepted().Block.Height
 	nw.certifiedUpTo(last)
 
 	for _, id := range txIDs {
@@ -117,18 +125,13 @@ func TestEveryAcceptedBlockBecomesFinal(t *testing.T) {
 // final on every node.
 func TestSignaturesArePushedOnAccept(t *testing.T) {
 	require := require.New(t)
-	ctx := context.Background()
 	nw, r := newGossipNet(t, 3)
 	r.dropIf(func(gossip bool, msg []byte) bool { return !gossip && handlerOf(msg) == acp118.HandlerID })
 	nw.ready(10)
+	var last uint64
 	for i := range nw.vms {
-		rk := nw.rangeOf(i, "pushed")
-		_, err := nw.vms[i].Writer().Allocate(ctx, []txs.AllocateEntry{{Range: rk, Count: 1}})
-		require.NoError(err)
-		_, err = nw.round(i, 10)
-		require.NoError(err)
+		_, last = nw.commit(i, "pushed")
 	}
-	last := nw.vms[0].Chain().LastAccepted().Block.Height
 	nw.certifiedUpTo(last)
 	for i := range nw.vms {
 		var reply api.CertificateReply
@@ -140,17 +143,11 @@ func TestSignaturesArePushedOnAccept(t *testing.T) {
 // TestRequestsCoverLostPushes: with every pushed signature lost, nodes ask
 // for the signatures they miss, and every block still becomes final.
 func TestRequestsCoverLostPushes(t *testing.T) {
-	require := require.New(t)
-	ctx := context.Background()
 	nw, r := newGossipNet(t, 3)
 	r.dropIf(func(gossip bool, msg []byte) bool { return gossip && handlerOf(msg) == certifier.PushHandlerID })
 	nw.ready(10)
-	rk := nw.rangeOf(1, "unpushed")
-	_, err := nw.vms[1].Writer().Allocate(ctx, []txs.AllocateEntry{{Range: rk, Count: 1}})
-	require.NoError(err)
-	_, err = nw.round(1, 10)
-	require.NoError(err)
-	nw.certifiedUpTo(nw.vms[0].Chain().LastAccepted().Block.Height)
+	_, last := nw.commit(1, "unpushed")
+	nw.certifiedUpTo(last)
 }
 
 // TestCertificatesOff: a node whose chain config turns certificates off
@@ -176,18 +173,13 @@ func TestCertificatesOff(t *testing.T) {
 		}
 	})
 	nw.ready(10)
-	rk := nw.rangeOf(0, "uncertified")
-	tx, err := nw.vms[0].Writer().Allocate(ctx, []txs.AllocateEntry{{Range: rk, Count: 1}})
-	require.NoError(err)
-	_, err = nw.round(0, 10)
-	require.NoError(err)
-	last := nw.vms[0].Chain().LastAccepted().Block.Height
+	txID, last := nw.commit(0, "uncertified")
 	nw.certifiedUpTo(last, 0)
 
 	require.Zero(nw.vms[0].Certifier().Certified())
 	require.Zero(fromOff.Load(), "no pushes, no requests from the node without certificates")
 	var rc api.ReceiptReply
-	require.Nil(rpcCall(t, nw.server(0), "getReceipt", api.TxIDArgs{TxID: tx.ID()}, &rc))
+	require.Nil(rpcCall(t, nw.server(0), "getReceipt", api.TxIDArgs{TxID: txID}, &rc))
 	require.Equal(api.StatusAccepted, rc.Status)
 	require.False(rc.Final)
 	require.ErrorIs(nw.vms[0].Certifier().WaitFinal(ctx, last), certifier.ErrOff, "a wait for final is refused at once")
@@ -201,7 +193,7 @@ func TestCertificatesOff(t *testing.T) {
 	require.NoError(err)
 	require.Equal("off", details["certificates"])
 
-	require.Nil(rpcCall(t, nw.server(1), "getReceipt", api.TxIDArgs{TxID: tx.ID()}, &rc))
+	require.Nil(rpcCall(t, nw.server(1), "getReceipt", api.TxIDArgs{TxID: txID}, &rc))
 	require.True(rc.Final, "the others certify, with its signature or without")
 }
 
@@ -216,6 +208,7 @@ func TestWaitReceiptAnswersWhenFinal(t *testing.T) {
 	rk := nw.rangeOf(0, "waited")
 	tx, err := nw.vms[0].Writer().Allocate(ctx, []txs.AllocateEntry{{Range: rk, Count: 1}})
 	require.NoError(err)
+	txID := tx.ID()
 
 	type answer struct {
 		rc api.ReceiptReply
@@ -225,7 +218,7 @@ func TestWaitReceiptAnswersWhenFinal(t *testing.T) {
 	for wait, ch := range map[api.Wait]chan answer{api.WaitFinal: final, api.WaitNone: accepted} {
 		go func() {
 			var a answer
-			a.e = rpcCall(t, nw.server(1), "waitReceipt", api.WaitReceiptArgs{TxID: tx.ID(), Wait: wait, WaitMs: 20_000}, &a.rc)
+			a.e = rpcCall(t, nw.server(1), "waitReceipt", api.WaitReceiptArgs{TxID: txID, Wait: wait, WaitMs: 20_000}, &a.rc)
 			ch <- a
 		}()
 	}
@@ -419,23 +412,18 @@ func TestNoCertificateWithoutASupermajority(t *testing.T) {
 	before := nw.vms[0].Certifier().Certified()
 
 	r.setCut(nw.keys[2].NodeID, true)
-	rk := nw.rangeOf(0, "stall")
-	tx, err := nw.vms[0].Writer().Allocate(ctx, []txs.AllocateEntry{{Range: rk, Count: 1}})
-	require.NoError(err)
-	_, err = nw.round(0, 10)
-	require.NoError(err)
-	last := nw.vms[0].Chain().LastAccepted().Block.Height
+	txID, last := nw.commit(0, "stall")
 
 	nw.now.Add(61_000) // past the default stall bound
 	require.Eventually(func() bool {
 		_, err := nw.vms[0].HealthCheck(ctx)
 		return err != nil && strings.Contains(err.Error(), nw.keys[2].NodeID.String())
 	}, 20*time.Second, 10*time.Millisecond, "health names the validator whose signature is missing")
-	_, err = nw.vms[0].HealthCheck(ctx)
+	_, err := nw.vms[0].HealthCheck(ctx)
 	require.ErrorIs(err, certifier.ErrStalled)
 	require.Equal(before, nw.vms[0].Certifier().Certified(), "two of three equal validators are not more than 2/3")
 	var rc api.ReceiptReply
-	require.Nil(rpcCall(t, nw.server(0), "getReceipt", api.TxIDArgs{TxID: tx.ID()}, &rc))
+	require.Nil(rpcCall(t, nw.server(0), "getReceipt", api.TxIDArgs{TxID: txID}, &rc))
 	require.Equal(api.StatusAccepted, rc.Status)
 	require.False(rc.Final)
 	require.Nil(rc.Certificate)
@@ -444,7 +432,7 @@ func TestNoCertificateWithoutASupermajority(t *testing.T) {
 	nw.certifiedUpTo(last)
 	details, err := nw.vms[0].Certifier().Health()
 	require.NoError(err, "%v", details)
-	require.Nil(rpcCall(t, nw.server(0), "getReceipt", api.TxIDArgs{TxID: tx.ID()}, &rc))
+	require.Nil(rpcCall(t, nw.server(0), "getReceipt", api.TxIDArgs{TxID: txID}, &rc))
 	require.True(rc.Final)
 	nw.verifyOffline(rc.Certificate)
 }
@@ -470,19 +458,13 @@ func (l liar) Sign(msg *warp.UnsignedMessage) ([]byte, error) {
 // certifies without it.
 func TestForgedSignaturesAreDropped(t *testing.T) {
 	require := require.New(t)
-	ctx := context.Background()
 	nw, _ := newGossipNetWith(t, 4, func(i int, k *txstest.Key, cfg *vm.Config) {
 		if i == 3 {
 			cfg.Signer = liar{k.Signer(5, chainID)}
 		}
 	})
 	nw.ready(10)
-	rk := nw.rangeOf(0, "liar")
-	_, err := nw.vms[0].Writer().Allocate(ctx, []txs.AllocateEntry{{Range: rk, Count: 1}})
-	require.NoError(err)
-	_, err = nw.round(0, 10)
-	require.NoError(err)
-	last := nw.vms[0].Chain().LastAccepted().Block.Height
+	_, last := nw.commit(0, "liar")
 	nw.certifiedUpTo(last)
 
 	for i := range nw.vms {
