@@ -3,21 +3,24 @@
 // itself accepted it: it pushes that signature to the other validators as
 // it accepts, and answers peers who ask (avalanchego's ACP-118 signature
 // requests). In the background it gathers the other validators' signatures
-// on its newest accepted block, pushed or, when pushes fall short, asked
-// for, until they carry more than 2/3 of the stake at the block's P-chain
-// height, then stores the certificate with the block.
+// on each accepted block no certificate covers yet (the newest few),
+// pushed or, when pushes fall short, asked for, until they carry more than
+// 2/3 of the stake at the block's P-chain height, then stores the
+// certificate with the block.
 //
 // A certificate over height h covers every block below it, so the work is
-// bounded however fast blocks come: one aggregate check per certificate,
-// always on the newest accepted block, one request round at a time;
-// blocks accepted meanwhile are covered by the next certificate. Package
-// certificate checks them offline.
+// bounded however fast blocks come: at most maxOpen blocks at a time, one
+// aggregate check per certificate (the newest block with a quorum first),
+// one request round at a time on the newest block. Package certificate
+// checks certificates offline.
 package certifier
 
 import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"sync"
 	"time"
 
@@ -71,6 +74,9 @@ const (
 	// together by the next certificate).
 	minInterval = 50 * time.Millisecond
 	maxBackoff  = 2 * time.Second
+	// maxOpen bounds the blocks certified at once: the newest accepted
+	// ones without a certificate (older ones are covered by theirs).
+	maxOpen = 8
 	// maxTracked bounds the accept times kept for the latency metric.
 	maxTracked = 4096
 	// DefaultStallAfter is how long a block may wait for a certificate
@@ -126,11 +132,16 @@ type Certifier struct {
 	done       chan struct{}
 	stop       context.CancelFunc
 	// pushedHeight is the newest block this node pushed its signature
-	// for; only the background goroutine touches it.
+	// for, and open the attempts on uncovered blocks by height; only the
+	// background goroutine touches them.
 	pushedHeight uint64
+	open         map[uint64]*attempt
 
-	mu        sync.Mutex // guards the fields below
-	last      *block.Block
+	mu   sync.Mutex // guards the fields below
+	last *block.Block
+	// recent are the newest accepted blocks, at most maxOpen, oldest
+	// first: the ones this node pushes signatures for and certifies.
+	recent    []*block.Block
 	certified uint64
 	changed   chan struct{} // closed and replaced when certified moves
 	accepted  map[uint64]time.Time
@@ -170,7 +181,8 @@ func New(cfg Config, db database.Database, blocks Blocks, last *block.Block) (*C
 		signing: signing{networkID: cfg.NetworkID, chainID: cfg.ChainID, blocks: blocks},
 		metrics: m, sets: lru.NewCache[uint64, validators.WarpSet](8), signatures: lru.NewCache[ids.ID, []byte](1024),
 		wake: make(chan struct{}, 1), changed: make(chan struct{}), accepted: map[uint64]time.Time{},
-		last: last, pushed: pushes{}, pushedHeight: last.Height,
+		last: last, pushed: pushes{}, pushedHeight: last.Height, open: map[uint64]*attempt{},
+		recent: []*block.Block{last},
 	}
 	if c.certified, err = c.store.last(); err != nil {
 		return nil, err
@@ -221,6 +233,10 @@ func (c *Certifier) Accepted(b *block.Block) {
 	now := c.cfg.Clock()
 	c.mu.Lock()
 	c.last = b
+	c.recent = append(c.recent, b)
+	if len(c.recent) > maxOpen {
+		c.recent = slices.Delete(c.recent, 0, len(c.recent)-maxOpen)
+	}
 	if b.Height > c.certified {
 		if len(c.accepted) < maxTracked {
 			c.accepted[b.Height] = now
@@ -313,68 +329,51 @@ func (c *Certifier) updateGauges() {
 	c.metrics.uncertified.Set(float64(c.last.Height - min(c.certified, c.last.Height)))
 }
 
-// target is the block to certify next: the newest accepted one, if it
-// carries a P-chain height and no certificate covers it yet.
-func (c *Certifier) target() *block.Block {
+// recentBlocks are the newest accepted blocks (at most maxOpen, oldest
+// first) and the certified height.
+func (c *Certifier) recentBlocks() ([]*block.Block, uint64) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.last.Height <= c.certified || !c.last.HasPChainHeight {
-		return nil
-	}
-	return c.last
+	return slices.Clone(c.recent), c.certified
 }
 
 func (c *Certifier) run(ctx context.Context) {
-	c.pushNewest(ctx)
 	backoff := minBackoff
 	var (
-		a       *attempt
 		started time.Time // when the newest request round started
 		retry   time.Time // no request round before this, after a short one
 	)
 	timer := time.NewTimer(time.Hour)
 	defer timer.Stop()
 	for {
-		c.pushNewest(ctx)
-		if b := c.target(); b == nil {
-			a = nil
-		} else if a == nil || a.statement.BlockID != b.ID() {
-			var err error
-			if a, err = c.newAttempt(ctx, b); err != nil {
-				c.cfg.Log.Warn("certificate round not started", zap.Uint64("height", b.Height), zap.Error(err))
-				a = nil
-				if !sleep(ctx, backoff) {
-					return
-				}
-				backoff = min(2*backoff, maxBackoff)
-				continue
+		c.pushAccepted(ctx)
+		if err := c.openAttempts(ctx); err != nil {
+			c.cfg.Log.Warn("certificate attempt not started", zap.Error(err))
+			if !sleep(ctx, backoff) {
+				return
 			}
+			backoff = min(2*backoff, maxBackoff)
+			continue
 		}
-		if a != nil {
-			c.adopt(a)
-			if a.quorum() {
-				if c.finished(a) {
-					a, backoff, retry = nil, minBackoff, time.Time{}
-				}
-				continue
-			}
+		c.adoptPushes()
+		if c.certifyBest() {
+			backoff, retry = minBackoff, time.Time{}
+			continue
 		}
-		// Ask for the missing signatures once pushes had their chance:
-		// pullAfter past the oldest uncovered block's acceptance, rounds
-		// at least minInterval apart, and backing off while short.
+		// Ask for the missing signatures on the newest block once pushes
+		// had their chance: pullAfter past the oldest uncovered block's
+		// acceptance, rounds at least minInterval apart, and backing off
+		// while short.
+		a := c.newestOpen()
 		var due time.Time
 		if a != nil {
-			due = c.waitingSince().Add(pullAfter)
-			due = maxTime(due, started.Add(minInterval), retry)
+			due = maxTime(c.waitingSince().Add(pullAfter), started.Add(minInterval), retry)
 		}
 		if a != nil && !time.Now().Before(due) {
 			started = time.Now()
 			progressed, err := c.collect(ctx, a)
-			if err == nil && a.quorum() {
-				if c.finished(a) {
-					a, backoff, retry = nil, minBackoff, time.Time{}
-				}
-				continue
+			if err == nil && (a.quorum() || c.quorumInSight()) {
+				continue // certified at the top of the loop
 			}
 			c.metrics.rounds.WithLabelValues("short").Inc()
 			c.noteMissing(a)
@@ -405,6 +404,71 @@ func (c *Certifier) run(ctx context.Context) {
 	}
 }
 
+// openAttempts keeps one attempt per accepted block no certificate covers
+// yet, among the newest maxOpen: a block's certificate comes as soon as
+// its signatures do, even when a newer block was accepted meanwhile, and
+// blocks certified or too old (a newer certificate will cover them) are
+// forgotten.
+func (c *Certifier) openAttempts(ctx context.Context) error {
+	blocks, certified := c.recentBlocks()
+	for h, a := range c.open {
+		if h <= certified || !slices.ContainsFunc(blocks, func(b *block.Block) bool { return b.ID() == a.statement.BlockID }) {
+			delete(c.open, h)
+		}
+	}
+	for _, b := range blocks {
+		if b.Height <= certified || !b.HasPChainHeight || c.open[b.Height] != nil {
+			continue
+		}
+		a, err := c.newAttempt(ctx, b)
+		if err != nil {
+			return fmt.Errorf("height %d: %w", b.Height, err)
+		}
+		c.open[b.Height] = a
+	}
+	return nil
+}
+
+// newestOpen is the attempt on the newest uncovered block (nil: none).
+func (c *Certifier) newestOpen() *attempt {
+	var newest *attempt
+	for h, a := range c.open {
+		if newest == nil || h > newest.statement.Height {
+			newest = a
+		}
+	}
+	return newest
+}
+
+// certifyBest certifies the newest block whose signatures carry a quorum,
+// checking them (one aggregate); it reports whether it stored one.
+func (c *Certifier) certifyBest() bool {
+	heights := slices.Sorted(maps.Keys(c.open))
+	slices.Reverse(heights)
+	for _, h := range heights {
+		a := c.open[h]
+		if !a.inSight() {
+			continue
+		}
+		c.drop(a, a.check())
+		if a.quorum() && c.finished(a) {
+			return true
+		}
+	}
+	return false
+}
+
+// quorumInSight: some open attempt holds signatures that would make a
+// quorum once checked.
+func (c *Certifier) quorumInSight() bool {
+	for _, a := range c.open {
+		if a.inSight() {
+			return true
+		}
+	}
+	return false
+}
+
 // finished stores a's certificate, logging when it could not.
 func (c *Certifier) finished(a *attempt) bool {
 	if err := c.finish(a); err != nil {
@@ -414,18 +478,17 @@ func (c *Certifier) finished(a *attempt) bool {
 	return true
 }
 
-// pushNewest pushes this node's signature on its newest accepted block,
-// once per block. Blocks accepted in between get none: a certificate over
-// the newest covers them, and a peer still short of one asks.
-func (c *Certifier) pushNewest(ctx context.Context) {
-	c.mu.Lock()
-	b := c.last
-	c.mu.Unlock()
-	if b.Height <= c.pushedHeight {
-		return
+// pushAccepted pushes this node's signature on each block accepted since
+// its last push (among the newest maxOpen), so that every validator can
+// certify each block as soon as the last of them accepts it.
+func (c *Certifier) pushAccepted(ctx context.Context) {
+	blocks, _ := c.recentBlocks()
+	for _, b := range blocks {
+		if b.Height > c.pushedHeight {
+			c.pushedHeight = b.Height
+			c.push(ctx, b)
+		}
 	}
-	c.pushedHeight = b.Height
-	c.push(ctx, b)
 }
 
 // waitingSince is when the oldest block no certificate covers was accepted
@@ -463,6 +526,9 @@ func sleep(ctx context.Context, d time.Duration) bool {
 // finish aggregates a's signatures, stores the certificate and wakes the
 // waiters.
 func (c *Certifier) finish(a *attempt) error {
+	if a.statement.Height <= c.Certified() {
+		return nil // a newer certificate covers it (only this goroutine moves certified)
+	}
 	// Every signature in a.sigs was checked (check), so the aggregate
 	// verifies without checking it again.
 	cert, err := certificate.Aggregate(a.statement, a.sigs)

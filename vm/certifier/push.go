@@ -47,7 +47,7 @@ type Gossiper interface {
 // height and sender, unchecked. Guarded by Certifier.mu. Bounded: heights
 // above the certified one and within pushAhead of the last accepted,
 // senders in the newest validator set, one signature per sender and
-// height; an attempt takes its height's and drops those below.
+// height; an attempt takes its height's, a certificate drops those below.
 type pushes map[uint64]map[ids.NodeID][]byte
 
 func encodePush(height uint64, sig []byte) []byte {
@@ -103,35 +103,40 @@ func (c *Certifier) keepPush(nodeID ids.NodeID, msg []byte) string {
 	return ""
 }
 
-// adopt moves the signatures pushed for a's block into a and checks them
-// once they would make a quorum. It reports whether any was added.
-func (c *Certifier) adopt(a *attempt) bool {
+// adoptPushes moves the pushed signatures of open attempts' blocks into
+// them, unchecked (certifyBest checks those that would make a quorum), and
+// forgets those of certified heights.
+func (c *Certifier) adoptPushes() {
+	type taken struct {
+		a      *attempt
+		byNode map[ids.NodeID][]byte
+	}
+	var take []taken
 	c.mu.Lock()
-	byNode := c.pushed[a.statement.Height]
-	for h := range c.pushed {
-		if h <= a.statement.Height {
-			delete(c.pushed, h) // below: a certificate over a's block covers them
+	for h, byNode := range c.pushed {
+		switch a := c.open[h]; {
+		case a != nil:
+			take = append(take, taken{a, byNode})
+			delete(c.pushed, h)
+		case h <= c.certified:
+			delete(c.pushed, h)
 		}
 	}
 	c.mu.Unlock()
-	added := false
-	for nodeID, raw := range byNode {
-		i, ok := a.index[nodeID]
-		if !ok || a.has(i) {
-			continue
+	for _, t := range take {
+		for nodeID, raw := range t.byNode {
+			i, ok := t.a.index[nodeID]
+			if !ok || t.a.has(i) {
+				continue
+			}
+			sig, err := bls.SignatureFromBytes(raw)
+			if err != nil {
+				c.metrics.refusals.WithLabelValues("bad_signature").Inc()
+				continue
+			}
+			t.a.offer(i, sig)
 		}
-		sig, err := bls.SignatureFromBytes(raw)
-		if err != nil {
-			c.metrics.refusals.WithLabelValues("bad_signature").Inc()
-			continue
-		}
-		a.offer(i, sig)
-		added = true
 	}
-	if added {
-		c.drop(a, a.check())
-	}
-	return added
 }
 
 // push signs b's statement, when this node is a validator of b's P-chain

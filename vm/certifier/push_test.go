@@ -2,15 +2,19 @@ package certifier
 
 import (
 	"bytes"
+	"context"
 	"testing"
+	"time"
 
 	"github.com/ava-labs/avalanchego/database"
 	"github.com/ava-labs/avalanchego/database/memdb"
 	"github.com/ava-labs/avalanchego/ids"
+	"github.com/ava-labs/avalanchego/snow/validators"
 	"github.com/ava-labs/avalanchego/utils/crypto/bls"
 	"github.com/ava-labs/avalanchego/utils/set"
 	"github.com/stretchr/testify/require"
 
+	"github.com/s-chain/schain/txs/txstest"
 	"github.com/s-chain/schain/vm/block"
 )
 
@@ -53,4 +57,60 @@ func TestPushesStayBounded(t *testing.T) {
 		kept += len(byNode)
 	}
 	require.LessOrEqual(kept, 2*pushAhead+1+2, "the window and the two kept before it")
+}
+
+// set is a validator set of keys of equal weight, at every P-chain height.
+type keySet []*txstest.Key
+
+func (s keySet) GetValidatorSet(context.Context, uint64, ids.ID) (map[ids.NodeID]*validators.GetValidatorOutput, error) {
+	out := map[ids.NodeID]*validators.GetValidatorOutput{}
+	for _, k := range s {
+		out[k.NodeID] = &validators.GetValidatorOutput{NodeID: k.NodeID, Weight: 10, PublicKey: k.PublicKey()}
+	}
+	return out, nil
+}
+
+// TestEachBlockIsCertifiedWhenItsSignaturesArrive: with two blocks accepted
+// and the others' signatures pushed for the older one only, the older one
+// is certified without waiting for the newer one's (which a validator that
+// accepted both at once would otherwise hold back).
+func TestEachBlockIsCertifiedWhenItsSignaturesArrive(t *testing.T) {
+	require := require.New(t)
+	keys, err := txstest.NewKeys("open", 3)
+	require.NoError(err)
+	chainID := ids.ID{'c'}
+	first, err := block.New(ids.ID{'p'}, 4, 1, true, 10, ids.ID{'r', 4}, nil, block.DefaultLimits())
+	require.NoError(err)
+	c, err := New(Config{NetworkID: 5, ChainID: chainID, NodeID: keys[0].NodeID, Signer: keys[0].Signer(5, chainID), Validators: keySet(keys)},
+		memdb.New(), noBlocks{}, first)
+	require.NoError(err)
+	c.Start(nil, nil)
+	defer c.Stop()
+
+	older, err := block.New(first.ID(), 5, 2, true, 10, ids.ID{'r', 5}, nil, block.DefaultLimits())
+	require.NoError(err)
+	newer, err := block.New(older.ID(), 6, 3, true, 10, ids.ID{'r', 6}, nil, block.DefaultLimits())
+	require.NoError(err)
+	c.Accepted(older)
+	c.Accepted(newer)
+	st, ok := Statement(5, chainID, older)
+	require.True(ok)
+	msg, err := st.Message()
+	require.NoError(err)
+	// Pushes are kept from members only: wait until the certifier knows
+	// the set (it learns it pushing its own signatures).
+	require.Eventually(func() bool {
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		return c.members.Contains(keys[1].NodeID)
+	}, 10*time.Second, time.Millisecond)
+	for _, k := range keys[1:] {
+		sig, err := k.Signer(5, chainID).Sign(msg)
+		require.NoError(err)
+		require.Empty(c.keepPush(k.NodeID, encodePush(older.Height, sig)))
+	}
+	require.Eventually(func() bool { return c.Certified() == older.Height }, 10*time.Second, time.Millisecond)
+	cert, err := c.Covering(older.Height)
+	require.NoError(err)
+	require.Equal(older.ID(), cert.BlockID)
 }

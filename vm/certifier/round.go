@@ -43,6 +43,11 @@ type attempt struct {
 
 func (a *attempt) quorum() bool { return certificate.Supermajority(a.weight, a.set.TotalWeight) }
 
+// inSight: a's signatures, checked or not, would make a quorum.
+func (a *attempt) inSight() bool {
+	return certificate.Supermajority(a.weight+a.pendingWeight, a.set.TotalWeight)
+}
+
 func (a *attempt) has(i int) bool {
 	_, ok := a.sigs[i]
 	_, waiting := a.pending[i]
@@ -233,10 +238,14 @@ func (c *Certifier) collect(ctx context.Context, a *attempt) (bool, error) {
 			return progressed, nil
 		case <-c.wake:
 			// A push, or a newer block this node must push its
-			// signature for.
-			c.pushNewest(ctx)
-			if c.adopt(a) {
-				progressed = true
+			// signature for: a certificate in sight ends the round.
+			c.pushAccepted(ctx)
+			if err := c.openAttempts(ctx); err != nil {
+				return progressed, err
+			}
+			c.adoptPushes()
+			if c.quorumInSight() {
+				return true, nil
 			}
 		case id := <-due:
 			scheduled--
