@@ -24,10 +24,10 @@ import (
 	"github.com/s-chain/schain/certificate"
 	"github.com/s-chain/schain/txs"
 	"github.com/s-chain/schain/txs/txstest"
+	"github.com/s-chain/schain/vm"
 	"github.com/s-chain/schain/vm/api"
 	"github.com/s-chain/schain/vm/block"
 	"github.com/s-chain/schain/vm/certifier"
-	"github.com/s-chain/schain/vm"
 	"github.com/s-chain/schain/vm/chain"
 	"github.com/s-chain/schain/vm/config"
 )

@@ -17,8 +17,8 @@ import (
 
 	"github.com/s-chain/schain/benchmark"
 	"github.com/s-chain/schain/localnet"
-	vmconfig "github.com/s-chain/schain/vm/config"
 	"github.com/s-chain/schain/shadow/legacyraft"
+	vmconfig "github.com/s-chain/schain/vm/config"
 )
 
 // benchStopTimeout bounds stopping every system after a run, even when the
