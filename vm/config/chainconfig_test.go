@@ -28,7 +28,12 @@ func TestChainConfig(t *testing.T) {
 	require.NoError(err)
 	c, err := config.ParseChainConfig(b)
 	require.NoError(err)
-	require.Equal(config.ChainConfig{WriteTokens: []config.WriteToken{wt}, MaxRequestBytes: 65536, MaxPendingPerToken: 8, MaxWaitMs: 1000, CertificateStallMs: 60_000}, c)
+	require.Equal(config.ChainConfig{WriteTokens: []config.WriteToken{wt}, MaxRequestBytes: 65536, MaxPendingPerToken: 8, MaxWaitMs: 1000, CertificateStallMs: 60_000, Certificates: true}, c)
+	require.False(c.CertificatesOff(), "certificates unless the config says otherwise")
+	c, err = config.ParseChainConfig([]byte(`{"certificates": false}`))
+	require.NoError(err)
+	require.True(c.CertificatesOff())
+	require.False((*config.ChainConfig)(nil).CertificatesOff())
 
 	bad := func(name string, mutate func(*config.ChainConfig)) string {
 		c := config.DefaultChainConfig()
