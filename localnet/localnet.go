@@ -72,9 +72,23 @@ type Config struct {
 	// written to <network dir>/token (mode 0600), where Open finds it, so
 	// that `schain` commands, the demo and the e2e tests write with it.
 	Token string
+	// ProfileDir, if set, makes every node and its plugin write CPU profiles
+	// every ProfileEvery (zero: 10 s), for finding where a load's CPU goes:
+	// the node's continuous profiler into <ProfileDir>/<nodeID>/ (cpu.profile
+	// being written, cpu.profile.1 the newest complete one, and so on), the
+	// plugin's into <ProfileDir>/<nodeID>.<n>.pprof (n counting up).
+	ProfileDir   string
+	ProfileEvery time.Duration
 	// Progress receives human-readable progress lines.
 	Progress io.Writer
 }
+
+// defaultProfileEvery is the length of one profile with ProfileDir.
+const defaultProfileEvery = 10 * time.Second
+
+// profileFiles bounds the profiles kept per process with ProfileDir: an
+// hour of 10 s profiles.
+const profileFiles = 360
 
 // DefaultSnow are the local network's consensus parameters: k=20,
 // alphaPreference=11, alphaConfidence=12, beta=12.
@@ -268,6 +282,9 @@ func Start(ctx context.Context, cfg Config) (*Network, error) {
 	}
 	log := logger(cfg.Progress)
 	nodes := tmpnet.NewNodesOrPanic(cfg.Nodes)
+	if err := cfg.profileNodes(nodes); err != nil {
+		return nil, err
+	}
 	flags := tmpnet.DefaultTmpnetFlags()
 	flags[config.FdLimitKey] = "8192"
 	flags[config.ProposerVMUseCurrentHeightKey] = "true"
@@ -334,6 +351,13 @@ func (c Config) chainConfig() (string, string, error) {
 		return "", "", err
 	}
 	cc.WriteTokens = append(cc.WriteTokens, wt)
+	if c.ProfileDir != "" {
+		dir, err := filepath.Abs(c.ProfileDir)
+		if err != nil {
+			return "", "", err
+		}
+		cc.CPUProfileDir, cc.CPUProfileEveryMs, cc.CPUProfileMaxFiles = dir, uint64(c.profileEvery().Milliseconds()), profileFiles
+	}
 	if err := cc.Verify(); err != nil {
 		return "", "", err
 	}
@@ -342,6 +366,32 @@ func (c Config) chainConfig() (string, string, error) {
 		return "", "", err
 	}
 	return token, string(b), nil
+}
+
+func (c Config) profileEvery() time.Duration {
+	if c.ProfileEvery == 0 {
+		return defaultProfileEvery
+	}
+	return c.ProfileEvery
+}
+
+// profileNodes turns on the nodes' continuous profilers, each into a
+// directory of its own (their file names are fixed).
+func (c Config) profileNodes(nodes []*tmpnet.Node) error {
+	if c.ProfileDir == "" {
+		return nil
+	}
+	dir, err := filepath.Abs(c.ProfileDir)
+	if err != nil {
+		return err
+	}
+	for _, nd := range nodes {
+		nd.Flags[config.ProfileDirKey] = filepath.Join(dir, nd.NodeID.String())
+		nd.Flags[config.ProfileContinuousEnabledKey] = "true"
+		nd.Flags[config.ProfileContinuousFreqKey] = c.profileEvery().String()
+		nd.Flags[config.ProfileContinuousMaxFilesKey] = strconv.Itoa(profileFiles)
+	}
+	return nil
 }
 
 // writeToken stores the token readable by its owner only.

@@ -24,6 +24,9 @@ const (
 	maxPendingBound = 1 << 20
 	maxWaitBoundMs  = 10 * 60 * 1000
 	maxTokenNameLen = 64
+	minProfileMs    = 1000
+	maxProfileMs    = 3600 * 1000
+	maxProfileFiles = 10000
 )
 
 // ChainConfig is one node's configuration of its S-Chain API: who may make
@@ -51,6 +54,14 @@ type ChainConfig struct {
 	// finality certificate before the node's health check fails (the
 	// validators whose signatures are missing are named).
 	CertificateStallMs uint64 `json:"certificateStallMs"`
+	// CPUProfileDir, if set, makes the plugin write CPU profiles of itself
+	// there, one every CPUProfileEveryMs, keeping the newest
+	// CPUProfileMaxFiles: the plugin's counterpart of the node's
+	// --profile-continuous-enabled, whose profiles cover the node process
+	// only. Off (empty) by default: profiling costs a few percent of CPU.
+	CPUProfileDir      string `json:"cpuProfileDir,omitempty"`
+	CPUProfileEveryMs  uint64 `json:"cpuProfileEveryMs"`
+	CPUProfileMaxFiles int    `json:"cpuProfileMaxFiles"`
 }
 
 // WriteToken is one named bearer token, stored as the SHA-256 of the token
@@ -67,13 +78,16 @@ type WriteToken struct {
 // DefaultChainConfig is what an empty chain config means: no write token
 // (writes disabled), 1 MiB requests, 4096 pending writes per token, waits of
 // at most 30 s, health failing after a minute without a finality
-// certificate.
+// certificate, no CPU profiles (10 s each, the newest 100 kept when a
+// directory is set).
 func DefaultChainConfig() ChainConfig {
 	return ChainConfig{
 		MaxRequestBytes:    1 << 20,
 		MaxPendingPerToken: 4096,
 		MaxWaitMs:          30_000,
 		CertificateStallMs: 60_000,
+		CPUProfileEveryMs:  10_000,
+		CPUProfileMaxFiles: 100,
 	}
 }
 
@@ -88,7 +102,7 @@ func ParseChainConfig(b []byte) (ChainConfig, error) {
 	dec := json.NewDecoder(bytes.NewReader(b))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&c); err != nil {
-		return ChainConfig{}, fmt.Errorf("%w: %w (known fields: writeTokens[{name, sha256}], maxRequestBytes, maxPendingPerToken, maxWaitMs, certificateStallMs)", ErrBadChainConfig, err)
+		return ChainConfig{}, fmt.Errorf("%w: %w (known fields: writeTokens[{name, sha256}], maxRequestBytes, maxPendingPerToken, maxWaitMs, certificateStallMs, cpuProfileDir, cpuProfileEveryMs, cpuProfileMaxFiles)", ErrBadChainConfig, err)
 	}
 	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
 		return ChainConfig{}, fmt.Errorf("%w: data after the JSON object", ErrBadChainConfig)
@@ -131,6 +145,10 @@ func (c *ChainConfig) Verify() error {
 		return fmt.Errorf("%w: maxWaitMs %d not in [1, %d]", ErrBadChainConfig, c.MaxWaitMs, maxWaitBoundMs)
 	case c.CertificateStallMs < 1000 || c.CertificateStallMs > maxWaitBoundMs:
 		return fmt.Errorf("%w: certificateStallMs %d not in [1000, %d]", ErrBadChainConfig, c.CertificateStallMs, maxWaitBoundMs)
+	case c.CPUProfileEveryMs < minProfileMs || c.CPUProfileEveryMs > maxProfileMs:
+		return fmt.Errorf("%w: cpuProfileEveryMs %d not in [%d, %d]", ErrBadChainConfig, c.CPUProfileEveryMs, minProfileMs, maxProfileMs)
+	case c.CPUProfileMaxFiles < 1 || c.CPUProfileMaxFiles > maxProfileFiles:
+		return fmt.Errorf("%w: cpuProfileMaxFiles %d not in [1, %d]", ErrBadChainConfig, c.CPUProfileMaxFiles, maxProfileFiles)
 	}
 	return nil
 }
@@ -142,6 +160,11 @@ func (c *ChainConfig) CertificateStallAfter() time.Duration {
 		return 0
 	}
 	return time.Duration(c.CertificateStallMs) * time.Millisecond
+}
+
+// CPUProfileEvery as a duration.
+func (c *ChainConfig) CPUProfileEvery() time.Duration {
+	return time.Duration(c.CPUProfileEveryMs) * time.Millisecond
 }
 
 // MaxWait as a duration.
