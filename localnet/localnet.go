@@ -79,6 +79,9 @@ type Config struct {
 	// plugin's into <ProfileDir>/<nodeID>.<n>.pprof (n counting up).
 	ProfileDir   string
 	ProfileEvery time.Duration
+	// NodeFlags are avalanchego flags for every node, over the local
+	// network's defaults (experiments: measuring a node setting in pairs).
+	NodeFlags map[string]string
 	// Progress receives human-readable progress lines.
 	Progress io.Writer
 }
@@ -285,12 +288,7 @@ func Start(ctx context.Context, cfg Config) (*Network, error) {
 	if err := cfg.profileNodes(nodes); err != nil {
 		return nil, err
 	}
-	flags := tmpnet.DefaultTmpnetFlags()
-	flags[config.FdLimitKey] = "8192"
-	flags[config.ProposerVMUseCurrentHeightKey] = "true"
-	flags[config.ProposerVMMinBlockDelayKey] = "0s"
-	flags[config.LogLevelKey] = "info"
-	setPrimaryConsensus(flags)
+	flags := nodeFlags(cfg.NodeFlags)
 	tn := &tmpnet.Network{
 		Owner:        "schain",
 		DefaultFlags: flags,
@@ -329,6 +327,40 @@ func Start(ctx context.Context, cfg Config) (*Network, error) {
 		return nil, err
 	}
 	return n, nil
+}
+
+// nodeFlags are the flags of every node: tmpnet's defaults, the local
+// network's settings, then extra (Config.NodeFlags).
+//
+// Three of them cut work that every node does whatever the load, which on
+// one machine shared by all the nodes and plugins takes cores from the
+// allocations (measured in pairs, docs/performance.md "Where the CPU
+// goes"):
+//   - consensus-frontier-poll-frequency 1s instead of 100 ms: every chain of
+//     every node (P, X, C and S-Chain) sends a pull query to a validator at
+//     that frequency while it has no processing block, and the primary
+//     network's chains have none almost always: 90 of the 3 nodes' queries
+//     per second that nobody needs here. It only bounds how soon a node
+//     that missed an accepted block (a partition, a restart) hears of it.
+//   - system-tracker-frequency 5s instead of 500 ms: the node samples the
+//     CPU use of itself and its plugin from /proc for message throttling
+//     (7% of an idle node's CPU); peers are all on this machine.
+//   - network-compression-type none: the peers are on loopback, where zstd
+//     (a fresh decoder per message) only costs CPU.
+func nodeFlags(extra map[string]string) tmpnet.FlagsMap {
+	flags := tmpnet.DefaultTmpnetFlags()
+	flags[config.FdLimitKey] = "8192"
+	flags[config.ProposerVMUseCurrentHeightKey] = "true"
+	flags[config.ProposerVMMinBlockDelayKey] = "0s"
+	flags[config.LogLevelKey] = "info"
+	flags[config.ConsensusFrontierPollFrequencyKey] = "1s"
+	flags[config.SystemTrackerFrequencyKey] = "5s"
+	flags[config.NetworkCompressionTypeKey] = "none"
+	setPrimaryConsensus(flags)
+	for k, v := range extra {
+		flags[k] = v
+	}
+	return flags
 }
 
 // chainConfig returns the network's token and the chain config JSON that
