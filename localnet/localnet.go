@@ -72,9 +72,26 @@ type Config struct {
 	// written to <network dir>/token (mode 0600), where Open finds it, so
 	// that `schain` commands, the demo and the e2e tests write with it.
 	Token string
+	// ProfileDir, if set, makes every node and its plugin write CPU profiles
+	// every ProfileEvery (zero: 10 s), for finding where a load's CPU goes:
+	// the node's continuous profiler into <ProfileDir>/<nodeID>/ (cpu.profile
+	// being written, cpu.profile.1 the newest complete one, and so on), the
+	// plugin's into <ProfileDir>/<nodeID>.<n>.pprof (n counting up).
+	ProfileDir   string
+	ProfileEvery time.Duration
+	// NodeFlags are avalanchego flags for every node, over the local
+	// network's defaults (experiments: measuring a node setting in pairs).
+	NodeFlags map[string]string
 	// Progress receives human-readable progress lines.
 	Progress io.Writer
 }
+
+// defaultProfileEvery is the length of one profile with ProfileDir.
+const defaultProfileEvery = 10 * time.Second
+
+// profileFiles bounds the profiles kept per process with ProfileDir: an
+// hour of 10 s profiles.
+const profileFiles = 360
 
 // DefaultSnow are the local network's consensus parameters: k=20,
 // alphaPreference=11, alphaConfidence=12, beta=12.
@@ -268,12 +285,10 @@ func Start(ctx context.Context, cfg Config) (*Network, error) {
 	}
 	log := logger(cfg.Progress)
 	nodes := tmpnet.NewNodesOrPanic(cfg.Nodes)
-	flags := tmpnet.DefaultTmpnetFlags()
-	flags[config.FdLimitKey] = "8192"
-	flags[config.ProposerVMUseCurrentHeightKey] = "true"
-	flags[config.ProposerVMMinBlockDelayKey] = "0s"
-	flags[config.LogLevelKey] = "info"
-	setPrimaryConsensus(flags)
+	if err := cfg.profileNodes(nodes); err != nil {
+		return nil, err
+	}
+	flags := nodeFlags(cfg.NodeFlags)
 	tn := &tmpnet.Network{
 		Owner:        "schain",
 		DefaultFlags: flags,
@@ -314,6 +329,40 @@ func Start(ctx context.Context, cfg Config) (*Network, error) {
 	return n, nil
 }
 
+// nodeFlags are the flags of every node: tmpnet's defaults, the local
+// network's settings, then extra (Config.NodeFlags).
+//
+// Three of them cut work that every node does whatever the load, which on
+// one machine shared by all the nodes and plugins takes cores from the
+// allocations (measured in pairs, docs/performance.md "Where the CPU
+// goes"):
+//   - consensus-frontier-poll-frequency 1s instead of 100 ms: every chain of
+//     every node (P, X, C and S-Chain) sends a pull query to a validator at
+//     that frequency while it has no processing block, and the primary
+//     network's chains have none almost always: 90 of the 3 nodes' queries
+//     per second that nobody needs here. It only bounds how soon a node
+//     that missed an accepted block (a partition, a restart) hears of it.
+//   - system-tracker-frequency 5s instead of 500 ms: the node samples the
+//     CPU use of itself and its plugin from /proc for message throttling
+//     (7% of an idle node's CPU); peers are all on this machine.
+//   - network-compression-type none: the peers are on loopback, where zstd
+//     (a fresh decoder per message) only costs CPU.
+func nodeFlags(extra map[string]string) tmpnet.FlagsMap {
+	flags := tmpnet.DefaultTmpnetFlags()
+	flags[config.FdLimitKey] = "8192"
+	flags[config.ProposerVMUseCurrentHeightKey] = "true"
+	flags[config.ProposerVMMinBlockDelayKey] = "0s"
+	flags[config.LogLevelKey] = "info"
+	flags[config.ConsensusFrontierPollFrequencyKey] = "1s"
+	flags[config.SystemTrackerFrequencyKey] = "5s"
+	flags[config.NetworkCompressionTypeKey] = "none"
+	setPrimaryConsensus(flags)
+	for k, v := range extra {
+		flags[k] = v
+	}
+	return flags
+}
+
 // chainConfig returns the network's token and the chain config JSON that
 // lists its hash.
 func (c Config) chainConfig() (string, string, error) {
@@ -334,6 +383,13 @@ func (c Config) chainConfig() (string, string, error) {
 		return "", "", err
 	}
 	cc.WriteTokens = append(cc.WriteTokens, wt)
+	if c.ProfileDir != "" {
+		dir, err := filepath.Abs(c.ProfileDir)
+		if err != nil {
+			return "", "", err
+		}
+		cc.CPUProfileDir, cc.CPUProfileEveryMs, cc.CPUProfileMaxFiles = dir, uint64(c.profileEvery().Milliseconds()), profileFiles
+	}
 	if err := cc.Verify(); err != nil {
 		return "", "", err
 	}
@@ -342,6 +398,32 @@ func (c Config) chainConfig() (string, string, error) {
 		return "", "", err
 	}
 	return token, string(b), nil
+}
+
+func (c Config) profileEvery() time.Duration {
+	if c.ProfileEvery == 0 {
+		return defaultProfileEvery
+	}
+	return c.ProfileEvery
+}
+
+// profileNodes turns on the nodes' continuous profilers, each into a
+// directory of its own (their file names are fixed).
+func (c Config) profileNodes(nodes []*tmpnet.Node) error {
+	if c.ProfileDir == "" {
+		return nil
+	}
+	dir, err := filepath.Abs(c.ProfileDir)
+	if err != nil {
+		return err
+	}
+	for _, nd := range nodes {
+		nd.Flags[config.ProfileDirKey] = filepath.Join(dir, nd.NodeID.String())
+		nd.Flags[config.ProfileContinuousEnabledKey] = "true"
+		nd.Flags[config.ProfileContinuousFreqKey] = c.profileEvery().String()
+		nd.Flags[config.ProfileContinuousMaxFilesKey] = strconv.Itoa(profileFiles)
+	}
+	return nil
 }
 
 // writeToken stores the token readable by its owner only.

@@ -4,7 +4,10 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+	"time"
 
+	avagoconfig "github.com/ava-labs/avalanchego/config"
+	"github.com/ava-labs/avalanchego/tests/fixture/tmpnet"
 	"github.com/stretchr/testify/require"
 
 	"github.com/s-chain/schain/vm/config"
@@ -43,4 +46,36 @@ func TestChainConfigCarriesTheNetworkToken(t *testing.T) {
 	got, err := ReadToken(path)
 	require.NoError(err)
 	require.Equal(tok, got)
+}
+
+// TestProfileDir: one setting profiles the nodes (their continuous
+// profiler, a directory each) and the plugins (the chain config).
+func TestProfileDir(t *testing.T) {
+	require := require.New(t)
+	dir := t.TempDir()
+	c := Config{ProfileDir: dir, ProfileEvery: 5 * time.Second}
+	_, js, err := c.chainConfig()
+	require.NoError(err)
+	cc, err := config.ParseChainConfig([]byte(js))
+	require.NoError(err)
+	require.Equal(dir, cc.CPUProfileDir)
+	require.Equal(uint64(5000), cc.CPUProfileEveryMs)
+
+	nodes := tmpnet.NewNodesOrPanic(2)
+	require.NoError(c.profileNodes(nodes))
+	for _, nd := range nodes {
+		require.Equal(filepath.Join(dir, nd.NodeID.String()), nd.Flags[avagoconfig.ProfileDirKey])
+		require.Equal("true", nd.Flags[avagoconfig.ProfileContinuousEnabledKey])
+		require.Equal("5s", nd.Flags[avagoconfig.ProfileContinuousFreqKey])
+	}
+
+	// Off by default.
+	_, js, err = Config{}.chainConfig()
+	require.NoError(err)
+	cc, err = config.ParseChainConfig([]byte(js))
+	require.NoError(err)
+	require.Empty(cc.CPUProfileDir)
+	nodes = tmpnet.NewNodesOrPanic(1)
+	require.NoError(Config{}.profileNodes(nodes))
+	require.NotContains(nodes[0].Flags, avagoconfig.ProfileContinuousEnabledKey)
 }

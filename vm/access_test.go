@@ -8,14 +8,17 @@ import (
 	"go/parser"
 	"go/token"
 	"net/http"
+	"path/filepath"
 	"reflect"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/ava-labs/avalanchego/database/memdb"
 	"github.com/ava-labs/avalanchego/ids"
 	"github.com/ava-labs/avalanchego/snow"
+	"github.com/ava-labs/avalanchego/snow/snowtest"
 	"github.com/stretchr/testify/require"
 
 	"github.com/s-chain/schain/txs"
@@ -421,4 +424,18 @@ func TestChainConfigBadAuthHeaderNeverLogged(t *testing.T) {
 	require.NotContains(t, e.Message, secret)
 	require.NotContains(t, an.logs.String(), secret)
 	require.Contains(t, an.logs.String(), "api request refused")
+}
+
+// TestInitializeWritesPluginProfiles: a chain config with cpuProfileDir
+// makes the VM profile its own process (the plugin's, which the node's
+// profiler does not see) until Shutdown, which completes the profile.
+func TestInitializeWritesPluginProfiles(t *testing.T) {
+	require := require.New(t)
+	dir := filepath.Join(t.TempDir(), "profiles")
+	chainCtx := snowtest.Context(t, snowtest.CChainID)
+	v := &vm.VM{}
+	require.NoError(v.Initialize(context.Background(), chainCtx, memdb.New(), genesis, nil,
+		[]byte(`{"cpuProfileDir": "`+dir+`", "cpuProfileMaxFiles": 3}`), nil, nil))
+	require.NoError(v.Shutdown(context.Background()))
+	require.FileExists(filepath.Join(dir, chainCtx.NodeID.String()+".0.pprof"))
 }

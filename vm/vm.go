@@ -42,6 +42,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/zap"
 
+	"github.com/s-chain/schain/internal/cpuprofile"
 	"github.com/s-chain/schain/internal/dbcache"
 	"github.com/s-chain/schain/vm/builder"
 	"github.com/s-chain/schain/vm/certifier"
@@ -127,6 +128,7 @@ type VM struct {
 	certifier *certifier.Certifier
 	api       *rpc.Server
 	stop      context.CancelFunc
+	profiler  *cpuprofile.Profiler // nil unless the chain config asks for CPU profiles
 }
 
 // dbCacheEntries bounds the keys of accepted state kept in memory (values
@@ -153,7 +155,17 @@ func (vm *VM) Initialize(
 	if err := chainCtx.Metrics.Register("schain", reg); err != nil {
 		return fmt.Errorf("registering metrics: %w", err)
 	}
-	return vm.Init(Config{
+	if cc.CPUProfileDir != "" {
+		// The plugin's own process: the node's profiler does not see it.
+		if vm.profiler, err = cpuprofile.Start(cpuprofile.Config{
+			Dir: cc.CPUProfileDir, Prefix: chainCtx.NodeID.String(),
+			Every: cc.CPUProfileEvery(), MaxFiles: cc.CPUProfileMaxFiles,
+		}); err != nil {
+			return err
+		}
+		chainCtx.Log.Info("writing CPU profiles of the plugin", zap.String("dir", cc.CPUProfileDir))
+	}
+	err = vm.Init(Config{
 		NetworkID:   chainCtx.NetworkID,
 		ChainID:     chainCtx.ChainID,
 		SubnetID:    chainCtx.SubnetID,
@@ -168,6 +180,11 @@ func (vm *VM) Initialize(
 		ChainConfig: &cc,
 		Heartbeats:  true,
 	}, db, genesisBytes)
+	if err != nil && vm.profiler != nil {
+		_ = vm.profiler.Stop()
+		vm.profiler = nil
+	}
+	return err
 }
 
 // Init builds the parts on db, creating the genesis block on first start
@@ -311,10 +328,15 @@ func (vm *VM) Handler() (http.Handler, error)  { return vm.api.Handler(), nil }
 // its own.
 func (*VM) SetState(context.Context, snow.State) error { return nil }
 
-// Shutdown stops the write path and gossip.
+// Shutdown stops the write path, gossip and the CPU profiler.
 func (vm *VM) Shutdown(context.Context) error {
+	var perr error
+	if vm.profiler != nil {
+		perr = vm.profiler.Stop()
+		vm.profiler = nil
+	}
 	if vm.stop == nil {
-		return nil
+		return perr
 	}
 	vm.stop()
 	vm.writer.Stop()
@@ -322,7 +344,7 @@ func (vm *VM) Shutdown(context.Context) error {
 	if vm.gossip != nil {
 		vm.gossip.Wait()
 	}
-	return nil
+	return perr
 }
 
 // Version reports the VM's semantic version.

@@ -49,6 +49,7 @@ type benchOptions struct {
 	schainModes    []string
 	schainFailover string
 	poolChunk      uint64
+	profileDir     string // CPU profiles of the S-Chain nodes and plugins (empty: none)
 	// schainRounds are the liveness round lengths whose failover is
 	// measured, one network each (the main network's own setting reuses its
 	// failover phase); livenessWindow is the load before each kill, watched
@@ -175,6 +176,7 @@ Every process started is stopped at the end, also on error or Ctrl-C.`,
 	f.StringSliceVar(&o.schainModes, "schain-modes", []string{modePerRequest, modePooled, modeBatched, modeUncertified}, "S-Chain write paths to measure: per-request, pooled, pooled-batched on the network; uncertified: per-request on a second network without finality certificates")
 	f.Uint64Var(&o.poolChunk, "schain-pool-chunk", 0, "ids per reservation of an owner's id pool (0: the genesis default, 65,536)")
 	f.StringVar(&o.schainFailover, "schain-failover", modePooled, "the S-Chain mode whose failover phase runs (a network takes one kill; empty: none)")
+	f.StringVar(&o.profileDir, "profile-dir", "", "write CPU profiles of the S-Chain network's nodes and plugins there, every 10 s (see `schain network start --profile-dir`)")
 	f.StringVar(&o.buildDir, "build-dir", defaultBuildDir(), "where avalanchego and the plugin are")
 	f.StringVar(&o.out, "out", filepath.Join(defaultBuildDir(), "bench"), "directory for the network, legacy nodes, report, tables and charts")
 	return cmd
@@ -410,7 +412,7 @@ func startBenchTargets(ctx context.Context, o benchOptions, progress io.Writer) 
 	if o.schain {
 		cfg := localnet.DefaultConfig(o.buildDir)
 		cfg.RootDir, cfg.Progress = filepath.Join(o.out, "network"), progress
-		cfg.PoolChunk = o.poolChunk
+		cfg.PoolChunk, cfg.ProfileDir = o.poolChunk, o.profileDir
 		// The bench owns its root: stop and forget what an earlier run left.
 		_ = localnet.StopAll(ctx, cfg.RootDir, nil)
 		if err := os.RemoveAll(cfg.RootDir); err != nil {

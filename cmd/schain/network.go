@@ -36,6 +36,7 @@ func newNetworkCmd(g *globals) *cobra.Command {
 
 	var nodes int
 	var replace bool
+	var profileDir string
 	start := &cobra.Command{
 		Use:   "start",
 		Short: "Start a network of validators with an S-Chain subnet and wait until the chain answers",
@@ -58,6 +59,7 @@ stops it and starts a new one.`,
 			}
 			cfg := localnet.DefaultConfig(buildDir)
 			cfg.Nodes = nodes
+			cfg.ProfileDir = profileDir
 			cfg.Progress = g.errOut
 			began := time.Now()
 			n, err := localnet.Start(ctx, cfg)
@@ -74,6 +76,7 @@ stops it and starts a new one.`,
 	}
 	start.Flags().IntVar(&nodes, "nodes", 3, "number of validators (at least 2)")
 	start.Flags().BoolVar(&replace, "replace", false, "stop a running network and start a new one")
+	start.Flags().StringVar(&profileDir, "profile-dir", "", "write CPU profiles of every node (<dir>/<nodeID>/cpu.profile.N, every 10 s) and its plugin (<dir>/<nodeID>.N.pprof) there")
 
 	stop := &cobra.Command{
 		Use:   "stop",

@@ -78,7 +78,12 @@ func (d *DB) Get(key []byte) ([]byte, error) {
 	return v, err
 }
 
-// Has answers from memory when the key is cached.
+// Has answers from memory when the key is cached, and remembers an absent
+// key (unless a write happened meanwhile): the replay check asks whether a
+// new transaction was applied at admission, at every build and at every
+// verify, and the answer is no until a block that applies it is accepted
+// (a write through the cache). A present key is not kept: Has does not read
+// its value.
 func (d *DB) Has(key []byte) (bool, error) {
 	d.mu.Lock()
 	if el, ok := d.entries[string(key)]; ok && !d.closed {
@@ -86,8 +91,18 @@ func (d *DB) Has(key []byte) (bool, error) {
 		d.mu.Unlock()
 		return found, nil
 	}
+	gen := d.writes
 	d.mu.Unlock()
-	return d.Database.Has(key)
+	has, err := d.Database.Has(key)
+	if err != nil || has {
+		return has, err
+	}
+	d.mu.Lock()
+	if d.writes == gen {
+		d.set(string(key), nil, false)
+	}
+	d.mu.Unlock()
+	return false, nil
 }
 
 // Put writes through.

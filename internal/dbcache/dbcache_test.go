@@ -124,3 +124,77 @@ func TestConcurrentReadsAndWrites(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, []byte{byte(5000 % 256)}, v)
 }
+
+// countingDB counts the reads that reach the database (in a plugin, gRPC
+// round trips into the node).
+type countingDB struct {
+	database.Database
+	mu        sync.Mutex
+	has, gets int
+}
+
+func (c *countingDB) Has(key []byte) (bool, error) {
+	c.mu.Lock()
+	c.has++
+	c.mu.Unlock()
+	return c.Database.Has(key)
+}
+
+func (c *countingDB) Get(key []byte) ([]byte, error) {
+	c.mu.Lock()
+	c.gets++
+	c.mu.Unlock()
+	return c.Database.Get(key)
+}
+
+// TestHasRemembersAbsence: asking again whether a new transaction was
+// applied is answered from memory, until a write makes it present; a
+// present key is asked of the database each time (Has knows no value), and
+// a Has that raced with a write leaves nothing behind.
+func TestHasRemembersAbsence(t *testing.T) {
+	require := require.New(t)
+	under := &countingDB{Database: memdb.New()}
+	d := New(under, 16)
+	for range 3 {
+		has, err := d.Has([]byte("applied/tx1"))
+		require.NoError(err)
+		require.False(has)
+	}
+	require.Equal(1, under.has, "one read of the database, then memory")
+	_, err := d.Get([]byte("applied/tx1"))
+	require.ErrorIs(err, database.ErrNotFound)
+	require.Zero(under.gets, "Get knows the absence too")
+
+	v := versiondb.New(d)
+	require.NoError(v.Put([]byte("applied/tx1"), []byte{1}))
+	require.NoError(v.Commit())
+	has, err := d.Has([]byte("applied/tx1"))
+	require.NoError(err)
+	require.True(has, "the accepted write replaced the cached absence")
+
+	require.NoError(under.Database.Put([]byte("present"), []byte("v"))) // written before this cache
+	for range 2 {
+		has, err := d.Has([]byte("present"))
+		require.NoError(err)
+		require.True(has)
+	}
+	require.Equal(3, under.has, "a present key is not cached by Has")
+	got, err := d.Get([]byte("present"))
+	require.NoError(err)
+	require.Equal([]byte("v"), got)
+
+	// A Has racing with a write: the write bumps the generation, and the
+	// absence read before it is not kept.
+	d.mu.Lock()
+	gen := d.writes
+	d.mu.Unlock()
+	require.NoError(d.Put([]byte("raced"), []byte("now")))
+	d.mu.Lock()
+	if d.writes == gen { // what Has checks before caching an absence
+		d.set("raced", nil, false)
+	}
+	d.mu.Unlock()
+	has, err = d.Has([]byte("raced"))
+	require.NoError(err)
+	require.True(has)
+}

@@ -24,6 +24,9 @@ const (
 	maxPendingBound = 1 << 20
 	maxWaitBoundMs  = 10 * 60 * 1000
 	maxTokenNameLen = 64
+	minProfileMs    = 1000
+	maxProfileMs    = 3600 * 1000
+	maxProfileFiles = 10000
 )
 
 // ChainConfig is one node's configuration of its S-Chain API: who may make
@@ -56,6 +59,14 @@ type ChainConfig struct {
 	// receipts on it are never final, and wait "final" is refused
 	// (certificates_off). It exists to measure what certificates cost.
 	Certificates bool `json:"certificates"`
+	// CPUProfileDir, if set, makes the plugin write CPU profiles of itself
+	// there, one every CPUProfileEveryMs, keeping the newest
+	// CPUProfileMaxFiles: the plugin's counterpart of the node's
+	// --profile-continuous-enabled, whose profiles cover the node process
+	// only. Off (empty) by default: profiling costs a few percent of CPU.
+	CPUProfileDir      string `json:"cpuProfileDir,omitempty"`
+	CPUProfileEveryMs  uint64 `json:"cpuProfileEveryMs"`
+	CPUProfileMaxFiles int    `json:"cpuProfileMaxFiles"`
 }
 
 // WriteToken is one named bearer token, stored as the SHA-256 of the token
@@ -72,7 +83,8 @@ type WriteToken struct {
 // DefaultChainConfig is what an empty chain config means: no write token
 // (writes disabled), 1 MiB requests, 4096 pending writes per token, waits of
 // at most 30 s, finality certificates collected, health failing after a
-// minute without one.
+// minute without one, no CPU profiles (10 s each, the newest 100 kept when
+// a directory is set).
 func DefaultChainConfig() ChainConfig {
 	return ChainConfig{
 		MaxRequestBytes:    1 << 20,
@@ -80,6 +92,8 @@ func DefaultChainConfig() ChainConfig {
 		MaxWaitMs:          30_000,
 		CertificateStallMs: 60_000,
 		Certificates:       true,
+		CPUProfileEveryMs:  10_000,
+		CPUProfileMaxFiles: 100,
 	}
 }
 
@@ -94,7 +108,7 @@ func ParseChainConfig(b []byte) (ChainConfig, error) {
 	dec := json.NewDecoder(bytes.NewReader(b))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&c); err != nil {
-		return ChainConfig{}, fmt.Errorf("%w: %w (known fields: writeTokens[{name, sha256}], maxRequestBytes, maxPendingPerToken, maxWaitMs, certificateStallMs)", ErrBadChainConfig, err)
+		return ChainConfig{}, fmt.Errorf("%w: %w (known fields: writeTokens[{name, sha256}], maxRequestBytes, maxPendingPerToken, maxWaitMs, certificateStallMs, cpuProfileDir, cpuProfileEveryMs, cpuProfileMaxFiles)", ErrBadChainConfig, err)
 	}
 	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
 		return ChainConfig{}, fmt.Errorf("%w: data after the JSON object", ErrBadChainConfig)
@@ -137,6 +151,10 @@ func (c *ChainConfig) Verify() error {
 		return fmt.Errorf("%w: maxWaitMs %d not in [1, %d]", ErrBadChainConfig, c.MaxWaitMs, maxWaitBoundMs)
 	case c.CertificateStallMs < 1000 || c.CertificateStallMs > maxWaitBoundMs:
 		return fmt.Errorf("%w: certificateStallMs %d not in [1000, %d]", ErrBadChainConfig, c.CertificateStallMs, maxWaitBoundMs)
+	case c.CPUProfileEveryMs < minProfileMs || c.CPUProfileEveryMs > maxProfileMs:
+		return fmt.Errorf("%w: cpuProfileEveryMs %d not in [%d, %d]", ErrBadChainConfig, c.CPUProfileEveryMs, minProfileMs, maxProfileMs)
+	case c.CPUProfileMaxFiles < 1 || c.CPUProfileMaxFiles > maxProfileFiles:
+		return fmt.Errorf("%w: cpuProfileMaxFiles %d not in [1, %d]", ErrBadChainConfig, c.CPUProfileMaxFiles, maxProfileFiles)
 	}
 	return nil
 }
@@ -153,6 +171,11 @@ func (c *ChainConfig) CertificateStallAfter() time.Duration {
 // CertificatesOff: the config turns finality certificates off (a nil
 // config keeps them on).
 func (c *ChainConfig) CertificatesOff() bool { return c != nil && !c.Certificates }
+
+// CPUProfileEvery as a duration.
+func (c *ChainConfig) CPUProfileEvery() time.Duration {
+	return time.Duration(c.CPUProfileEveryMs) * time.Millisecond
+}
 
 // MaxWait as a duration.
 func (c *ChainConfig) MaxWait() time.Duration { return time.Duration(c.MaxWaitMs) * time.Millisecond }
