@@ -212,6 +212,12 @@ func (c *Client) WaitReceipt(ctx context.Context, txID ids.ID, until api.Wait, w
 	return reply, c.call(ctx, "waitReceipt", api.WaitReceiptArgs{TxID: txID, Wait: until, WaitMs: waitMs}, reply, true)
 }
 
+// receiptWaitMs bounds one waitReceipt: a decision or a certificate comes
+// well within it, and a node that cannot know the answer (a transaction
+// re-pinned by another owner while this node still holds it) costs no
+// more than that before the caller asks again, possibly elsewhere.
+const receiptWaitMs = 2_000
+
 // receiptOnce is one step of a wait for a receipt: a wait on the node
 // (waitReceipt, answered as soon as the receipt is decided or final) when
 // the client has a token, else a read. A wait the node refuses (the token,
@@ -220,7 +226,7 @@ func (c *Client) WaitReceipt(ctx context.Context, txID ids.ID, until api.Wait, w
 func (c *Client) receiptOnce(until api.Wait) func(context.Context, ids.ID) (*api.ReceiptReply, error) {
 	return func(ctx context.Context, txID ids.ID) (*api.ReceiptReply, error) {
 		if c.cfg.Token != "" {
-			rc, err := c.WaitReceipt(ctx, txID, until, 0)
+			rc, err := c.WaitReceipt(ctx, txID, until, receiptWaitMs)
 			if err == nil || !waitRefused(err) {
 				return rc, err
 			}

@@ -199,7 +199,8 @@ func TestCertificatesOff(t *testing.T) {
 
 // TestWaitReceiptAnswersWhenFinal: waitReceipt holds the request until the
 // transaction's block is accepted and certified, then answers the final
-// receipt; with wait "accepted" (the default) it answers at acceptance.
+// receipt; with wait "accepted" (the default) it answers at acceptance; a
+// transaction the node does not know is answered at once.
 func TestWaitReceiptAnswersWhenFinal(t *testing.T) {
 	require := require.New(t)
 	ctx := context.Background()
@@ -222,6 +223,12 @@ func TestWaitReceiptAnswersWhenFinal(t *testing.T) {
 			ch <- a
 		}()
 	}
+	// A transaction this node does not know is answered at once, not
+	// waited for until the bound: the client asks elsewhere.
+	var unknown api.ReceiptReply
+	require.Nil(rpcCall(t, nw.server(1), "waitReceipt", api.WaitReceiptArgs{TxID: ids.GenerateTestID(), WaitMs: 5_000}, &unknown))
+	require.Equal(api.StatusUnknown, unknown.Status)
+
 	// Both are waiting on the node: nothing answers before the block.
 	require.Never(func() bool { return len(final)+len(accepted) > 0 }, 100*time.Millisecond, 10*time.Millisecond)
 

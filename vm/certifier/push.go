@@ -1,6 +1,7 @@
 package certifier
 
 import (
+	"bytes"
 	"context"
 	"encoding/binary"
 	"time"
@@ -97,7 +98,7 @@ func (c *Certifier) keepPush(nodeID ids.NodeID, msg []byte) string {
 		c.mu.Unlock()
 		return "duplicate"
 	}
-	byNode[nodeID] = msg[8:]
+	byNode[nodeID] = bytes.Clone(msg[8:]) // the message's buffer is not ours to keep
 	c.mu.Unlock()
 	c.nudge()
 	return ""

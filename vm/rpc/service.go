@@ -292,11 +292,22 @@ func (s *Service) GetReceipt(_ *http.Request, args *api.TxIDArgs, reply *api.Rec
 // (or, with wait "final", once a certificate covers its block): a client
 // waiting for finality learns it when the certificate comes instead of
 // polling. A wait holds a request open, so, like a write, it needs a write
-// token and counts against its maxPendingPerToken.
+// token and counts against its maxPendingPerToken. It waits only for a
+// transaction this node knows: an unknown one (another node's, not
+// gossiped here, or replaced where this node cannot see) is answered at
+// once, so that the client asks elsewhere instead of waiting out the bound.
 func (s *Service) WaitReceipt(r *http.Request, args *api.WaitReceiptArgs, reply *api.ReceiptReply) error {
 	until := args.Wait
 	if until == api.WaitNone {
 		until = api.WaitAccepted
+	}
+	now, err := s.s.writes.Receipt(args.TxID)
+	if err != nil {
+		return rpcError(err)
+	}
+	if now.Status == api.StatusUnknown {
+		*reply = *now
+		return nil
 	}
 	rc, err := s.wait(r.Context(), args.TxID, 0, args.WaitMs, until)
 	if err != nil {
