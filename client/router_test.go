@@ -255,6 +255,27 @@ func TestWaitForReceipt(t *testing.T) {
 	require.Equal(api.StatusUnknown, rc.Status)
 }
 
+// concurrently runs clients goroutines of each calls to call(client,
+// call) and requires every call to succeed.
+func concurrently(t *testing.T, clients, each int, call func(g, i int) error) {
+	errs := make(chan error, clients*each)
+	var wg sync.WaitGroup
+	for g := range clients {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range each {
+				errs <- call(g, i)
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		require.NoError(t, err)
+	}
+}
+
 // TestRouterConcurrent: many writers over ranges owned by different nodes;
 // every request reaches its owner and ids never overlap (run with -race).
 func TestRouterConcurrent(t *testing.T) {
@@ -266,23 +287,10 @@ func TestRouterConcurrent(t *testing.T) {
 	}
 	r := newRouter(t, f)
 	ctx := testCtx(t)
-	var wg sync.WaitGroup
-	errs := make(chan error, 64)
-	for g := range 8 {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := range 8 {
-				_, err := r.Allocate(ctx, api.AllocateArgs{Range: ranges[(g+i)%len(ranges)], Count: 2})
-				errs <- err
-			}
-		}()
-	}
-	wg.Wait()
-	close(errs)
-	for err := range errs {
-		require.NoError(err)
-	}
+	concurrently(t, 8, 8, func(g, i int) error {
+		_, err := r.Allocate(ctx, api.AllocateArgs{Range: ranges[(g+i)%len(ranges)], Count: 2})
+		return err
+	})
 	for _, rng := range ranges {
 		a, err := r.GetAllocation(ctx, rng)
 		require.NoError(err)
@@ -343,23 +351,10 @@ func TestRouterBatchesPooled(t *testing.T) {
 	f.SetOwner("p3", 0) // p3 moved: its cached route answers NotOwner
 
 	const clients, each = 16, 8
-	errs := make(chan error, clients*each)
-	var wg sync.WaitGroup
-	for g := range clients {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := range each {
-				_, err := r.Allocate(ctx, api.AllocateArgs{Range: ranges[(g+i)%len(ranges)], Count: 3, Pooled: true})
-				errs <- err
-			}
-		}()
-	}
-	wg.Wait()
-	close(errs)
-	for err := range errs {
-		require.NoError(err)
-	}
+	concurrently(t, clients, each, func(g, i int) error {
+		_, err := r.Allocate(ctx, api.AllocateArgs{Range: ranges[(g+i)%len(ranges)], Count: 3, Pooled: true})
+		return err
+	})
 	for _, rng := range ranges {
 		a, err := r.GetAllocation(ctx, rng)
 		require.NoError(err)

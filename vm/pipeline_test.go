@@ -46,6 +46,16 @@ func entry(t *testing.T, w *writer.Writer, id ids.ID) [2]uint64 {
 	return [2]uint64{rc.Entries[0].Base, rc.Entries[0].Base + rc.Entries[0].Count}
 }
 
+// lastAccepted is node i's last accepted block, as the engine sees it.
+func (nw *net) lastAccepted(i int) snowman.Block {
+	ctx := context.Background()
+	id, err := nw.vms[i].LastAccepted(ctx)
+	require.NoError(nw.t, err)
+	b, err := nw.vms[i].GetBlock(ctx, id)
+	require.NoError(nw.t, err)
+	return b
+}
+
 // TestPipelinedBlocks: a block is built on a parent that is still
 // processing (not accepted anywhere), from the parent's state: it carries
 // only work the parent does not, and continues the parent's counters. Both
@@ -54,12 +64,8 @@ func TestPipelinedBlocks(t *testing.T) {
 	require := require.New(t)
 	nw := newNet(t, 3)
 	nw.ready(10)
-	ctx := context.Background()
 	rk := nw.rangeOf(0, "pipe")
-	last, err := nw.vms[0].LastAccepted(ctx)
-	require.NoError(err)
-	lastBlk, err := nw.vms[0].GetBlock(ctx, last)
-	require.NoError(err)
+	lastBlk := nw.lastAccepted(0)
 
 	tx1 := nw.allocate(0, rk, 5, 1, 2)
 	parent := nw.buildOn(0, lastBlk)
@@ -112,10 +118,7 @@ func TestPipelinedChildDiscardedWithItsParent(t *testing.T) {
 	nw.ready(10)
 	ctx := context.Background()
 	rk := nw.rangeOf(0, "pipe")
-	last, err := nw.vms[0].LastAccepted(ctx)
-	require.NoError(err)
-	lastBlk, err := nw.vms[0].GetBlock(ctx, last)
-	require.NoError(err)
+	lastBlk := nw.lastAccepted(0)
 
 	// vm 2 never sees tx1 and tx2: its competing block carries tx3 only.
 	tx1 := nw.allocate(0, rk, 5, 1)
