@@ -134,6 +134,10 @@ func (c *SChainCluster) FinalityCounts(ctx context.Context) (FinalityCounts, err
 			return FinalityCounts{}, fmt.Errorf("%s: %w", c.NodeName(nd.NodeID), err)
 		}
 		if i > 0 {
+			if !slices.Equal(sum.Bounds, got.Bounds) {
+				return FinalityCounts{}, fmt.Errorf("%s: %w: its certificate_latency_seconds buckets differ from %s's (nodes of different versions?)",
+					c.NodeName(nd.NodeID), errNoFinalityMetrics, c.NodeName(c.net.Nodes[0].NodeID))
+			}
 			got.Blocks = 0
 		}
 		sum = sum.Add(got)

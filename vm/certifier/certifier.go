@@ -137,10 +137,10 @@ type Certifier struct {
 	pushedHeight uint64
 	open         map[uint64]*attempt
 
-	mu   sync.Mutex // guards the fields below
-	last *block.Block
+	mu sync.Mutex // guards the fields below
 	// recent are the newest accepted blocks, at most maxOpen, oldest
-	// first: the ones this node pushes signatures for and certifies.
+	// first (never empty: the last accepted block is the last one): the
+	// ones this node pushes signatures for and certifies.
 	recent    []*block.Block
 	certified uint64
 	changed   chan struct{} // closed and replaced when certified moves
@@ -181,7 +181,7 @@ func New(cfg Config, db database.Database, blocks Blocks, last *block.Block) (*C
 		signing: signing{networkID: cfg.NetworkID, chainID: cfg.ChainID, blocks: blocks},
 		metrics: m, sets: lru.NewCache[uint64, validators.WarpSet](8), signatures: lru.NewCache[ids.ID, []byte](1024),
 		wake: make(chan struct{}, 1), changed: make(chan struct{}), accepted: map[uint64]time.Time{},
-		last: last, pushed: pushes{}, pushedHeight: last.Height, open: map[uint64]*attempt{},
+		pushed: pushes{}, pushedHeight: last.Height, open: map[uint64]*attempt{},
 		recent: []*block.Block{last},
 	}
 	if c.certified, err = c.store.last(); err != nil {
@@ -232,7 +232,6 @@ func (c *Certifier) Accepted(b *block.Block) {
 	}
 	now := c.cfg.Clock()
 	c.mu.Lock()
-	c.last = b
 	c.recent = append(c.recent, b)
 	if len(c.recent) > maxOpen {
 		c.recent = slices.Delete(c.recent, 0, len(c.recent)-maxOpen)
@@ -311,7 +310,7 @@ func (c *Certifier) Health() (map[string]any, error) {
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	details := map[string]any{"certifiedHeight": c.certified, "uncertifiedBlocks": c.last.Height - min(c.certified, c.last.Height)}
+	details := map[string]any{"certifiedHeight": c.certified, "uncertifiedBlocks": c.lastHeight() - min(c.certified, c.lastHeight())}
 	if c.waiting.IsZero() {
 		return details, nil
 	}
@@ -321,12 +320,15 @@ func (c *Certifier) Health() (map[string]any, error) {
 		return details, nil
 	}
 	return details, fmt.Errorf("%w: no certificate for %s (certified up to height %d of %d); missing signatures of %v: with more than 1/3 of the stake unreachable or not accepting, nothing becomes final until they return or leave the subnet (schain validators status)",
-		ErrStalled, waited.Round(time.Second), c.certified, c.last.Height, c.missing)
+		ErrStalled, waited.Round(time.Second), c.certified, c.lastHeight(), c.missing)
 }
+
+// lastHeight is the last accepted block's height. Callers hold mu.
+func (c *Certifier) lastHeight() uint64 { return c.recent[len(c.recent)-1].Height }
 
 func (c *Certifier) updateGauges() {
 	c.metrics.certified.Set(float64(c.certified))
-	c.metrics.uncertified.Set(float64(c.last.Height - min(c.certified, c.last.Height)))
+	c.metrics.uncertified.Set(float64(c.lastHeight() - min(c.certified, c.lastHeight())))
 }
 
 // recentBlocks are the newest accepted blocks (at most maxOpen, oldest
@@ -549,7 +551,7 @@ func (c *Certifier) finish(a *attempt) error {
 		}
 	}
 	c.waiting, c.uncoveredSince = time.Time{}, time.Time{}
-	if c.last.Height > c.certified {
+	if c.lastHeight() > c.certified {
 		c.waiting, c.uncoveredSince = now, time.Now()
 		if at, ok := c.accepted[c.certified+1]; ok {
 			c.waiting = at

@@ -85,7 +85,7 @@ func (c *Certifier) keepPush(nodeID ids.NodeID, msg []byte) string {
 	case !c.members.Contains(nodeID):
 		c.mu.Unlock()
 		return "not_a_validator"
-	case height <= c.certified || height+pushAhead < c.last.Height || height > c.last.Height+pushAhead:
+	case height <= c.certified || height+pushAhead < c.lastHeight() || height > c.lastHeight()+pushAhead:
 		c.mu.Unlock()
 		return "outside_window"
 	}

@@ -44,13 +44,13 @@ func TestPushesStayBounded(t *testing.T) {
 	require.Equal("", c.keepPush(member, encodePush(95, sig)))
 	require.Equal("duplicate", c.keepPush(member, encodePush(95, sig)))
 
-	c.last = &block.Block{Height: 100 + 3*pushAhead}
+	c.recent = []*block.Block{{Height: 100 + 3*pushAhead}}
 	c.certified = 100
 	require.Equal("outside_window", c.keepPush(member, encodePush(100+pushAhead, sig)), "too far behind")
 
 	// A flood of every height a member may push: bounded by the window.
 	for h := uint64(0); h < 10*pushAhead; h++ {
-		c.keepPush(member, encodePush(c.last.Height-pushAhead+h, sig))
+		c.keepPush(member, encodePush(c.lastHeight()-pushAhead+h, sig))
 	}
 	kept := 0
 	for _, byNode := range c.pushed {
