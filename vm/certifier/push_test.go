@@ -12,6 +12,8 @@ import (
 	"github.com/ava-labs/avalanchego/snow/validators"
 	"github.com/ava-labs/avalanchego/utils/crypto/bls"
 	"github.com/ava-labs/avalanchego/utils/set"
+	"github.com/ava-labs/avalanchego/vms/platformvm/warp"
+	dto "github.com/prometheus/client_model/go"
 	"github.com/stretchr/testify/require"
 
 	"github.com/s-chain/schain/txs/txstest"
@@ -70,13 +72,19 @@ func (s keySet) GetValidatorSet(context.Context, uint64, ids.ID) (map[ids.NodeID
 	return out, nil
 }
 
-// TestEachBlockIsCertifiedWhenItsSignaturesArrive: with two blocks accepted
-// and the others' signatures pushed for the older one only, the older one
-// is certified without waiting for the newer one's (which a validator that
-// accepted both at once would otherwise hold back).
-func TestEachBlockIsCertifiedWhenItsSignaturesArrive(t *testing.T) {
+// pushed is a running certifier of the first of n equal validators that
+// accepted two blocks after first, ready to keep pushes; statement is the
+// older block's statement, which the others sign.
+type pushed struct {
+	c            *Certifier
+	keys         []*txstest.Key
+	older, newer *block.Block
+	statement    *warp.UnsignedMessage
+}
+
+func newPushed(t *testing.T, n int) *pushed {
 	require := require.New(t)
-	keys, err := txstest.NewKeys("open", 3)
+	keys, err := txstest.NewKeys("open", n)
 	require.NoError(err)
 	chainID := ids.ID{'c'}
 	first, err := block.New(ids.ID{'p'}, 4, 1, true, 10, ids.ID{'r', 4}, nil, block.DefaultLimits())
@@ -85,7 +93,7 @@ func TestEachBlockIsCertifiedWhenItsSignaturesArrive(t *testing.T) {
 		memdb.New(), noBlocks{}, first)
 	require.NoError(err)
 	c.Start(nil, nil)
-	defer c.Stop()
+	t.Cleanup(c.Stop)
 
 	older, err := block.New(first.ID(), 5, 2, true, 10, ids.ID{'r', 5}, nil, block.DefaultLimits())
 	require.NoError(err)
@@ -104,13 +112,45 @@ func TestEachBlockIsCertifiedWhenItsSignaturesArrive(t *testing.T) {
 		defer c.mu.Unlock()
 		return c.members.Contains(keys[1].NodeID)
 	}, 10*time.Second, time.Millisecond)
-	for _, k := range keys[1:] {
-		sig, err := k.Signer(5, chainID).Sign(msg)
-		require.NoError(err)
-		require.Empty(c.keepPush(k.NodeID, encodePush(older.Height, sig)))
-	}
-	require.Eventually(func() bool { return c.Certified() == older.Height }, 10*time.Second, time.Millisecond)
-	cert, err := c.Covering(older.Height)
+	return &pushed{c: c, keys: keys, older: older, newer: newer, statement: msg}
+}
+
+// push has validator i push its signature of the older block.
+func (p *pushed) push(t *testing.T, i int) {
+	sig, err := p.keys[i].Signer(5, ids.ID{'c'}).Sign(p.statement)
+	require.NoError(t, err)
+	require.Empty(t, p.c.keepPush(p.keys[i].NodeID, encodePush(p.older.Height, sig)))
+}
+
+// TestEachBlockIsCertifiedWhenItsSignaturesArrive: with two blocks accepted
+// and the others' signatures pushed for the older one only, the older one
+// is certified without waiting for the newer one's (which a validator that
+// accepted both at once would otherwise hold back).
+func TestEachBlockIsCertifiedWhenItsSignaturesArrive(t *testing.T) {
+	require := require.New(t)
+	p := newPushed(t, 3)
+	p.push(t, 1)
+	p.push(t, 2)
+	require.Eventually(func() bool { return p.c.Certified() == p.older.Height }, 10*time.Second, time.Millisecond)
+	cert, err := p.c.Covering(p.older.Height)
 	require.NoError(err)
-	require.Equal(older.ID(), cert.BlockID)
+	require.Equal(p.older.ID(), cert.BlockID)
+}
+
+// TestUndecodablePushesAreDropped: a validator pushing 96 bytes that are
+// no BLS signature is counted and left out; the other three of four
+// certify without it.
+func TestUndecodablePushesAreDropped(t *testing.T) {
+	require := require.New(t)
+	p := newPushed(t, 4)
+	require.Empty(p.c.keepPush(p.keys[3].NodeID, encodePush(p.older.Height, bytes.Repeat([]byte{0xff}, bls.SignatureLen))))
+	p.push(t, 1)
+	p.push(t, 2)
+	require.Eventually(func() bool { return p.c.Certified() == p.older.Height }, 10*time.Second, time.Millisecond)
+	cert, err := p.c.Covering(p.older.Height)
+	require.NoError(err)
+	require.Equal(3, set.BitsFromBytes(cert.Signers).Len(), "the three who signed, not the one who pushed junk")
+	var m dto.Metric
+	require.NoError(p.c.metrics.refusals.WithLabelValues("bad_signature").Write(&m))
+	require.Equal(1.0, m.GetCounter().GetValue())
 }
