@@ -23,27 +23,76 @@ import (
 	"github.com/s-chain/schain/vm/api"
 )
 
-// ownedRanges finds n ranges with prefix owned by each node.
+// ownedRanges finds n ranges with prefix owned by each node. Owners follow
+// the membership, so it first waits until every node is a member on every
+// node (a node restarted by an earlier test rejoins a few liveness rounds
+// later), and it starts over if the membership changed while it looked:
+// ranges found while a node was out would move to it when it came back.
 func ownedRanges(ctx context.Context, t *testing.T, r *client.Router, prefix string, n int) map[ids.NodeID][]string {
-	out := map[ids.NodeID][]string{}
-	for i := 0; ; i++ {
-		done := true
-		for _, nd := range network.Nodes {
-			if len(out[nd.NodeID]) < n {
-				done = false
+	t.Helper()
+	for attempt := 0; ; attempt++ {
+		require.Less(t, attempt, 5, "the membership kept changing while ranges were looked up")
+		generation := wholeMembership(ctx, t)
+		out := map[ids.NodeID][]string{}
+		for i := 0; !ownsEnough(out, n); i++ {
+			require.Less(t, i, 10_000, "HRW never gave every node a range")
+			rk := fmt.Sprintf("%s-%04d", prefix, i)
+			o, err := r.GetOwner(ctx, rk)
+			require.NoError(t, err)
+			if len(out[o.Owner]) < n {
+				out[o.Owner] = append(out[o.Owner], rk)
 			}
 		}
-		if done {
+		if wholeMembership(ctx, t) == generation {
 			return out
 		}
-		require.Less(t, i, 10_000, "HRW never gave every node a range")
-		rk := fmt.Sprintf("%s-%04d", prefix, i)
-		o, err := r.GetOwner(ctx, rk)
-		require.NoError(t, err)
-		if len(out[o.Owner]) < n {
-			out[o.Owner] = append(out[o.Owner], rk)
+	}
+}
+
+func ownsEnough(out map[ids.NodeID][]string, n int) bool {
+	for _, nd := range network.Nodes {
+		if len(out[nd.NodeID]) < n {
+			return false
 		}
 	}
+	return true
+}
+
+// wholeMembership waits until every node reports every node of the
+// network as a member with a heartbeat in the current liveness round, at
+// the same generation, and returns it. A member whose last heartbeat is a
+// round old (a node restarted across a round boundary) is dropped at the
+// next round, so only a heartbeat of this round keeps the membership whole
+// for the next one too.
+func wholeMembership(ctx context.Context, t *testing.T) uint64 {
+	t.Helper()
+	var generation uint64
+	require.NoError(t, poll(ctx, func() error {
+		var seen []uint64
+		for _, nd := range network.Nodes {
+			m, err := nodeClient(t, nd).GetMembership(ctx)
+			if err != nil {
+				return err
+			}
+			if m.Fallback || len(m.Members) != len(network.Nodes) {
+				return fmt.Errorf("node %s: %d members of %d (fallback %v)", nd.NodeID, len(m.Members), len(network.Nodes), m.Fallback)
+			}
+			for _, v := range m.Validators {
+				if v.LastHeartbeat == nil || *v.LastHeartbeat != m.Round {
+					return fmt.Errorf("node %s: validator %s has no heartbeat in round %d", nd.NodeID, v.NodeID, m.Round)
+				}
+			}
+			seen = append(seen, m.Generation)
+		}
+		for _, g := range seen[1:] {
+			if g != seen[0] {
+				return fmt.Errorf("nodes are at membership generations %v", seen)
+			}
+		}
+		generation = seen[0]
+		return nil
+	}), "every node a member on every node")
+	return generation
 }
 
 // agree waits until every node reports the same last accepted height and
