@@ -132,9 +132,10 @@ type Certifier struct {
 	done       chan struct{}
 	stop       context.CancelFunc
 	// pushedHeight is the newest block this node pushed its signature
-	// for, and open the attempts on uncovered blocks by height; only the
-	// background goroutine touches them.
+	// for, audience who it pushed to, and open the attempts on uncovered
+	// blocks by height; only the background goroutine touches them.
 	pushedHeight uint64
+	audience     audience
 	open         map[uint64]*attempt
 
 	mu sync.Mutex // guards the fields below
@@ -158,6 +159,14 @@ type Certifier struct {
 	// validator set's nodes, the only senders kept.
 	pushed  pushes
 	members set.Set[ids.NodeID]
+}
+
+// audience is the validator set of one P-chain height as push needs it,
+// built once per height rather than once per accepted block.
+type audience struct {
+	pChainHeight uint64
+	members      set.Set[ids.NodeID] // every validator's nodes
+	others       set.Set[ids.NodeID] // members but this node
 }
 
 // New restores the certifier's progress from db (a part of the chain's

@@ -148,27 +148,17 @@ func (c *Certifier) push(ctx context.Context, b *block.Block) {
 	if !ok {
 		return
 	}
-	vs, err := c.validatorSet(ctx, st.PChainHeight)
+	aud, err := c.audienceAt(ctx, st.PChainHeight)
 	if err != nil {
 		c.cfg.Log.Debug("no signature pushed", zap.Uint64("height", b.Height), zap.Error(err))
 		return
 	}
 	// members is replaced, never changed: keepPush reads it under mu.
-	members := set.NewSet[ids.NodeID](len(vs.Validators))
-	for _, v := range vs.Validators {
-		members.Add(v.NodeIDs...)
-	}
 	c.mu.Lock()
-	c.members = members
+	c.members = aud.members
 	c.mu.Unlock()
-	if !members.Contains(c.cfg.NodeID) || c.gossiper == nil {
+	if !aud.members.Contains(c.cfg.NodeID) || c.gossiper == nil {
 		return
-	}
-	to := set.NewSet[ids.NodeID](members.Len())
-	for id := range members {
-		if id != c.cfg.NodeID {
-			to.Add(id)
-		}
 	}
 	msg, err := st.Message()
 	if err != nil {
@@ -179,9 +169,35 @@ func (c *Certifier) push(ctx context.Context, b *block.Block) {
 		c.cfg.Log.Warn("certificate statement not signed", zap.Uint64("height", b.Height), zap.Error(err))
 		return
 	}
-	if err := c.gossiper.AppGossip(ctx, common.SendConfig{NodeIDs: to}, encodePush(b.Height, raw)); err != nil {
+	if err := c.gossiper.AppGossip(ctx, common.SendConfig{NodeIDs: aud.others}, encodePush(b.Height, raw)); err != nil {
 		c.cfg.Log.Debug("signature push not sent", zap.Uint64("height", b.Height), zap.Error(err))
 	}
+}
+
+// audienceAt returns the validators of pChainHeight, as members and as the
+// others to push to; push calls it once per accepted block, and the set
+// changes only with the P-chain height, so it is built once per height.
+// Only the background goroutine calls it.
+func (c *Certifier) audienceAt(ctx context.Context, pChainHeight uint64) (audience, error) {
+	if a := c.audience; a.members != nil && a.pChainHeight == pChainHeight {
+		return a, nil
+	}
+	vs, err := c.validatorSet(ctx, pChainHeight)
+	if err != nil {
+		return audience{}, err
+	}
+	a := audience{pChainHeight: pChainHeight, members: set.NewSet[ids.NodeID](len(vs.Validators))}
+	for _, v := range vs.Validators {
+		a.members.Add(v.NodeIDs...)
+	}
+	a.others = set.NewSet[ids.NodeID](a.members.Len())
+	for id := range a.members {
+		if id != c.cfg.NodeID {
+			a.others.Add(id)
+		}
+	}
+	c.audience = a
+	return a, nil
 }
 
 // prunePushes forgets pushes a certificate made useless. Callers hold mu.

@@ -3,12 +3,15 @@ package certifier
 import (
 	"bytes"
 	"context"
+	"slices"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/ava-labs/avalanchego/database"
 	"github.com/ava-labs/avalanchego/database/memdb"
 	"github.com/ava-labs/avalanchego/ids"
+	"github.com/ava-labs/avalanchego/snow/engine/common"
 	"github.com/ava-labs/avalanchego/snow/validators"
 	"github.com/ava-labs/avalanchego/utils/crypto/bls"
 	"github.com/ava-labs/avalanchego/utils/set"
@@ -153,4 +156,71 @@ func TestUndecodablePushesAreDropped(t *testing.T) {
 	var m dto.Metric
 	require.NoError(p.c.metrics.refusals.WithLabelValues("bad_signature").Write(&m))
 	require.Equal(1.0, m.GetCounter().GetValue())
+}
+
+// heightSets gives a different validator set at each P-chain height.
+type heightSets map[uint64]keySet
+
+func (s heightSets) GetValidatorSet(ctx context.Context, h uint64, subnet ids.ID) (map[ids.NodeID]*validators.GetValidatorOutput, error) {
+	return s[h].GetValidatorSet(ctx, h, subnet)
+}
+
+// gossips records where pushes went.
+type gossips struct {
+	mu sync.Mutex
+	to []set.Set[ids.NodeID]
+}
+
+func (g *gossips) AppGossip(_ context.Context, cfg common.SendConfig, _ []byte) error {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.to = append(g.to, cfg.NodeIDs)
+	return nil
+}
+
+func (g *gossips) sent() []set.Set[ids.NodeID] {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return slices.Clone(g.to)
+}
+
+// TestPushesFollowTheValidatorSet: pushes go to the validator set of each
+// block's P-chain height and are kept from its members only, so a
+// validator added at a later P-chain height is pushed to and heard from
+// once blocks of that height are accepted, and one removed is not.
+func TestPushesFollowTheValidatorSet(t *testing.T) {
+	require := require.New(t)
+	keys, err := txstest.NewKeys("sets", 4)
+	require.NoError(err)
+	chainID := ids.ID{'c'}
+	sets := heightSets{10: keySet(keys[:3]), 11: keySet{keys[0], keys[1], keys[3]}}
+	first, err := block.New(ids.ID{'p'}, 4, 1, true, 10, ids.ID{'r', 4}, nil, block.DefaultLimits())
+	require.NoError(err)
+	c, err := New(Config{NetworkID: 5, ChainID: chainID, NodeID: keys[0].NodeID, Signer: keys[0].Signer(5, chainID), Validators: sets},
+		memdb.New(), noBlocks{}, first)
+	require.NoError(err)
+	g := &gossips{}
+	c.Start(nil, g)
+	t.Cleanup(c.Stop)
+
+	parent := first
+	accept := func(pChainHeight uint64) {
+		b, err := block.New(parent.ID(), parent.Height+1, parent.Timestamp+1, true, pChainHeight, ids.ID{'r', byte(parent.Height)}, nil, block.DefaultLimits())
+		require.NoError(err)
+		c.Accepted(b)
+		parent = b
+	}
+	accept(10)
+	accept(10)
+	require.Eventually(func() bool { return len(g.sent()) == 2 }, 10*time.Second, time.Millisecond)
+	for _, to := range g.sent() {
+		require.Equal(set.Of(keys[1].NodeID, keys[2].NodeID), to)
+	}
+	require.Equal("not_a_validator", c.keepPush(keys[3].NodeID, encodePush(parent.Height, make([]byte, bls.SignatureLen))))
+
+	accept(11)
+	require.Eventually(func() bool { return len(g.sent()) == 3 }, 10*time.Second, time.Millisecond)
+	require.Equal(set.Of(keys[1].NodeID, keys[3].NodeID), g.sent()[2], "the set of the block's P-chain height")
+	require.Empty(c.keepPush(keys[3].NodeID, encodePush(parent.Height, make([]byte, bls.SignatureLen))), "added at P-chain height 11")
+	require.Equal("not_a_validator", c.keepPush(keys[2].NodeID, encodePush(parent.Height, make([]byte, bls.SignatureLen))), "removed at P-chain height 11")
 }
