@@ -17,6 +17,7 @@ var (
 
 	errShortReceipt = errors.New("receipt lacks this request's entry")
 	errUnknownNode  = errors.New("not a node of this network")
+	errNoDirectAPI  = errors.New("no direct API")
 )
 
 // SChainCluster is a local S-Chain network the bench started and owns,
@@ -55,6 +56,32 @@ func (c *SChainCluster) PooledBatched() (*SChainCluster, error) {
 	rc.PooledBatches = PooledBatchesPerNode
 	var err error
 	if p.router, err = client.NewRouter(c.net.ChainURIsBase(), c.net.ChainID.String(), rc); err != nil {
+		return nil, err
+	}
+	return &p, nil
+}
+
+// PooledDirect is the pooled view through each plugin's direct API
+// (getNode's directURI): the same requests without the node's HTTP server
+// and the HTTP-over-gRPC hop; batched coalesces them as PooledBatched does.
+func (c *SChainCluster) PooledDirect(ctx context.Context, batched bool) (*SChainCluster, error) {
+	p := *c
+	p.root, p.pooled = "", true
+	rc := client.DefaultRouterConfig()
+	rc.Client.Token = c.net.Token
+	if batched {
+		rc.PooledBatches = PooledBatchesPerNode
+	}
+	uris, err := client.DirectURIs(ctx, c.net.ChainURIsBase(), c.net.ChainID.String(), rc.Client)
+	if err != nil {
+		return nil, err
+	}
+	for i, u := range uris {
+		if u == c.net.ChainURIsBase()[i] {
+			return nil, fmt.Errorf("%w: node %d announces no direct API (chain config directAPI)", errNoDirectAPI, i+1)
+		}
+	}
+	if p.router, err = client.NewRouter(uris, c.net.ChainID.String(), rc); err != nil {
 		return nil, err
 	}
 	return &p, nil

@@ -165,6 +165,11 @@ func FailoverBound(round time.Duration, k uint64) time.Duration {
 	return g.FailoverBound()
 }
 
+// DirectAPI is where every local node's plugin also serves the API itself
+// (chain config directAPI) unless the given chain config names another
+// address: loopback, any free port; getNode announces the one each got.
+const DirectAPI = "127.0.0.1:0"
+
 // TokenName names the network's write token in the nodes' chain config
 // (and so in their logs and metrics).
 const TokenName = "localnet"
@@ -383,6 +388,9 @@ func (c Config) chainConfig() (string, string, error) {
 		return "", "", err
 	}
 	cc.WriteTokens = append(cc.WriteTokens, wt)
+	if cc.DirectAPI == "" {
+		cc.DirectAPI = DirectAPI
+	}
 	if c.ProfileDir != "" {
 		dir, err := filepath.Abs(c.ProfileDir)
 		if err != nil {

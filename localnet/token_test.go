@@ -22,18 +22,21 @@ func TestChainConfigCarriesTheNetworkToken(t *testing.T) {
 	require.NoError(err)
 	require.Equal([]config.WriteToken{{Name: TokenName, SHA256: config.TokenHash(tok)}}, cc.WriteTokens)
 	require.Equal(config.DefaultChainConfig().MaxRequestBytes, cc.MaxRequestBytes)
+	require.Equal(DirectAPI, cc.DirectAPI, "local nodes serve the API directly on loopback")
 
 	// A given config and token are kept; the caller's slice is not touched.
 	other := config.WriteToken{Name: "s3", SHA256: config.TokenHash("s3-secret")}
 	given := config.DefaultChainConfig()
 	given.WriteTokens = []config.WriteToken{other}
 	given.MaxPendingPerToken = 7
+	given.DirectAPI = "127.0.0.1:9660"
 	tok2, js, err := Config{ChainConfig: &given, Token: "schain_fixed"}.chainConfig()
 	require.NoError(err)
 	require.Equal("schain_fixed", tok2)
 	cc, err = config.ParseChainConfig([]byte(js))
 	require.NoError(err)
 	require.Equal(7, cc.MaxPendingPerToken)
+	require.Equal("127.0.0.1:9660", cc.DirectAPI, "a given address is kept")
 	require.Equal([]config.WriteToken{other, {Name: TokenName, SHA256: config.TokenHash("schain_fixed")}}, cc.WriteTokens)
 	require.Len(given.WriteTokens, 1)
 

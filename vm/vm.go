@@ -277,6 +277,13 @@ func (vm *VM) Init(cfg Config, db database.Database, genesisBytes []byte) error 
 	}
 	vm.certifier.Start(requester, gossiper)
 	vm.writer.Start()
+	if err := vm.api.ServeDirect(); err != nil {
+		// Undo what started; the node will not call Shutdown on a chain
+		// that failed to initialize, and a second one finds nothing to do.
+		_ = vm.Shutdown(context.Background())
+		vm.stop = nil
+		return err
+	}
 	vm.logStart()
 	return nil
 }
@@ -339,12 +346,14 @@ func (vm *VM) Shutdown(context.Context) error {
 		return perr
 	}
 	vm.stop()
+	// The direct API closes first: no request should find the writer gone.
+	derr := vm.api.Close()
 	vm.writer.Stop()
 	vm.certifier.Stop()
 	if vm.gossip != nil {
 		vm.gossip.Wait()
 	}
-	return perr
+	return errors.Join(perr, derr)
 }
 
 // Version reports the VM's semantic version.

@@ -66,19 +66,26 @@ const (
 	modePerRequest = "per-request"
 	modePooled     = "pooled"
 	modeBatched    = "pooled-batched"
+	// The pooled paths through each plugin's direct API (chain config
+	// directAPI, on for local networks) instead of the node's.
+	modeDirect        = "pooled-direct"
+	modeBatchedDirect = "pooled-batched-direct"
 	// modeUncertified is per-request on a second network whose nodes make
 	// no finality certificates: what certificates cost, side by side.
 	modeUncertified = "uncertified"
 )
 
-var schainTargetName = map[string]string{modePerRequest: "schain", modePooled: "schain-pooled", modeBatched: "schain-batched", modeUncertified: "schain-uncertified"}
+var schainTargetName = map[string]string{
+	modePerRequest: "schain", modePooled: "schain-pooled", modeBatched: "schain-batched",
+	modeDirect: "schain-direct", modeBatchedDirect: "schain-batched-direct", modeUncertified: "schain-uncertified",
+}
 
 var errBenchMode = errors.New("unknown S-Chain mode")
 
 func (o benchOptions) verifyModes() error {
 	for _, m := range o.schainModes {
 		if _, ok := schainTargetName[m]; !ok {
-			return fmt.Errorf("%w %q in --schain-modes (hint: per-request, pooled, pooled-batched, uncertified)", errBenchMode, m)
+			return fmt.Errorf("%w %q in --schain-modes (hint: per-request, pooled, pooled-batched, pooled-direct, pooled-batched-direct, uncertified)", errBenchMode, m)
 		}
 	}
 	if o.schainFailover == modeUncertified {
@@ -173,7 +180,7 @@ Every process started is stopped at the end, also on error or Ctrl-C.`,
 	f.StringVar(&o.legacyBinary, "legacy-binary", "", "schain binary serving legacy nodes (default: this executable)")
 	f.DurationVar(&o.legacyWarmUp, "legacy-warmup", legacyraft.DefaultConfig().WarmUp, "how long a new seaweedfs-mode leader refuses (the real master: about 15 s)")
 	f.BoolVar(&o.schain, "schain", true, "run S-Chain (a fresh 3-node local network)")
-	f.StringSliceVar(&o.schainModes, "schain-modes", []string{modePerRequest, modePooled, modeBatched, modeUncertified}, "S-Chain write paths to measure: per-request, pooled, pooled-batched on the network; uncertified: per-request on a second network without finality certificates")
+	f.StringSliceVar(&o.schainModes, "schain-modes", []string{modePerRequest, modePooled, modeBatched, modeDirect, modeBatchedDirect, modeUncertified}, "S-Chain write paths to measure: per-request, pooled, pooled-batched on the network, pooled-direct and pooled-batched-direct the same through each plugin's direct API; uncertified: per-request on a second network without finality certificates")
 	f.Uint64Var(&o.poolChunk, "schain-pool-chunk", 0, "ids per reservation of an owner's id pool (0: the genesis default, 65,536)")
 	f.StringVar(&o.schainFailover, "schain-failover", modePooled, "the S-Chain mode whose failover phase runs (a network takes one kill; empty: none)")
 	f.StringVar(&o.profileDir, "profile-dir", "", "write CPU profiles of the S-Chain network's nodes and plugins there, every 10 s (see `schain network start --profile-dir`)")
@@ -336,7 +343,7 @@ func startUncertified(ctx context.Context, o benchOptions, progress io.Writer) (
 	if err != nil {
 		return benchmark.Target{}, nothing, fmt.Errorf("starting the network without certificates: %w", err)
 	}
-	t, err := schainTarget(sc, modePerRequest, "schain-uncertified")
+	t, err := schainTarget(ctx, sc, modePerRequest, "schain-uncertified")
 	if err != nil {
 		return benchmark.Target{}, sc.Stop, err
 	}
@@ -367,7 +374,7 @@ func startLivenessTarget(ctx context.Context, o benchOptions, round time.Duratio
 			fmt.Fprintf(progress, "bench: stopping the network with %s rounds: %v\n", round, err)
 		}
 	}
-	t, err := schainTarget(sc, o.schainFailover, fmt.Sprintf("schain-%s", round))
+	t, err := schainTarget(ctx, sc, o.schainFailover, fmt.Sprintf("schain-%s", round))
 	if err != nil {
 		stop()
 		return benchmark.Target{}, nothing, err
@@ -377,7 +384,7 @@ func startLivenessTarget(ctx context.Context, o benchOptions, round time.Duratio
 
 // schainTarget is the target of one write path of an S-Chain network, with
 // its membership watched.
-func schainTarget(sc *benchmark.SChainCluster, mode, network string) (benchmark.Target, error) {
+func schainTarget(ctx context.Context, sc *benchmark.SChainCluster, mode, network string) (benchmark.Target, error) {
 	c := sc
 	switch mode {
 	case modePooled:
@@ -385,6 +392,11 @@ func schainTarget(sc *benchmark.SChainCluster, mode, network string) (benchmark.
 	case modeBatched:
 		var err error
 		if c, err = sc.PooledBatched(); err != nil {
+			return benchmark.Target{}, err
+		}
+	case modeDirect, modeBatchedDirect:
+		var err error
+		if c, err = sc.PooledDirect(ctx, mode == modeBatchedDirect); err != nil {
 			return benchmark.Target{}, err
 		}
 	}
@@ -464,7 +476,7 @@ func startBenchTargets(ctx context.Context, o benchOptions, progress io.Writer) 
 				targets = append(targets, t)
 				continue
 			}
-			t, err := schainTarget(sc, m, "schain")
+			t, err := schainTarget(ctx, sc, m, "schain")
 			if err != nil {
 				return nil, stop, err
 			}

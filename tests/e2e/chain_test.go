@@ -230,6 +230,45 @@ func TestB_ConcurrentLoad(t *testing.T) {
 	}
 }
 
+// TestB_DirectAPI: every local node announces its plugin's own door to the
+// API (chain config directAPI), and pooled allocations through it come
+// from the same pools as through the node: same owners, no id twice.
+func TestB_DirectAPI(t *testing.T) {
+	require := require.New(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	rc := client.DefaultRouterConfig()
+	rc.Client.Token = network.Token
+	uris, err := client.DirectURIs(ctx, network.ChainURIsBase(), network.ChainID.String(), rc.Client)
+	require.NoError(err)
+	for i, u := range uris {
+		require.True(strings.HasPrefix(u, "http://127.0.0.1:"), u)
+		require.NotEqual(network.ChainURIsBase()[i], u)
+	}
+	direct, err := client.NewRouter(uris, network.ChainID.String(), rc)
+	require.NoError(err)
+	viaNode := router(t)
+	issued := map[string][][2]uint64{}
+	for k := 0; k < 8; k++ {
+		rk := fmt.Sprintf("direct-%d", k%2)
+		for _, r := range []*client.Router{viaNode, direct} {
+			rep, err := r.Allocate(ctx, api.AllocateArgs{Range: rk, Count: 4, Pooled: true})
+			require.NoError(err)
+			require.True(rep.Pooled)
+			o, err := viaNode.GetOwner(ctx, rk)
+			require.NoError(err)
+			require.Equal(o.Owner, rep.Owner, "answered by the owner either way")
+			issued[rk] = append(issued[rk], [2]uint64{rep.Base, rep.Base + rep.Count})
+		}
+	}
+	for rk, ivs := range issued {
+		sort.Slice(ivs, func(a, b int) bool { return ivs[a][0] < ivs[b][0] })
+		for k := 1; k < len(ivs); k++ {
+			require.LessOrEqual(ivs[k-1][1], ivs[k][0], "range %s: ids issued twice", rk)
+		}
+	}
+}
+
 // TestB_PooledLoad runs pooled allocations (answered from the owners'
 // committed reservations) next to ordinary ones on the same ranges: every
 // id is handed out once, and every pooled id is below the committed counter.

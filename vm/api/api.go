@@ -408,6 +408,11 @@ type NodeReply struct {
 	// LastAccepted height and state root, to compare nodes.
 	Height    uint64 `json:"height"`
 	StateRoot ids.ID `json:"stateRoot"`
+	// DirectURI, when the node's chain config sets directAPI, is the base
+	// URI at which the plugin serves this same API itself (append
+	// /ext/bc/<chainID> as for the node's): the same methods, tokens and
+	// limits without the node's HTTP hop.
+	DirectURI string `json:"directURI,omitempty"`
 }
 
 // Empty is the argument of methods without parameters.

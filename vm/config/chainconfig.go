@@ -10,6 +10,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -67,6 +69,15 @@ type ChainConfig struct {
 	CPUProfileDir      string `json:"cpuProfileDir,omitempty"`
 	CPUProfileEveryMs  uint64 `json:"cpuProfileEveryMs"`
 	CPUProfileMaxFiles int    `json:"cpuProfileMaxFiles"`
+	// DirectAPI, if set ("host:port", port 0 for any free one), makes the
+	// plugin also serve the API itself at http://host:port/ext/bc/<chainID>,
+	// behind the same tokens and limits. A request there skips the node's
+	// HTTP server and the HTTP-over-gRPC hop into the plugin, most of what
+	// a pooled allocation costs. getNode tells clients the URI
+	// (directURI). The host must be an address clients can reach (not
+	// 0.0.0.0 or ::), since it is the one advertised. Off by default: it is
+	// one more port to open and firewall.
+	DirectAPI string `json:"directAPI,omitempty"`
 }
 
 // WriteToken is one named bearer token, stored as the SHA-256 of the token
@@ -108,7 +119,7 @@ func ParseChainConfig(b []byte) (ChainConfig, error) {
 	dec := json.NewDecoder(bytes.NewReader(b))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&c); err != nil {
-		return ChainConfig{}, fmt.Errorf("%w: %w (known fields: writeTokens[{name, sha256}], maxRequestBytes, maxPendingPerToken, maxWaitMs, certificateStallMs, cpuProfileDir, cpuProfileEveryMs, cpuProfileMaxFiles)", ErrBadChainConfig, err)
+		return ChainConfig{}, fmt.Errorf("%w: %w (known fields: writeTokens[{name, sha256}], maxRequestBytes, maxPendingPerToken, maxWaitMs, certificateStallMs, certificates, cpuProfileDir, cpuProfileEveryMs, cpuProfileMaxFiles, directAPI)", ErrBadChainConfig, err)
 	}
 	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
 		return ChainConfig{}, fmt.Errorf("%w: data after the JSON object", ErrBadChainConfig)
@@ -155,6 +166,30 @@ func (c *ChainConfig) Verify() error {
 		return fmt.Errorf("%w: cpuProfileEveryMs %d not in [%d, %d]", ErrBadChainConfig, c.CPUProfileEveryMs, minProfileMs, maxProfileMs)
 	case c.CPUProfileMaxFiles < 1 || c.CPUProfileMaxFiles > maxProfileFiles:
 		return fmt.Errorf("%w: cpuProfileMaxFiles %d not in [1, %d]", ErrBadChainConfig, c.CPUProfileMaxFiles, maxProfileFiles)
+	}
+	if c.DirectAPI != "" {
+		if err := verifyDirectAPI(c.DirectAPI); err != nil {
+			return fmt.Errorf("%w: directAPI %q: %w", ErrBadChainConfig, c.DirectAPI, err)
+		}
+	}
+	return nil
+}
+
+// verifyDirectAPI checks a listen address that is also advertised: a
+// port, and a host clients can dial.
+func verifyDirectAPI(addr string) error {
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return fmt.Errorf("%w (hint: \"127.0.0.1:9660\", or port 0 for any free one)", err)
+	}
+	if _, err := strconv.ParseUint(port, 10, 16); err != nil {
+		return fmt.Errorf("port %q is not a number in [0, 65535]", port)
+	}
+	if host == "" {
+		return errors.New("no host: give the address clients reach this node at (it is what getNode advertises)")
+	}
+	if ip := net.ParseIP(host); ip != nil && ip.IsUnspecified() {
+		return fmt.Errorf("host %s listens everywhere but cannot be advertised: give the address clients reach this node at", host)
 	}
 	return nil
 }

@@ -103,3 +103,27 @@ func tokenFor(t *testing.T, name string) (string, config.WriteToken) {
 	require.NoError(t, err)
 	return tok, wt
 }
+
+// TestDirectAPIAddress: the direct API's address is also what getNode
+// advertises, so it needs a port and a host clients can dial.
+func TestDirectAPIAddress(t *testing.T) {
+	for _, ok := range []string{"127.0.0.1:0", "127.0.0.1:9660", "[::1]:9660", "node1.example:9660"} {
+		c, err := config.ParseChainConfig([]byte(`{"directAPI": "` + ok + `"}`))
+		require.NoError(t, err, ok)
+		require.Equal(t, ok, c.DirectAPI)
+	}
+	for bad, want := range map[string]string{
+		"0.0.0.0:9660":    "listens everywhere but cannot be advertised",
+		"[::]:9660":       "listens everywhere but cannot be advertised",
+		":9660":           "no host",
+		"127.0.0.1":       "missing port",
+		"127.0.0.1:99999": "not a number in [0, 65535]",
+	} {
+		_, err := config.ParseChainConfig([]byte(`{"directAPI": "` + bad + `"}`))
+		require.ErrorIs(t, err, config.ErrBadChainConfig, bad)
+		require.ErrorContains(t, err, want, bad)
+	}
+	c, err := config.ParseChainConfig(nil)
+	require.NoError(t, err)
+	require.Empty(t, c.DirectAPI, "off by default")
+}

@@ -8,6 +8,7 @@ import (
 	"math"
 	"net/http"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/ava-labs/avalanchego/ids"
@@ -76,6 +77,9 @@ type Server struct {
 	writes   Writes
 	finality Finality
 	handler  http.Handler
+	// direct is the plugin's own door to the API (ServeDirect), nil
+	// until it is open.
+	direct atomic.Pointer[direct]
 }
 
 // New serves the JSON-RPC API (package api) behind the access control and
@@ -104,8 +108,39 @@ func New(cfg Config, reads Reads, writes Writes, finality Finality) (*Server, er
 	return srv, nil
 }
 
+// ServeDirect opens the direct API when the chain config asks for one
+// (directAPI); the VM calls it once everything behind the API is up.
+func (s *Server) ServeDirect() error {
+	cc := s.cfg.ChainConfig
+	if cc == nil || cc.DirectAPI == "" {
+		return nil
+	}
+	d, err := s.serveDirect(cc.DirectAPI)
+	if err != nil {
+		return err
+	}
+	s.direct.Store(d)
+	return nil
+}
+
 // Handler serves the API at /ext/bc/<chainID>.
 func (s *Server) Handler() http.Handler { return s.handler }
+
+// DirectURI is the base URI of the direct API ("" when off).
+func (s *Server) DirectURI() string {
+	if d := s.direct.Load(); d != nil {
+		return d.uri
+	}
+	return ""
+}
+
+// Close stops the direct API, if any; the node's door closes with the node.
+func (s *Server) Close() error {
+	if d := s.direct.Swap(nil); d != nil {
+		return d.close()
+	}
+	return nil
+}
 
 // Service implements the api methods. Reads see accepted state only.
 type Service struct{ s *Server }
@@ -451,7 +486,7 @@ func (s *Service) membership(r *http.Request, reply *api.MembershipReply) error 
 // GetNode identifies this node and its last accepted block.
 func (s *Service) GetNode(_ *http.Request, _ *api.Empty, reply *api.NodeReply) error {
 	last := s.s.reads.LastAccepted()
-	*reply = api.NodeReply{NodeID: s.s.cfg.NodeID, NetworkID: s.s.cfg.NetworkID, ChainID: s.s.cfg.ChainID, Height: last.Block.Height, StateRoot: last.StateRoot}
+	*reply = api.NodeReply{NodeID: s.s.cfg.NodeID, NetworkID: s.s.cfg.NetworkID, ChainID: s.s.cfg.ChainID, Height: last.Block.Height, StateRoot: last.StateRoot, DirectURI: s.s.DirectURI()}
 	return nil
 }
 

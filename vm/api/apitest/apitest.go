@@ -69,6 +69,14 @@ type Node struct {
 	httpFail int                // guarded by mu; next requests answered 503
 	calls    map[string]int     // guarded by mu
 	auth     []string           // guarded by mu; Authorization headers of writes
+	direct   string             // guarded by mu; getNode's directURI
+}
+
+// SetDirectURI makes getNode announce uri as the node's direct API.
+func (n *Node) SetDirectURI(uri string) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	n.direct = uri
 }
 
 // New starts n nodes; they stop when the test ends. Answers carry P-chain
@@ -504,5 +512,8 @@ func (s *Service) GetNode(_ *http.Request, _ *api.Empty, reply *api.NodeReply) e
 		chainID = f.reported
 	}
 	*reply = api.NodeReply{NodeID: s.n.ID, NetworkID: NetworkID, ChainID: chainID, Height: f.txSeq}
+	s.n.mu.Lock()
+	reply.DirectURI = s.n.direct
+	s.n.mu.Unlock()
 	return nil
 }
