@@ -61,12 +61,13 @@ func (c *SChainCluster) PooledBatched() (*SChainCluster, error) {
 	return &p, nil
 }
 
-// PooledDirect is the pooled view through each plugin's direct API
-// (getNode's directURI): the same requests without the node's HTTP server
-// and the HTTP-over-gRPC hop; batched coalesces them as PooledBatched does.
-func (c *SChainCluster) PooledDirect(ctx context.Context, batched bool) (*SChainCluster, error) {
+// Direct is a view through each plugin's direct API (getNode's directURI)
+// instead of the node's: the same requests, pooled or not, without the
+// node's HTTP server and the HTTP-over-gRPC hop; batched coalesces pooled
+// requests as PooledBatched does.
+func (c *SChainCluster) Direct(ctx context.Context, pooled, batched bool) (*SChainCluster, error) {
 	p := *c
-	p.root, p.pooled = "", true
+	p.root, p.pooled = "", pooled
 	rc := client.DefaultRouterConfig()
 	rc.Client.Token = c.net.Token
 	if batched {

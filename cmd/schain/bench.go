@@ -66,10 +66,11 @@ const (
 	modePerRequest = "per-request"
 	modePooled     = "pooled"
 	modeBatched    = "pooled-batched"
-	// The pooled paths through each plugin's direct API (chain config
+	// The same paths through each plugin's direct API (chain config
 	// directAPI, on for local networks) instead of the node's.
-	modeDirect        = "pooled-direct"
-	modeBatchedDirect = "pooled-batched-direct"
+	modePerRequestDirect = "per-request-direct"
+	modePooledDirect     = "pooled-direct"
+	modeBatchedDirect    = "pooled-batched-direct"
 	// modeUncertified is per-request on a second network whose nodes make
 	// no finality certificates: what certificates cost, side by side.
 	modeUncertified = "uncertified"
@@ -77,7 +78,8 @@ const (
 
 var schainTargetName = map[string]string{
 	modePerRequest: "schain", modePooled: "schain-pooled", modeBatched: "schain-batched",
-	modeDirect: "schain-direct", modeBatchedDirect: "schain-batched-direct", modeUncertified: "schain-uncertified",
+	modePerRequestDirect: "schain-direct", modePooledDirect: "schain-pooled-direct", modeBatchedDirect: "schain-batched-direct",
+	modeUncertified: "schain-uncertified",
 }
 
 var errBenchMode = errors.New("unknown S-Chain mode")
@@ -85,7 +87,7 @@ var errBenchMode = errors.New("unknown S-Chain mode")
 func (o benchOptions) verifyModes() error {
 	for _, m := range o.schainModes {
 		if _, ok := schainTargetName[m]; !ok {
-			return fmt.Errorf("%w %q in --schain-modes (hint: per-request, pooled, pooled-batched, pooled-direct, pooled-batched-direct, uncertified)", errBenchMode, m)
+			return fmt.Errorf("%w %q in --schain-modes (hint: per-request, pooled, pooled-batched, each with -direct, uncertified)", errBenchMode, m)
 		}
 	}
 	if o.schainFailover == modeUncertified {
@@ -129,7 +131,10 @@ S-Chain is measured on one network through each --schain-modes write path:
 accepted), "pooled" (schain-pooled: ids the owner had reserved and
 committed in advance, answered at once) and "pooled-batched"
 (schain-batched: the same pooled requests, which the client coalesces per
-owner into allocateBatch exchanges, at most 4 in flight per node). Mode
+owner into allocateBatch exchanges, at most 4 in flight per node); each
+with "-direct" (schain-direct, schain-pooled-direct, schain-batched-direct)
+sends the same requests to each plugin's own listener (getNode's
+directURI, chain config directAPI) instead of the node's API. Mode
 "uncertified" (schain-uncertified) is per-request on a second network,
 under <out>/uncertified, whose nodes make no finality certificates (chain
 config certificates: false): schain against it is what certificates cost.
@@ -180,7 +185,7 @@ Every process started is stopped at the end, also on error or Ctrl-C.`,
 	f.StringVar(&o.legacyBinary, "legacy-binary", "", "schain binary serving legacy nodes (default: this executable)")
 	f.DurationVar(&o.legacyWarmUp, "legacy-warmup", legacyraft.DefaultConfig().WarmUp, "how long a new seaweedfs-mode leader refuses (the real master: about 15 s)")
 	f.BoolVar(&o.schain, "schain", true, "run S-Chain (a fresh 3-node local network)")
-	f.StringSliceVar(&o.schainModes, "schain-modes", []string{modePerRequest, modePooled, modeBatched, modeDirect, modeBatchedDirect, modeUncertified}, "S-Chain write paths to measure: per-request, pooled, pooled-batched on the network, pooled-direct and pooled-batched-direct the same through each plugin's direct API; uncertified: per-request on a second network without finality certificates")
+	f.StringSliceVar(&o.schainModes, "schain-modes", []string{modePerRequest, modePooled, modeBatched, modeBatchedDirect, modeUncertified}, "S-Chain write paths to measure: per-request, pooled, pooled-batched through the nodes' API; per-request-direct, pooled-direct, pooled-batched-direct the same through each plugin's direct API; uncertified: per-request on a second network without finality certificates")
 	f.Uint64Var(&o.poolChunk, "schain-pool-chunk", 0, "ids per reservation of an owner's id pool (0: the genesis default, 65,536)")
 	f.StringVar(&o.schainFailover, "schain-failover", modePooled, "the S-Chain mode whose failover phase runs (a network takes one kill; empty: none)")
 	f.StringVar(&o.profileDir, "profile-dir", "", "write CPU profiles of the S-Chain network's nodes and plugins there, every 10 s (see `schain network start --profile-dir`)")
@@ -394,9 +399,9 @@ func schainTarget(ctx context.Context, sc *benchmark.SChainCluster, mode, networ
 		if c, err = sc.PooledBatched(); err != nil {
 			return benchmark.Target{}, err
 		}
-	case modeDirect, modeBatchedDirect:
+	case modePerRequestDirect, modePooledDirect, modeBatchedDirect:
 		var err error
-		if c, err = sc.PooledDirect(ctx, mode == modeBatchedDirect); err != nil {
+		if c, err = sc.Direct(ctx, mode != modePerRequestDirect, mode == modeBatchedDirect); err != nil {
 			return benchmark.Target{}, err
 		}
 	}
