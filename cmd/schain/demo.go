@@ -257,6 +257,19 @@ func runDemo(ctx context.Context, g *globals, n *localnet.Network) error {
 	for _, nd := range n.Nodes {
 		fmt.Fprintf(w, "   %s\n", n.ChainURI(nd))
 	}
+	// The plugins' own doors to the same API (chain config directAPI).
+	var direct []string
+	for _, info := range rep.Nodes {
+		if info.DirectURI != "" {
+			direct = append(direct, info.DirectURI+"/ext/bc/"+n.ChainID.String())
+		}
+	}
+	if len(direct) > 0 {
+		fmt.Fprintf(w, "Direct API (the same service, served by each plugin without the node's HTTP hop):\n")
+		for _, u := range direct {
+			fmt.Fprintf(w, "   %s\n", u)
+		}
+	}
 	fmt.Fprintf(w, "Token: %s (schain picks it up for this chain; other clients send it as \"Authorization: Bearer <token>\")\n", n.TokenPath())
 	fmt.Fprintf(w, "CLI:  export %s=%s\n      schain --rpc %s owner photos\nStop: make stop\n", chainEnv, n.ChainID, joinURIs(n))
 	// The readable form was written as the demo went.
