@@ -72,6 +72,7 @@ $(STATICCHECK):
 
 staticcheck: $(STATICCHECK)
 	$(STATICCHECK) $(PKGS)
+	$(STATICCHECK) -tags e2e ./tests/e2e/ ./seaweedfs/e2e/
 
 $(BENCHSTAT):
 	GOBIN=$(BIN) $(GO) install golang.org/x/perf/cmd/benchstat@$(BENCHSTAT_VERSION)

@@ -164,21 +164,6 @@ func assertNoError(t *testing.T, err error, what string) bool {
 	return true
 }
 
-// poll50 is poll at 50 ms.
-func poll50(ctx context.Context, f func() error) error {
-	for {
-		err := f()
-		if err == nil {
-			return nil
-		}
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("%w (last error: %v)", ctx.Err(), err)
-		case <-time.After(50 * time.Millisecond):
-		}
-	}
-}
-
 func lastHeight(ctx context.Context, t *testing.T) uint64 {
 	t.Helper()
 	n, err := nodeClient(t, network.Nodes[0]).GetNode(ctx)
