@@ -69,7 +69,15 @@ func (s *Server) serveDirect(addr string) (*direct, error) {
 		uri:    "http://" + net.JoinHostPort(host, port),
 		served: make(chan error, 1),
 	}
-	go func() { d.served <- d.srv.Serve(ln) }()
+	go func() {
+		err := d.srv.Serve(ln)
+		if !errors.Is(err, http.ErrServerClosed) {
+			// Only a broken listener gets here: clients of the direct API
+			// must fall back to the node's until the node restarts.
+			s.cfg.Log.Error("the direct API stopped serving", zap.String("uri", d.uri), zap.Error(err))
+		}
+		d.served <- err
+	}()
 	s.cfg.Log.Info("serving the API directly", zap.String("uri", d.uri+"/ext/bc/"+s.cfg.ChainID.String()))
 	return d, nil
 }
