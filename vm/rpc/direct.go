@@ -38,7 +38,7 @@ const (
 	directShutdown          = 5 * time.Second
 )
 
-// serveDirect listens on addr and serves h at /ext/bc/<chainID>, the path
+// serveDirect listens on addr and serves the API at /ext/bc/<chainID>, the path
 // clients already use. The advertised URI keeps addr's host and takes the
 // port the listener got (addr may ask for port 0).
 func (s *Server) serveDirect(addr string) (*direct, error) {
