@@ -51,6 +51,13 @@ type Config struct {
 	// visible on the network: keep node APIs on a trusted network or behind
 	// TLS.
 	Token string
+	// Direct sends every call to the node's direct API (getNode's
+	// directURI, chain config directAPI) once the node announced one: the
+	// same service without the node's HTTP server and the HTTP-over-gRPC
+	// hop into the plugin. A call that cannot connect there goes to the
+	// node's API instead, and the client asks getNode again a few seconds
+	// later (a node restarted with directAPI port 0 listens elsewhere).
+	Direct bool
 }
 
 // DefaultConfig suits a client on the same LAN as the nodes.
@@ -110,6 +117,7 @@ type Client struct {
 	cfg      Config
 	hc       *http.Client
 	nextID   atomic.Uint64
+	direct   directRoute // used only with cfg.Direct
 }
 
 // New returns a client for the node at nodeURI (http://host:port) serving
@@ -286,7 +294,29 @@ func (c *Client) call(ctx context.Context, method string, params, result any, wa
 	}
 	rctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	req, err := http.NewRequestWithContext(rctx, http.MethodPost, c.endpoint, bytes.NewReader(body))
+	if c.cfg.Direct {
+		if at, ok := c.direct.endpoint(rctx, c); ok {
+			err := c.exchange(rctx, ctx, at.endpoint, at.uri, full, body, id, result)
+			if !errors.Is(err, ErrTransport) {
+				return err
+			}
+			// The next calls use the node's API until getNode is asked
+			// again; this one goes there too only if nothing was sent
+			// (otherwise it may have been made: the caller decides).
+			c.direct.forget(at)
+			if !refused(err) {
+				return err
+			}
+		}
+	}
+	return c.exchange(rctx, ctx, c.endpoint, c.uri, full, body, id, result)
+}
+
+// exchange posts one JSON-RPC request to endpoint (at base URI uri, for
+// errors) and decodes the answer; ctx is the caller's (its end is reported
+// as such), rctx bounds this exchange.
+func (c *Client) exchange(rctx, ctx context.Context, endpoint, uri, full string, body []byte, id uint64, result any) error {
+	req, err := http.NewRequestWithContext(rctx, http.MethodPost, endpoint, bytes.NewReader(body))
 	if err != nil {
 		return fmt.Errorf("%s: %w", full, err)
 	}
@@ -298,29 +328,29 @@ func (c *Client) call(ctx context.Context, method string, params, result any, wa
 	resp, err := c.hc.Do(req)
 	if err != nil {
 		if ctx.Err() != nil {
-			return fmt.Errorf("%s at %s: %w", full, c.uri, context.Cause(ctx))
+			return fmt.Errorf("%s at %s: %w", full, uri, context.Cause(ctx))
 		}
-		return fmt.Errorf("%w: %s at %s: %w", ErrTransport, full, c.uri, err)
+		return fmt.Errorf("%w: %s at %s: %w", ErrTransport, full, uri, err)
 	}
 	defer resp.Body.Close()
 	raw, err := io.ReadAll(io.LimitReader(resp.Body, c.cfg.MaxResponseBytes+1))
 	if err != nil {
 		if ctx.Err() != nil {
-			return fmt.Errorf("%s at %s: %w", full, c.uri, context.Cause(ctx))
+			return fmt.Errorf("%s at %s: %w", full, uri, context.Cause(ctx))
 		}
-		return fmt.Errorf("%w: %s at %s: read answer: %w", ErrTransport, full, c.uri, err)
+		return fmt.Errorf("%w: %s at %s: read answer: %w", ErrTransport, full, uri, err)
 	}
 	if int64(len(raw)) > c.cfg.MaxResponseBytes {
-		return fmt.Errorf("%w: %s at %s: more than %d bytes", ErrResponseTooLarge, full, c.uri, c.cfg.MaxResponseBytes)
+		return fmt.Errorf("%w: %s at %s: more than %d bytes", ErrResponseTooLarge, full, uri, c.cfg.MaxResponseBytes)
 	}
-	return c.decode(full, resp.StatusCode, raw, id, result)
+	return c.decode(full, uri, resp.StatusCode, raw, id, result)
 }
 
 // decode interprets an answer. A JSON-RPC error wins over the HTTP status
 // (gorilla answers errors with 200, proxies may not); a non-2xx status
 // without one is a transport failure; a 2xx body that is not our response
 // is malformed.
-func (c *Client) decode(method string, status int, raw []byte, id uint64, result any) error {
+func (c *Client) decode(method, uri string, status int, raw []byte, id uint64, result any) error {
 	var resp response
 	jsonErr := json.Unmarshal(raw, &resp)
 	if jsonErr == nil && resp.Error != nil {
@@ -330,21 +360,21 @@ func (c *Client) decode(method string, status int, raw []byte, id uint64, result
 		return resp.Error
 	}
 	if status < 200 || status > 299 {
-		return fmt.Errorf("%w: %s at %s: HTTP %d %s: %s", ErrTransport, method, c.uri, status,
+		return fmt.Errorf("%w: %s at %s: HTTP %d %s: %s", ErrTransport, method, uri, status,
 			http.StatusText(status), snippet(raw))
 	}
 	switch {
 	case jsonErr != nil:
-		return fmt.Errorf("%w: %s at %s: not JSON (%v): %s", ErrMalformedResponse, method, c.uri, jsonErr, snippet(raw))
+		return fmt.Errorf("%w: %s at %s: not JSON (%v): %s", ErrMalformedResponse, method, uri, jsonErr, snippet(raw))
 	case resp.Version != "2.0":
-		return fmt.Errorf("%w: %s at %s: jsonrpc version %q, want \"2.0\"", ErrMalformedResponse, method, c.uri, resp.Version)
+		return fmt.Errorf("%w: %s at %s: jsonrpc version %q, want \"2.0\"", ErrMalformedResponse, method, uri, resp.Version)
 	case string(resp.ID) != fmt.Sprint(id):
-		return fmt.Errorf("%w: %s at %s: answer id %s, want %d", ErrMalformedResponse, method, c.uri, resp.ID, id)
+		return fmt.Errorf("%w: %s at %s: answer id %s, want %d", ErrMalformedResponse, method, uri, resp.ID, id)
 	case len(resp.Result) == 0 || string(resp.Result) == "null":
-		return fmt.Errorf("%w: %s at %s: neither result nor error", ErrMalformedResponse, method, c.uri)
+		return fmt.Errorf("%w: %s at %s: neither result nor error", ErrMalformedResponse, method, uri)
 	}
 	if err := json.Unmarshal(resp.Result, result); err != nil {
-		return fmt.Errorf("%w: %s at %s: result: %v", ErrMalformedResponse, method, c.uri, err)
+		return fmt.Errorf("%w: %s at %s: result: %v", ErrMalformedResponse, method, uri, err)
 	}
 	return nil
 }

@@ -2,7 +2,16 @@ package client
 
 import (
 	"context"
+	"encoding/json"
+	"errors"
 	"fmt"
+	"net"
+	"net/url"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/s-chain/schain/vm/api"
 )
 
 // DirectURIs returns, for each node URI in order, the base URI at which the
@@ -29,4 +38,72 @@ func DirectURIs(ctx context.Context, nodeURIs []string, chainID string, cfg Conf
 		}
 	}
 	return out, nil
+}
+
+// directRetry is how long a client with Config.Direct waits before asking
+// getNode again, after its node announced no direct API or the announced
+// one refused a connection.
+var directRetry = 5 * time.Second // a variable for tests
+
+// directRoute is what a Client with Config.Direct knows of its node's
+// direct API.
+type directRoute struct {
+	mu      sync.Mutex
+	at      directAt  // guarded by mu; zero when none is known
+	askedAt time.Time // guarded by mu; when getNode was last asked
+}
+
+// directAt is one announced direct API: its base URI and JSON-RPC URL.
+type directAt struct{ uri, endpoint string }
+
+// endpoint returns the direct API to call, asking the node (through its own
+// API) when none is known and the last answer is old enough.
+func (d *directRoute) endpoint(ctx context.Context, c *Client) (directAt, bool) {
+	d.mu.Lock()
+	if d.at.endpoint != "" {
+		defer d.mu.Unlock()
+		return d.at, true
+	}
+	if !d.askedAt.IsZero() && time.Since(d.askedAt) < directRetry {
+		d.mu.Unlock()
+		return directAt{}, false
+	}
+	d.askedAt = time.Now()
+	d.mu.Unlock()
+
+	id := c.nextID.Add(1)
+	body, err := json.Marshal(request{Version: "2.0", Method: api.Service + ".getNode", Params: api.Empty{}, ID: id})
+	if err != nil {
+		return directAt{}, false
+	}
+	var n api.NodeReply
+	if err := c.exchange(ctx, ctx, c.endpoint, c.uri, api.Service+".getNode", body, id, &n); err != nil || n.DirectURI == "" {
+		return directAt{}, false
+	}
+	u, err := url.Parse(strings.TrimRight(n.DirectURI, "/"))
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return directAt{}, false // not a URI this client can use: stay on the node's API
+	}
+	at := directAt{uri: u.String(), endpoint: u.String() + strings.TrimPrefix(c.endpoint, c.uri)}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.at = at
+	return at, true
+}
+
+// forget drops at after a transport failure there.
+func (d *directRoute) forget(at directAt) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.at == at {
+		d.at, d.askedAt = directAt{}, time.Now()
+	}
+}
+
+// refused: err is a transport failure before anything was sent (the
+// connection could not be made), so the call may go elsewhere without
+// having been made twice.
+func refused(err error) bool {
+	var op *net.OpError
+	return errors.Is(err, ErrTransport) && errors.As(err, &op) && op.Op == "dial"
 }

@@ -243,6 +243,10 @@ func (n *Node) LastAuth() string {
 // Close stops the node's server: a dead node.
 func (n *Node) Close() { n.srv.Close() }
 
+// Handler is the node's whole HTTP handler, to serve it at a second
+// address (a direct API, say).
+func (n *Node) Handler() http.Handler { return n.mux }
+
 // Handle serves another handler on the node's server (a fake P-chain API,
 // say).
 func (n *Node) Handle(path string, h http.Handler) { n.mux.Handle(path, h) }
