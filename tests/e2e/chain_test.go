@@ -231,8 +231,9 @@ func TestB_ConcurrentLoad(t *testing.T) {
 }
 
 // TestB_DirectAPI: every local node announces its plugin's own door to the
-// API (chain config directAPI), and pooled allocations through it come
-// from the same pools as through the node: same owners, no id twice.
+// API (chain config directAPI), and pooled allocations through it (given
+// its URIs, or found by the clients) come from the same pools as through
+// the node: same owners, no id twice.
 func TestB_DirectAPI(t *testing.T) {
 	require := require.New(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
@@ -247,11 +248,16 @@ func TestB_DirectAPI(t *testing.T) {
 	}
 	direct, err := client.NewRouter(uris, network.ChainID.String(), rc)
 	require.NoError(err)
+	// A router over the nodes' URIs whose clients find the direct API
+	// themselves (client.Config.Direct).
+	rc.Client.Direct = true
+	learning, err := client.NewRouter(network.ChainURIsBase(), network.ChainID.String(), rc)
+	require.NoError(err)
 	viaNode := router(t)
 	issued := map[string][][2]uint64{}
 	for k := 0; k < 8; k++ {
 		rk := fmt.Sprintf("direct-%d", k%2)
-		for _, r := range []*client.Router{viaNode, direct} {
+		for _, r := range []*client.Router{viaNode, direct, learning} {
 			rep, err := r.Allocate(ctx, api.AllocateArgs{Range: rk, Count: 4, Pooled: true})
 			require.NoError(err)
 			require.True(rep.Pooled)
