@@ -49,6 +49,7 @@ type benchOptions struct {
 	schainModes    []string
 	schainFailover string
 	poolChunk      uint64
+	schainNodes    int
 	profileDir     string // CPU profiles of the S-Chain nodes and plugins (empty: none)
 	// schainRounds are the liveness round lengths whose failover is
 	// measured, one network each (the main network's own setting reuses its
@@ -82,9 +83,15 @@ var schainTargetName = map[string]string{
 	modeUncertified: "schain-uncertified",
 }
 
-var errBenchMode = errors.New("unknown S-Chain mode")
+var (
+	errBenchMode  = errors.New("unknown S-Chain mode")
+	errBenchNodes = errors.New("too few S-Chain validators")
+)
 
 func (o benchOptions) verifyModes() error {
+	if o.schainNodes < 2 {
+		return fmt.Errorf("%w: --schain-nodes %d (hint: at least 2)", errBenchNodes, o.schainNodes)
+	}
 	for _, m := range o.schainModes {
 		if _, ok := schainTargetName[m]; !ok {
 			return fmt.Errorf("%w %q in --schain-modes (hint: per-request, pooled, pooled-batched, each with -direct, uncertified)", errBenchMode, m)
@@ -187,6 +194,7 @@ Every process started is stopped at the end, also on error or Ctrl-C.`,
 	f.BoolVar(&o.schain, "schain", true, "run S-Chain (a fresh 3-node local network)")
 	f.StringSliceVar(&o.schainModes, "schain-modes", []string{modePerRequest, modePooled, modeBatched, modeBatchedDirect, modeUncertified}, "S-Chain write paths to measure: per-request, pooled, pooled-batched through the nodes' API; per-request-direct, pooled-direct, pooled-batched-direct the same through each plugin's direct API; uncertified: per-request on a second network without finality certificates")
 	f.Uint64Var(&o.poolChunk, "schain-pool-chunk", 0, "ids per reservation of an owner's id pool (0: the genesis default, 65,536)")
+	f.IntVar(&o.schainNodes, "schain-nodes", 3, "validators of each S-Chain network (at least 2): with 4 or more, a certificate no longer needs the slowest one")
 	f.StringVar(&o.schainFailover, "schain-failover", modePooled, "the S-Chain mode whose failover phase runs (a network takes one kill; empty: none)")
 	f.StringVar(&o.profileDir, "profile-dir", "", "write CPU profiles of the S-Chain network's nodes and plugins there, every 10 s (see `schain network start --profile-dir`)")
 	f.StringVar(&o.buildDir, "build-dir", defaultBuildDir(), "where avalanchego and the plugin are")
@@ -335,7 +343,7 @@ func runLiveness(ctx context.Context, o benchOptions, main *benchmark.Report, st
 func startUncertified(ctx context.Context, o benchOptions, progress io.Writer) (benchmark.Target, func(context.Context) error, error) {
 	nothing := func(context.Context) error { return nil }
 	cfg := localnet.DefaultConfig(o.buildDir)
-	cfg.RootDir, cfg.Progress, cfg.PoolChunk = filepath.Join(o.out, "uncertified"), progress, o.poolChunk
+	cfg.RootDir, cfg.Progress, cfg.PoolChunk, cfg.Nodes = filepath.Join(o.out, "uncertified"), progress, o.poolChunk, o.schainNodes
 	cc := vmconfig.DefaultChainConfig()
 	cc.Certificates = false
 	cfg.ChainConfig = &cc
@@ -361,7 +369,7 @@ func startUncertified(ctx context.Context, o benchOptions, progress io.Writer) (
 // target.
 func startLivenessTarget(ctx context.Context, o benchOptions, round time.Duration, progress io.Writer) (benchmark.Target, func(), error) {
 	cfg := localnet.DefaultConfig(o.buildDir)
-	cfg.RootDir, cfg.Progress = filepath.Join(o.out, "liveness", round.String()), progress
+	cfg.RootDir, cfg.Progress, cfg.Nodes = filepath.Join(o.out, "liveness", round.String()), progress, o.schainNodes
 	cfg.PoolChunk, cfg.RoundDuration = o.poolChunk, round
 	_ = localnet.StopAll(ctx, cfg.RootDir, nil)
 	nothing := func() {}
@@ -429,7 +437,7 @@ func startBenchTargets(ctx context.Context, o benchOptions, progress io.Writer) 
 	if o.schain {
 		cfg := localnet.DefaultConfig(o.buildDir)
 		cfg.RootDir, cfg.Progress = filepath.Join(o.out, "network"), progress
-		cfg.PoolChunk, cfg.ProfileDir = o.poolChunk, o.profileDir
+		cfg.PoolChunk, cfg.ProfileDir, cfg.Nodes = o.poolChunk, o.profileDir, o.schainNodes
 		// The bench owns its root: stop and forget what an earlier run left.
 		_ = localnet.StopAll(ctx, cfg.RootDir, nil)
 		if err := os.RemoveAll(cfg.RootDir); err != nil {

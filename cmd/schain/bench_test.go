@@ -91,6 +91,9 @@ func TestBenchRejectsBadFlags(t *testing.T) {
 	code, _, errOut = run(t, "bench", "--schain-modes", "uncertified", "--schain-failover", "uncertified", "--legacy-modes", "")
 	require.Equal(t, exitUsage, code, errOut)
 	require.Contains(t, errOut, "the failover runs on the main network")
+	code, _, errOut = run(t, "bench", "--schain-nodes", "1", "--legacy-modes", "")
+	require.Equal(t, exitUsage, code, errOut)
+	require.Contains(t, errOut, "--schain-nodes 1 (hint: at least 2)")
 }
 
 // TestBenchLegacyProcesses starts the legacy allocator as 3 processes (this
