@@ -282,11 +282,9 @@ type response struct {
 // one), or wrap ErrTransport, ErrMalformedResponse, ErrResponseTooLarge, or
 // the caller's context error.
 func (c *Client) call(ctx context.Context, method string, params, result any, wait bool) error {
-	full := api.Service + "." + method
-	id := c.nextID.Add(1)
-	body, err := json.Marshal(request{Version: "2.0", Method: full, Params: params, ID: id})
+	full, id, body, err := c.encode(method, params)
 	if err != nil {
-		return fmt.Errorf("%s: encode params: %w", full, err)
+		return err
 	}
 	timeout := c.cfg.Timeout
 	if wait {
@@ -310,6 +308,16 @@ func (c *Client) call(ctx context.Context, method string, params, result any, wa
 		}
 	}
 	return c.exchange(rctx, ctx, c.endpoint, c.uri, full, body, id, result)
+}
+
+// encode builds one JSON-RPC request of method with a fresh id.
+func (c *Client) encode(method string, params any) (full string, id uint64, body []byte, err error) {
+	full = api.Service + "." + method
+	id = c.nextID.Add(1)
+	if body, err = json.Marshal(request{Version: "2.0", Method: full, Params: params, ID: id}); err != nil {
+		return "", 0, nil, fmt.Errorf("%s: encode params: %w", full, err)
+	}
+	return full, id, body, nil
 }
 
 // exchange posts one JSON-RPC request to endpoint (at base URI uri, for

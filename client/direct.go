@@ -2,7 +2,6 @@ package client
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"net"
@@ -34,10 +33,41 @@ func DirectURIs(ctx context.Context, nodeURIs []string, chainID string, cfg Conf
 		}
 		out[i] = uri
 		if n.DirectURI != "" {
-			out[i] = n.DirectURI
+			at, err := c.directAt(n.DirectURI)
+			if err != nil {
+				return nil, fmt.Errorf("%s: %w", uri, err)
+			}
+			out[i] = at.uri
 		}
 	}
 	return out, nil
+}
+
+// ErrForeignDirect: a node announced a direct API this client will not
+// use. The client sends its write token with every call, so it follows an
+// announcement only to the host it was given for the node, and never from
+// https down to http: a node (or whoever answers in its name) cannot send
+// the token elsewhere.
+var ErrForeignDirect = errors.New("announced direct API is not on the node's host")
+
+// directAt checks an announced direct API against the node's URI and
+// returns where to call it.
+func (c *Client) directAt(announced string) (directAt, error) {
+	u, err := url.Parse(strings.TrimRight(announced, "/"))
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.Path != "" || u.RawQuery != "" || u.User != nil {
+		return directAt{}, fmt.Errorf("%w: %q is not a base URI (scheme://host:port)", ErrForeignDirect, announced)
+	}
+	node, err := url.Parse(c.uri)
+	if err != nil {
+		return directAt{}, fmt.Errorf("%w: %w", ErrForeignDirect, err)
+	}
+	switch {
+	case !strings.EqualFold(u.Hostname(), node.Hostname()):
+		return directAt{}, fmt.Errorf("%w: %s announced for the node at %s (hint: the node's directAPI host must be the one clients reach it at)", ErrForeignDirect, u, c.uri)
+	case node.Scheme == "https" && u.Scheme != "https":
+		return directAt{}, fmt.Errorf("%w: %s would downgrade the node's https", ErrForeignDirect, u)
+	}
+	return directAt{uri: u.String(), endpoint: u.String() + strings.TrimPrefix(c.endpoint, c.uri)}, nil
 }
 
 // directRetry is how long a client with Config.Direct waits before asking
@@ -71,20 +101,18 @@ func (d *directRoute) endpoint(ctx context.Context, c *Client) (directAt, bool) 
 	d.askedAt = time.Now()
 	d.mu.Unlock()
 
-	id := c.nextID.Add(1)
-	body, err := json.Marshal(request{Version: "2.0", Method: api.Service + ".getNode", Params: api.Empty{}, ID: id})
+	full, id, body, err := c.encode("getNode", api.Empty{})
 	if err != nil {
 		return directAt{}, false
 	}
 	var n api.NodeReply
-	if err := c.exchange(ctx, ctx, c.endpoint, c.uri, api.Service+".getNode", body, id, &n); err != nil || n.DirectURI == "" {
+	if err := c.exchange(ctx, ctx, c.endpoint, c.uri, full, body, id, &n); err != nil || n.DirectURI == "" {
 		return directAt{}, false
 	}
-	u, err := url.Parse(strings.TrimRight(n.DirectURI, "/"))
-	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return directAt{}, false // not a URI this client can use: stay on the node's API
+	at, err := c.directAt(n.DirectURI)
+	if err != nil {
+		return directAt{}, false // not one to follow: stay on the node's API
 	}
-	at := directAt{uri: u.String(), endpoint: u.String() + strings.TrimPrefix(c.endpoint, c.uri)}
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	d.at = at

@@ -80,6 +80,16 @@ func TestDirectConfig(t *testing.T) {
 		return err == nil && second.n.Load() > 0
 	}, 10*time.Second, 10*time.Millisecond)
 
+	// An announcement on another host is not followed: the calls (and
+	// the token) stay with the node.
+	foreign, err := New(node.URI, f.ChainID.String(), cfg)
+	require.NoError(err)
+	node.SetDirectURI("http://attacker.example:9660")
+	before := node.Count("allocate")
+	_, err = foreign.Allocate(ctx, api.AllocateArgs{Range: "a", Count: 1})
+	require.NoError(err)
+	require.Equal(before+1, node.Count("allocate"))
+
 	// A direct API that answers 503 is not bypassed: the error is the
 	// caller's (a router retries as for any transport failure).
 	failing := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
@@ -89,7 +99,7 @@ func TestDirectConfig(t *testing.T) {
 	c2, err := New(node.URI, f.ChainID.String(), cfg)
 	require.NoError(err)
 	node.SetDirectURI(failing.URL)
-	before := node.Count("allocate")
+	before = node.Count("allocate")
 	_, err = c2.Allocate(ctx, api.AllocateArgs{Range: "a", Count: 1})
 	require.ErrorIs(err, ErrTransport)
 	require.Contains(err.Error(), failing.URL, "the error names the direct API")
