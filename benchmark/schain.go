@@ -51,11 +51,8 @@ const PooledBatchesPerNode = 4
 func (c *SChainCluster) PooledBatched() (*SChainCluster, error) {
 	p := *c
 	p.root, p.pooled = "", true
-	rc := client.DefaultRouterConfig()
-	rc.Client.Token = c.net.Token
-	rc.PooledBatches = PooledBatchesPerNode
 	var err error
-	if p.router, err = client.NewRouter(c.net.ChainURIsBase(), c.net.ChainID.String(), rc); err != nil {
+	if p.router, err = client.NewRouter(c.net.ChainURIsBase(), c.net.ChainID.String(), routerConfig(c.net, true)); err != nil {
 		return nil, err
 	}
 	return &p, nil
@@ -68,11 +65,7 @@ func (c *SChainCluster) PooledBatched() (*SChainCluster, error) {
 func (c *SChainCluster) Direct(ctx context.Context, pooled, batched bool) (*SChainCluster, error) {
 	p := *c
 	p.root, p.pooled = "", pooled
-	rc := client.DefaultRouterConfig()
-	rc.Client.Token = c.net.Token
-	if batched {
-		rc.PooledBatches = PooledBatchesPerNode
-	}
+	rc := routerConfig(c.net, batched)
 	uris, err := client.DirectURIs(ctx, c.net.ChainURIsBase(), c.net.ChainID.String(), rc.Client)
 	if err != nil {
 		return nil, err
@@ -120,10 +113,8 @@ func attach(n *localnet.Network, root string) (*SChainCluster, error) {
 	for i, nd := range n.Nodes {
 		c.names[nd.NodeID] = fmt.Sprintf("node%d", i+1)
 	}
-	rc := client.DefaultRouterConfig()
-	rc.Client.Token = n.Token
 	var err error
-	if c.router, err = client.NewRouter(n.ChainURIsBase(), n.ChainID.String(), rc); err != nil {
+	if c.router, err = client.NewRouter(n.ChainURIsBase(), n.ChainID.String(), routerConfig(n, false)); err != nil {
 		return nil, err
 	}
 	return c, nil
@@ -209,4 +200,15 @@ func (c *SChainCluster) Stop(ctx context.Context) error {
 		return nil
 	}
 	return localnet.StopAll(ctx, c.root, nil)
+}
+
+// routerConfig is the bench's router over n: the network's token, and
+// allocateBatch coalescing when batched.
+func routerConfig(n *localnet.Network, batched bool) client.RouterConfig {
+	rc := client.DefaultRouterConfig()
+	rc.Client.Token = n.Token
+	if batched {
+		rc.PooledBatches = PooledBatchesPerNode
+	}
+	return rc
 }
