@@ -85,12 +85,16 @@ var schainTargetName = map[string]string{
 
 var (
 	errBenchMode  = errors.New("unknown S-Chain mode")
-	errBenchNodes = errors.New("too few S-Chain validators")
+	errBenchNodes = errors.New("S-Chain validators out of bounds")
 )
 
+// maxBenchNodes bounds --schain-nodes: each validator is two processes on
+// the one machine.
+const maxBenchNodes = 16
+
 func (o benchOptions) verifyModes() error {
-	if o.schainNodes < 2 {
-		return fmt.Errorf("%w: --schain-nodes %d (hint: at least 2)", errBenchNodes, o.schainNodes)
+	if o.schainNodes < 2 || o.schainNodes > maxBenchNodes {
+		return fmt.Errorf("%w: --schain-nodes %d (hint: 2 to %d, every one a node and a plugin process on this machine)", errBenchNodes, o.schainNodes, maxBenchNodes)
 	}
 	for _, m := range o.schainModes {
 		if _, ok := schainTargetName[m]; !ok {

@@ -93,7 +93,10 @@ func TestBenchRejectsBadFlags(t *testing.T) {
 	require.Contains(t, errOut, "the failover runs on the main network")
 	code, _, errOut = run(t, "bench", "--schain-nodes", "1", "--legacy-modes", "")
 	require.Equal(t, exitUsage, code, errOut)
-	require.Contains(t, errOut, "--schain-nodes 1 (hint: at least 2)")
+	require.Contains(t, errOut, "--schain-nodes 1 (hint: 2 to 16")
+	code, _, errOut = run(t, "bench", "--schain-nodes", "1000", "--legacy-modes", "")
+	require.Equal(t, exitUsage, code, errOut)
+	require.Contains(t, errOut, "--schain-nodes 1000")
 }
 
 // TestBenchLegacyProcesses starts the legacy allocator as 3 processes (this
