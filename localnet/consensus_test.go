@@ -1,6 +1,7 @@
 package localnet
 
 import (
+	"fmt"
 	"math"
 	"strconv"
 	"testing"
@@ -11,39 +12,60 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// TestPrimaryConsensus checks that the primary network's parameters are
-// valid for avalanchego and do what consensus.go says: two live validators
-// of three finalize, one isolated validator cannot, and avalanchego's
-// defaults would stall with one of three down.
-func TestPrimaryConsensus(t *testing.T) {
-	require := require.New(t)
-	flags := tmpnet.FlagsMap{}
-	setPrimaryConsensus(flags)
-	p := snowball.DefaultParameters
-	for key, field := range map[string]*int{
-		config.SnowSampleSizeKey:           &p.K,
-		config.SnowPreferenceQuorumSizeKey: &p.AlphaPreference,
-		config.SnowConfidenceQuorumSizeKey: &p.AlphaConfidence,
-		config.SnowCommitThresholdKey:      &p.Beta,
-		config.SnowConcurrentRepollsKey:    &p.ConcurrentRepolls,
+// TestSnow checks that the consensus parameters are valid for avalanchego,
+// reach the primary network, and do what Snow and setPrimaryConsensus say:
+// with 3 validators two live ones finalize, one isolated cannot, and
+// avalanchego's defaults would stall with one down; with 4, three live ones
+// finalize and neither half of a split does.
+func TestSnow(t *testing.T) {
+	for _, tc := range []struct {
+		nodes int
+		// liveQuorum is the smallest live share that must keep finalizing,
+		// minority the largest share that must never finalize alone.
+		liveQuorum, minority float64
+		passes               float64 // polls the live quorum passes, at least
+		never                float64 // bound on beta polls in a row for the minority
+	}{
+		{nodes: 3, liveQuorum: 2.0 / 3, minority: 1.0 / 3, passes: 0.8, never: 1e-20},
+		{nodes: 4, liveQuorum: 3.0 / 4, minority: 1.0 / 2, passes: 0.75, never: 1e-12},
 	} {
-		v, err := strconv.Atoi(flags[key])
-		require.NoError(err, key)
-		*field = v
-	}
-	require.Equal(DefaultSnow()["alphaConfidence"], p.AlphaConfidence)
-	require.NoError(p.Verify())
+		t.Run(fmt.Sprint(tc.nodes), func(t *testing.T) {
+			require := require.New(t)
+			snow := Snow(tc.nodes)
+			flags := tmpnet.FlagsMap{}
+			setPrimaryConsensus(flags, snow)
+			p := snowball.DefaultParameters
+			for key, field := range map[string]*int{
+				config.SnowSampleSizeKey:           &p.K,
+				config.SnowPreferenceQuorumSizeKey: &p.AlphaPreference,
+				config.SnowConfidenceQuorumSizeKey: &p.AlphaConfidence,
+				config.SnowCommitThresholdKey:      &p.Beta,
+				config.SnowConcurrentRepollsKey:    &p.ConcurrentRepolls,
+			} {
+				v, err := strconv.Atoi(flags[key])
+				require.NoError(err, key)
+				*field = v
+			}
+			require.Equal(snow["alphaConfidence"], p.AlphaConfidence)
+			require.NoError(p.Verify())
 
-	run := func(p snowball.Parameters, liveShare float64) float64 {
-		return math.Pow(pass(p, liveShare), float64(p.Beta))
+			run := func(p snowball.Parameters, liveShare float64) float64 {
+				return math.Pow(pass(p, liveShare), float64(p.Beta))
+			}
+			require.Greater(pass(p, tc.liveQuorum), tc.passes, "the live validators pass most polls")
+			require.Less(run(p, tc.minority), tc.never, "a minority never gets beta polls in a row")
+			if tc.nodes == 3 {
+				require.Less(run(snowball.DefaultParameters, tc.liveQuorum), 1e-9, "the defaults stall with one validator of three down")
+			}
+			require.InDelta(1.0, pass(p, 1), 1e-12)
+		})
 	}
-	require.Greater(pass(p, 2.0/3), 0.8, "two of three validators pass most polls")
-	require.Less(run(p, 1.0/3), 1e-20, "one isolated validator never gets beta polls in a row")
-	require.Less(run(snowball.DefaultParameters, 2.0/3), 1e-9, "the defaults stall with one of three down")
-	// Two validators left after a removal: both up, every poll passes; one
-	// down, the other alone practically never finalizes (the chain waits).
-	require.InDelta(1.0, pass(p, 1), 1e-12)
-	require.Less(run(p, 1.0/2), 1e-7)
+	// Two validators left of three after a removal: one down, the other
+	// alone practically never finalizes (the chain waits).
+	p := snowball.DefaultParameters
+	p.AlphaConfidence = Snow(3)["alphaConfidence"].(int)
+	p.Beta = Snow(3)["beta"].(int)
+	require.Less(t, math.Pow(pass(p, 1.0/2), float64(p.Beta)), 1e-7)
 }
 
 // pass is the probability that a poll of p.K stake units, liveShare of

@@ -14,7 +14,7 @@ import (
 // are there and valid, the consensus parameters stay, and extra flags win.
 func TestNodeFlags(t *testing.T) {
 	require := require.New(t)
-	flags := nodeFlags(nil)
+	flags := nodeFlags(Snow(4), nil)
 
 	frontier, err := time.ParseDuration(flags[config.ConsensusFrontierPollFrequencyKey])
 	require.NoError(err)
@@ -27,6 +27,6 @@ func TestNodeFlags(t *testing.T) {
 	require.Equal(compression.TypeNone, ct)
 	require.Equal("12", flags[config.SnowCommitThresholdKey])
 
-	flags = nodeFlags(map[string]string{config.NetworkCompressionTypeKey: "zstd"})
+	flags = nodeFlags(Snow(4), map[string]string{config.NetworkCompressionTypeKey: "zstd"})
 	require.Equal("zstd", flags[config.NetworkCompressionTypeKey])
 }

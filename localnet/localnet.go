@@ -62,7 +62,8 @@ type Config struct {
 	// PoolChunk, if not zero, sets the default genesis's poolChunk (ids per
 	// reservation of an owner's id pool); ignored with Genesis.
 	PoolChunk uint64
-	// Snow are the subnet's consensus parameters (nil: DefaultSnow).
+	// Snow are the network's consensus parameters, the subnet's and the
+	// primary network's (nil: Snow(Nodes)).
 	Snow map[string]any
 	// ChainConfig is the S-Chain chain config given to every node (nil:
 	// vmconfig.DefaultChainConfig()). Start adds the network's write token to it.
@@ -93,8 +94,9 @@ const defaultProfileEvery = 10 * time.Second
 // hour of 10 s profiles.
 const profileFiles = 360
 
-// DefaultSnow are the local network's consensus parameters: k=20,
-// alphaPreference=11, alphaConfidence=12, beta=12.
+// Snow are the consensus parameters of a local network of nodes equal
+// validators: k=20, alphaPreference=11, alphaConfidence=12 (14 from four
+// validators on), beta=12.
 //
 // Avalanchego samples a poll's k validators by stake units without
 // replacement, so one validator can fill several places of one sample, and a
@@ -108,14 +110,24 @@ const profileFiles = 360
 // so the network keeps finalizing, after about 60 polls on average instead
 // of 12 (polls on loopback take milliseconds).
 //
+// From four validators on, the network can split in halves, and half the
+// stake reaches 12 of 20 votes in a quarter of the polls: twelve in a row
+// about 7e-8, so both halves could finalize, rarely. alphaConfidence=14 makes
+// that 1e-15, while three live validators of four still pass 79% of polls
+// (TestSnow).
+//
 // concurrentRepolls=12 (= beta, its bound) keeps as many polls in flight as
 // a block needs successes: a block's polls overlap instead of running four
 // at a time, so acceptance takes about one poll round trip instead of
 // three (under load a round trip is tens of milliseconds, the largest part
 // of a per-request allocation's latency). It is not a safety parameter (k,
-// alpha and beta are); on 3 validators the extra queries are cheap.
-func DefaultSnow() map[string]any {
-	return map[string]any{"k": 20, "alphaPreference": 11, "alphaConfidence": 12, "beta": 12, "concurrentRepolls": 12}
+// alpha and beta are); on a few validators the extra queries are cheap.
+func Snow(nodes int) map[string]any {
+	alphaConfidence := 12
+	if nodes >= 4 {
+		alphaConfidence = 14
+	}
+	return map[string]any{"k": 20, "alphaPreference": 11, "alphaConfidence": alphaConfidence, "beta": 12, "concurrentRepolls": 12}
 }
 
 // RoundDuration and LivenessRounds are the local network's liveness rule:
@@ -178,10 +190,16 @@ const TokenName = "localnet"
 // write token.
 const TokenFile = "token"
 
-// DefaultConfig starts 3 nodes from the build directory's binaries.
+// DefaultNodes is the local network's size: four equal validators, the
+// fewest that keep finalizing with one of them down (a certificate needs
+// more than 2/3 of the stake: of three, all of them).
+const DefaultNodes = 4
+
+// DefaultConfig starts DefaultNodes nodes from the build directory's
+// binaries.
 func DefaultConfig(buildDir string) Config {
 	return Config{
-		Nodes:       3,
+		Nodes:       DefaultNodes,
 		RootDir:     filepath.Join(buildDir, "network"),
 		AvalancheGo: filepath.Join(buildDir, "avalanchego"),
 		PluginDir:   filepath.Join(buildDir, "plugins"),
@@ -278,7 +296,7 @@ func Start(ctx context.Context, cfg Config) (*Network, error) {
 	}
 	snow := cfg.Snow
 	if snow == nil {
-		snow = DefaultSnow()
+		snow = Snow(cfg.Nodes)
 	}
 	genesis := cfg.Genesis
 	if len(genesis) == 0 {
@@ -293,7 +311,7 @@ func Start(ctx context.Context, cfg Config) (*Network, error) {
 	if err := cfg.profileNodes(nodes); err != nil {
 		return nil, err
 	}
-	flags := nodeFlags(cfg.NodeFlags)
+	flags := nodeFlags(snow, cfg.NodeFlags)
 	tn := &tmpnet.Network{
 		Owner:        "schain",
 		DefaultFlags: flags,
@@ -352,7 +370,7 @@ func Start(ctx context.Context, cfg Config) (*Network, error) {
 //     (7% of an idle node's CPU); peers are all on this machine.
 //   - network-compression-type none: the peers are on loopback, where zstd
 //     (a fresh decoder per message) only costs CPU.
-func nodeFlags(extra map[string]string) tmpnet.FlagsMap {
+func nodeFlags(snow map[string]any, extra map[string]string) tmpnet.FlagsMap {
 	flags := tmpnet.DefaultTmpnetFlags()
 	flags[config.FdLimitKey] = "8192"
 	flags[config.ProposerVMUseCurrentHeightKey] = "true"
@@ -361,7 +379,7 @@ func nodeFlags(extra map[string]string) tmpnet.FlagsMap {
 	flags[config.ConsensusFrontierPollFrequencyKey] = "1s"
 	flags[config.SystemTrackerFrequencyKey] = "5s"
 	flags[config.NetworkCompressionTypeKey] = "none"
-	setPrimaryConsensus(flags)
+	setPrimaryConsensus(flags, snow)
 	for k, v := range extra {
 		flags[k] = v
 	}

@@ -74,7 +74,7 @@ stops it and starts a new one.`,
 			return printNetwork(g, n)
 		},
 	}
-	start.Flags().IntVar(&nodes, "nodes", 3, "number of validators (at least 2)")
+	start.Flags().IntVar(&nodes, "nodes", localnet.DefaultNodes, "number of validators (at least 2; 4 keep finalizing with one down)")
 	start.Flags().BoolVar(&replace, "replace", false, "stop a running network and start a new one")
 	start.Flags().StringVar(&profileDir, "profile-dir", "", "write CPU profiles of every node (<dir>/<nodeID>/cpu.profile.N, every 10 s) and its plugin (<dir>/<nodeID>.N.pprof) there")
 

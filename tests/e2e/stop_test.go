@@ -15,6 +15,7 @@ import (
 	"github.com/ava-labs/avalanchego/ids"
 	"github.com/stretchr/testify/require"
 
+	"github.com/s-chain/schain/client"
 	"github.com/s-chain/schain/eviction"
 	"github.com/s-chain/schain/localnet"
 	"github.com/s-chain/schain/subnet"
@@ -178,6 +179,31 @@ func TestZ_KillOwner(t *testing.T) {
 	for _, v := range ep.Validators {
 		require.Equal(v.NodeID != victim.NodeID, v.Member, "validator %s", v.NodeID)
 	}
+
+	// With one validator of four dead the others hold more than 2/3 of the
+	// stake: writes still become final, certified without the dead one's
+	// signature. (Of three equal validators a certificate needs all three,
+	// and finality stopped until the dead one came back.)
+	c, err := r.AllocateCommitted(ctx, api.AllocateArgs{Range: liveRanges[0], Count: 1})
+	require.NoError(err)
+	acceptedAt := time.Now()
+	finalCtx, cancelFinal := context.WithTimeout(ctx, 2*time.Minute)
+	rc, err := r.WaitFinal(finalCtx, c.Receipt.TxID)
+	rcFinal := time.Now()
+	cancelFinal()
+	require.NoError(err, "a write accepted after the kill becomes final")
+	require.True(rc.Final)
+	pnode := subnet.NewNode(live.URI)
+	networkID, err := pnode.GetNetworkID(ctx)
+	require.NoError(err)
+	vs, err := subnet.ValidatorSetAt(ctx, pnode, network.SubnetID, rc.Certificate.PChainHeight)
+	require.NoError(err)
+	require.Len(vs.Validators, len(network.Nodes), "the dead validator is still in the P-chain's set")
+	proof, err := client.ProveFinal(ctx, r.GetBlock, rc, networkID, network.ChainID, vs)
+	require.NoError(err)
+	require.Less(proof.Signers, len(network.Nodes), "the dead validator did not sign")
+	t.Logf("a write accepted %s after the kill was final %s later: %d of %d validators signed",
+		acceptedAt.Sub(killed).Round(time.Second), rcFinal.Sub(acceptedAt).Round(time.Millisecond), proof.Signers, len(vs.Validators))
 
 	// What the operator sees: the dead validator out, and a removal that
 	// would pass every check.
