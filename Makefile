@@ -46,7 +46,7 @@ unit:
 kat32:
 	./scripts/kat32.sh
 
-## e2e: end-to-end tests on a local 3-node network they start and always stop (logs of a failed run stay under build/e2e), then on real SeaweedFS clusters (e2e-weed)
+## e2e: end-to-end tests on a local 4-node network they start and always stop (logs of a failed run stay under build/e2e), then on real SeaweedFS clusters (e2e-weed)
 e2e: $(NODE) $(PLUGIN) $(SCHAIN)
 	$(GO) test -tags e2e -count=1 -timeout 30m -v ./tests/e2e/
 	@$(MAKE) --no-print-directory e2e-weed
@@ -121,7 +121,7 @@ FUZZTIME ?= 20s
 fuzz:
 	$(GO) test -run '^$$' -fuzz FuzzParse -fuzztime $(FUZZTIME) ./txs/
 
-## run: a local 3-node S-Chain network on 127.0.0.1 (reused if already up), a demo, and a short shadow run against an embedded legacy raft allocator
+## run: a local 4-node S-Chain network on 127.0.0.1 (reused if already up), a demo, and a short shadow run against an embedded legacy raft allocator
 run: build
 	$(SCHAIN) network start
 	$(SCHAIN) demo

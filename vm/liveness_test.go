@@ -12,7 +12,9 @@ import (
 	"github.com/s-chain/schain/pinning"
 	"github.com/s-chain/schain/txs"
 	"github.com/s-chain/schain/vm/builder"
+	"github.com/s-chain/schain/vm/chain"
 	"github.com/s-chain/schain/vm/execute"
+	"github.com/s-chain/schain/vm/writer"
 )
 
 // livenessGenesis: 10 s liveness rounds, a heartbeat lasts K=1 epoch.
@@ -344,4 +346,124 @@ func TestHeartbeatAhead(t *testing.T) {
 	nw.allocateVia(0, rk, 1)
 	require.Equal(3, nw.snapshot(1).Len())
 	require.False(nw.snapshot(1).Record().Fallback)
+}
+
+// TestArrivingRangeWaitsForTheOpeningBlock: requests for ranges that move
+// to a node at the next block wait on it for that block (they used to
+// answer NotReady at once, and a client's write came after its back-off,
+// often a height later), are signed once it is accepted, and go into the
+// first block after it together: a grouped allocation and a pooled one's
+// refill. A caller that stops waiting first gets NotReady
+// (membership_opening), as before.
+func TestArrivingRangeWaitsForTheOpeningBlock(t *testing.T) {
+	require := require.New(t)
+	ctx := context.Background()
+	nw := newNetWith(t, 3, livenessGenesis)
+	const dead = 2
+	nw.enterRound(0)
+	nw.ready(10)
+
+	// Two ranges of the dead validator with the same heir.
+	full := nw.snapshot(0)
+	var live []pinning.Member
+	for _, m := range full.Members() {
+		if m.NodeID != nw.keys[dead].NodeID {
+			live = append(live, m)
+		}
+	}
+	heir := -1
+	var moving []string
+	for k := 0; len(moving) < 2 && k < 1000; k++ {
+		rk := fmt.Sprintf("arrive-%03d", k)
+		if full.Owner(rk) != nw.keys[dead].NodeID {
+			continue
+		}
+		to, err := pinning.Owner(rk, live)
+		require.NoError(err)
+		if heir == -1 {
+			heir = indexOf(nw, to)
+		}
+		if indexOf(nw, to) == heir {
+			moving = append(moving, rk)
+		}
+	}
+	require.Len(moving, 2)
+	for r := int64(1); r <= 2; r++ {
+		nw.enterRound(r)
+		nw.heartbeats(0, 0, 1, 2)
+	}
+	nw.enterRound(3)
+	nw.heartbeats(0, 0, 1)
+	// Round 4: the next block drops the dead validator.
+	nw.enterRound(4)
+	w := nw.vms[heir].Writer()
+
+	short, cancel := context.WithTimeout(ctx, 50*time.Millisecond)
+	_, err := w.AllocateOne(short, txs.AllocateEntry{Range: moving[0], Count: 1})
+	cancel()
+	require.ErrorIs(err, writer.ErrMembershipOpening)
+	require.ErrorIs(err, chain.ErrNotReady)
+
+	type result struct {
+		sub writer.Submitted
+		err error
+	}
+	grouped := make(chan result, 1)
+	go func() {
+		sub, err := w.AllocateOne(ctx, txs.AllocateEntry{Range: moving[0], Count: 3})
+		grouped <- result{sub, err}
+	}()
+	pooled := make(chan result, 1)
+	go func() {
+		p, err := w.AllocatePooled(ctx, moving[1], 2)
+		pooled <- result{writer.Submitted{TxID: p.TxID}, err}
+	}()
+	deadline := time.Now().Add(10 * time.Second)
+	for gathered(t, nw.regs[heir], "opening_waits") < 2 {
+		select {
+		case r := <-grouped:
+			t.Fatalf("the grouped request answered before the opening block: %v", r.err)
+		case r := <-pooled:
+			t.Fatalf("the pooled request answered before the opening block: %v", r.err)
+		case <-time.After(5 * time.Millisecond):
+		}
+		require.True(time.Now().Before(deadline), "both requests wait for the opening block")
+	}
+
+	nw.heartbeats(0, 0, 1) // the opening block
+	g := <-grouped
+	require.NoError(g.err)
+	require.Equal(nw.keys[heir].NodeID, g.sub.Owner)
+	// Both writes wait in the heir's mempool (one transaction or two, as
+	// group commit cut them) before the next block is built.
+	pending := func() map[string]bool {
+		out := map[string]bool{}
+		for _, tx := range nw.vms[heir].Mempool().All() {
+			if a, ok := tx.Unsigned.(*txs.AllocateTx); ok {
+				for _, e := range a.Entries {
+					out[e.Range] = true
+				}
+			}
+		}
+		return out
+	}
+	for !pending()[moving[0]] || !pending()[moving[1]] {
+		select {
+		case r := <-pooled:
+			t.Fatalf("the pooled request answered %v before its reservation was built", r.err)
+		case <-time.After(time.Millisecond):
+		}
+		require.True(time.Now().Before(deadline), "both writes reach the heir's mempool")
+	}
+	next, err := nw.round(heir, 10)
+	require.NoError(err)
+	included := map[ids.ID]bool{}
+	for _, tx := range next.Txs {
+		included[tx.ID()] = true
+	}
+	require.True(included[g.sub.TxID], "the grouped allocation is in the first block after the opening one")
+	p := <-pooled
+	require.NoError(p.err)
+	require.True(included[p.sub.TxID], "so is the pooled request's reservation")
+	require.Zero(gathered(t, nw.regs[heir], "opening_waits"))
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/ava-labs/avalanchego/snow/engine/common"
 	snowblock "github.com/ava-labs/avalanchego/snow/engine/snowman/block"
 	"github.com/ava-labs/avalanchego/snow/validators"
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/stretchr/testify/require"
 
 	"github.com/s-chain/schain/txs"
@@ -56,6 +57,8 @@ type net struct {
 	// ahead is how far each VM's clock runs ahead of now, milliseconds
 	// (a skewed proposer).
 	ahead [8]atomic.Int64
+	// regs are the VMs' metrics, the latest start's.
+	regs [8]*prometheus.Registry
 }
 
 // netSource serves the net's validator sets and counts lookups.
@@ -96,9 +99,10 @@ func newNetWith(t testing.TB, n int, g []byte) *net {
 
 func (nw *net) start(i int) *vm.VM {
 	v := &vm.VM{}
+	nw.regs[i] = prometheus.NewRegistry()
 	require.NoError(nw.t, v.Init(vm.Config{
 		NetworkID: 5, ChainID: chainID, SubnetID: subnetID, NodeID: nw.keys[i].NodeID,
-		Signer: nw.keys[i].Signer(5, chainID), Validators: netSource{nw},
+		Signer: nw.keys[i].Signer(5, chainID), Validators: netSource{nw}, Registerer: nw.regs[i],
 		Clock: func() time.Time { return time.UnixMilli(nw.now.Load() + nw.ahead[i].Load()) },
 	}, nw.dbs[i], nw.genesis))
 	nw.t.Cleanup(func() { require.NoError(nw.t, v.Shutdown(context.Background())) })

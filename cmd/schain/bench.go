@@ -195,7 +195,7 @@ Every process started is stopped at the end, also on error or Ctrl-C.`,
 	f.StringSliceVar(&o.legacyModes, "legacy-modes", []string{string(legacyraft.ModeSeaweedFS), string(legacyraft.ModeReplicated), string(legacyraft.ModeSlots)}, "legacy modes to run (empty: none)")
 	f.StringVar(&o.legacyBinary, "legacy-binary", "", "schain binary serving legacy nodes (default: this executable)")
 	f.DurationVar(&o.legacyWarmUp, "legacy-warmup", legacyraft.DefaultConfig().WarmUp, "how long a new seaweedfs-mode leader refuses (the real master: about 15 s)")
-	f.BoolVar(&o.schain, "schain", true, "run S-Chain (a fresh 3-node local network)")
+	f.BoolVar(&o.schain, "schain", true, "run S-Chain (a fresh local network of --schain-nodes validators)")
 	f.StringSliceVar(&o.schainModes, "schain-modes", []string{modePerRequest, modePooled, modeBatched, modeBatchedDirect, modeUncertified}, "S-Chain write paths to measure: per-request, pooled, pooled-batched through the nodes' API; per-request-direct, pooled-direct, pooled-batched-direct the same through each plugin's direct API; uncertified: per-request on a second network without finality certificates")
 	f.Uint64Var(&o.poolChunk, "schain-pool-chunk", 0, "ids per reservation of an owner's id pool (0: the genesis default, 65,536)")
 	f.IntVar(&o.schainNodes, "schain-nodes", localnet.DefaultNodes, "validators of each S-Chain network (2 to 16): with 4 or more, a certificate no longer needs the slowest one")

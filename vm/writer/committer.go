@@ -55,11 +55,38 @@ func (w *Writer) AllocateOne(ctx context.Context, entry txs.AllocateEntry) (Subm
 	}
 }
 
-// checkOwned fails fast (NotOwner, or NotReady while the range moves here)
-// before a request waits for a group.
+// checkOwned fails fast with NotOwner before a request waits for a group.
+// A range that moves to this node at the next block (ErrMembershipOpening)
+// waits for that block instead, at most Config.OpeningWait and never past
+// ctx: the request's write is then signed as soon as the block is accepted
+// and goes into the first block after it, with the other new owners' first
+// writes. Answered NotReady at once, the client came back after its
+// back-off (up to 2 s), often after that block was built, and its write
+// waited for the next height, which costs 5 s per proposer slot drawn for
+// a dead validator (docs/liveness.md, "What a failover waits for").
 func (w *Writer) checkOwned(ctx context.Context, ranges []string) error {
+	decided := w.tracker.wait() // before each check: no accept is missed
 	_, err := w.signingMembership(ctx, ranges)
-	return err
+	if !errors.Is(err, ErrMembershipOpening) {
+		return err
+	}
+	bound := time.NewTimer(w.cfg.OpeningWait)
+	defer bound.Stop()
+	w.metrics.openingWaits.Inc()
+	defer w.metrics.openingWaits.Dec()
+	for {
+		select {
+		case <-decided:
+		case <-bound.C:
+			return err
+		case <-ctx.Done():
+			return err
+		}
+		decided = w.tracker.wait()
+		if _, err = w.signingMembership(ctx, ranges); !errors.Is(err, ErrMembershipOpening) {
+			return err
+		}
+	}
 }
 
 // runCommitter collects intents into groups bounded by entries and by the

@@ -53,7 +53,15 @@ type Config struct {
 	// times per liveness round (a node always does; in-process users call
 	// Heartbeat themselves).
 	Heartbeats bool
+	// OpeningWait bounds how long a request for a range that moves to this
+	// node waits for the block that opens the new membership before it
+	// answers NotReady (zero: DefaultOpeningWait).
+	OpeningWait time.Duration
 }
+
+// DefaultOpeningWait is one proposer slot of the node (the opening block may
+// wait out a dead validator's), and half a client's default timeout.
+const DefaultOpeningWait = 5 * time.Second
 
 // Builds is what the write path asks of the block builder.
 type Builds interface {
@@ -102,6 +110,9 @@ type Writer struct {
 func New(cfg Config, c *chain.Chain, pool *mempool.Mempool, builds Builds) (*Writer, error) {
 	if cfg.Log == nil {
 		cfg.Log = logging.NoLog{}
+	}
+	if cfg.OpeningWait <= 0 {
+		cfg.OpeningWait = DefaultOpeningWait
 	}
 	m, err := newMetrics(cfg.Registerer)
 	if err != nil {
@@ -231,6 +242,7 @@ type metrics struct {
 	mempoolDepth prometheus.Gauge
 	refused      *prometheus.CounterVec // admission refusals, by reason
 	pooled       *prometheus.CounterVec // pooled allocations: "hit" or "wait" (for a reservation)
+	openingWaits prometheus.Gauge       // requests waiting for the block that opens their range's move here
 }
 
 func newMetrics(reg prometheus.Registerer) (*metrics, error) {
@@ -241,8 +253,9 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 		mempoolDepth: prometheus.NewGauge(prometheus.GaugeOpts{Name: "mempool_txs", Help: "pending transactions"}),
 		refused:      prometheus.NewCounterVec(prometheus.CounterOpts{Name: "admission_refusals_total", Help: "transactions refused by admission (API, re-pinning, gossip), by reason"}, []string{"reason"}),
 		pooled:       prometheus.NewCounterVec(prometheus.CounterOpts{Name: "pooled_allocations_total", Help: "pooled allocations, by whether they waited for a reservation"}, []string{"outcome"}),
+		openingWaits: prometheus.NewGauge(prometheus.GaugeOpts{Name: "opening_waits", Help: "requests waiting for the block that opens a membership in which this node owns their range"}),
 	}
-	for _, c := range []prometheus.Collector{m.mempoolDepth, m.refused, m.pooled} {
+	for _, c := range []prometheus.Collector{m.mempoolDepth, m.refused, m.pooled, m.openingWaits} {
 		if err := reg.Register(c); err != nil {
 			return nil, err
 		}
