@@ -27,7 +27,7 @@ func TestSnow(t *testing.T) {
 		never                float64 // bound on beta polls in a row for the minority
 	}{
 		{nodes: 3, liveQuorum: 2.0 / 3, minority: 1.0 / 3, passes: 0.8, never: 1e-20},
-		{nodes: 4, liveQuorum: 3.0 / 4, minority: 1.0 / 2, passes: 0.75, never: 1e-12},
+		{nodes: 4, liveQuorum: 3.0 / 4, minority: 1.0 / 2, passes: 0.85, never: 1e-10},
 	} {
 		t.Run(fmt.Sprint(tc.nodes), func(t *testing.T) {
 			require := require.New(t)

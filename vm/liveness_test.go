@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/ava-labs/avalanchego/ids"
+	"github.com/ava-labs/avalanchego/snow/engine/common"
 	"github.com/stretchr/testify/require"
 
 	"github.com/s-chain/schain/pinning"
@@ -466,4 +467,41 @@ func TestArrivingRangeWaitsForTheOpeningBlock(t *testing.T) {
 	require.NoError(p.err)
 	require.True(included[p.sub.TxID], "so is the pooled request's reservation")
 	require.Zero(gathered(t, nw.regs[heir], "opening_waits"))
+}
+
+// TestBuildSettlesAfterAMembershipChange: after accepting a block that
+// changed the membership, a node offers the engine its next block only
+// Settle later, so that the other new owners' first writes (signed when
+// they accept it) make the same block; without a change, pending work is
+// offered at once.
+func TestBuildSettlesAfterAMembershipChange(t *testing.T) {
+	require := require.New(t)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	nw := newNetWith(t, 3, livenessGenesis)
+	const observer = 1 // validator 2 stops heartbeating after round 2
+	nw.enterRound(0)
+	nw.ready(10)
+	for r := int64(1); r <= 2; r++ {
+		nw.enterRound(r)
+		nw.heartbeats(0, 0, 1, 2)
+	}
+	nw.enterRound(3)
+	nw.heartbeats(0, 0, 1)
+	// Work pending on the observer only (not gossiped): offered at once.
+	rk := nw.ownedBy(observer, 1, 10)[0]
+	_, err := nw.vms[observer].Writer().Allocate(ctx, []txs.AllocateEntry{{Range: rk, Count: 1}})
+	require.NoError(err)
+	msg, err := nw.vms[observer].WaitForEvent(ctx)
+	require.NoError(err)
+	require.Equal(common.PendingTxs, msg)
+
+	nw.enterRound(4)
+	nw.heartbeats(0, 0, 1) // drops the dead validator: the membership changes
+	accepted := time.Now()
+	require.Equal(2, nw.snapshot(observer).Len())
+	msg, err = nw.vms[observer].WaitForEvent(ctx)
+	require.NoError(err)
+	require.Equal(common.PendingTxs, msg)
+	require.GreaterOrEqual(time.Since(accepted), builder.Settle/2, "the next block waited for the change to settle")
 }

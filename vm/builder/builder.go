@@ -38,6 +38,19 @@ const maxContextlessOpening = 4
 // start).
 const retryBuild = time.Second
 
+// Settle is how long a node waits, after accepting a block that changed
+// the membership, before it offers the engine the next block: long enough
+// for the other validators to accept it too and for their first writes as
+// new owners to reach this node's mempool (requests for arriving ranges
+// wait on their new owners and are signed at acceptance; see
+// writer.DefaultOpeningWait), so that they all go into the next block.
+// Without it the first node to accept could build that block with its own
+// writes alone, and the others' waited for another height, 5 s per
+// proposer slot drawn for a dead validator (seen in `make bench`'s
+// failover: 9 s between the first and the last of the new owners' ranges).
+// Memberships change rarely; the pause is paid once per change.
+const Settle = 300 * time.Millisecond
+
 // Owners is what the builder tells the write path (package writer).
 type Owners interface {
 	// Refused: tx broke a rule and left the pool; its receipt says why.
@@ -68,7 +81,11 @@ type Builder struct {
 	// membershipWanted is set when a range waits to move to its new owner:
 	// the next build opens the new membership even without work.
 	membershipWanted bool
-	changed          chan struct{} // closed and replaced at every change
+	// settled is when a block that changed the membership has settled
+	// (Settle after its acceptance here): WaitForEvent offers nothing
+	// before.
+	settled time.Time
+	changed chan struct{} // closed and replaced at every change
 }
 
 // New returns a builder of blocks on c from pool.
@@ -107,6 +124,7 @@ func (b *Builder) Accepted(membershipChanged bool) {
 	b.bootstrapTried = false
 	if membershipChanged {
 		b.membershipWanted = false
+		b.settled = time.Now().Add(Settle)
 	}
 	b.mu.Unlock()
 	b.Wake()
@@ -136,9 +154,23 @@ func (b *Builder) wait() <-chan struct{} {
 // nothing to include (work pinned to a P-chain height the chain has not reached,
 // or already in a processing block), it waits for a change (a new
 // transaction, a decided block) or for retryBuild, so the engine neither
-// spins nor stalls.
+// spins nor stalls. After a block that changed the membership it first
+// waits for it to settle (Settle).
 func (b *Builder) WaitForEvent(ctx context.Context) (common.Message, error) {
 	for {
+		b.mu.Lock()
+		settling := time.Until(b.settled)
+		b.mu.Unlock()
+		if settling > 0 {
+			timer := time.NewTimer(settling)
+			select {
+			case <-timer.C:
+			case <-ctx.Done():
+				timer.Stop()
+				return 0, ctx.Err()
+			}
+			continue
+		}
 		changed := b.wait()
 		if b.needsOpening() {
 			return common.PendingTxs, nil
