@@ -253,15 +253,7 @@ func TestHeartbeatOncePerEpoch(t *testing.T) {
 func TestMembershipChangeRepinsPendingWork(t *testing.T) {
 	require := require.New(t)
 	ctx := context.Background()
-	nw := newNetWith(t, 3, livenessGenesis)
-	nw.enterRound(0)
-	nw.ready(10)
-	for r := int64(1); r <= 2; r++ {
-		nw.enterRound(r)
-		nw.heartbeats(0, 0, 1, 2)
-	}
-	nw.enterRound(3)
-	nw.heartbeats(0, 0, 1) // 2 falls silent; it still counts in epoch 3
+	nw := newSilencedNet(t)
 
 	// Node 0 signs in epoch 3, against the full membership, one of the
 	// ranges it keeps when 2 leaves.
@@ -349,6 +341,22 @@ func TestHeartbeatAhead(t *testing.T) {
 	require.False(nw.snapshot(1).Record().Fallback)
 }
 
+// newSilencedNet is 3 VMs whose validator 2 heartbeats for the last time in
+// round 2: it still counts in round 3, where the net is left, and the first
+// block of round 4 drops it (K=1).
+func newSilencedNet(t *testing.T) *net {
+	nw := newNetWith(t, 3, livenessGenesis)
+	nw.enterRound(0)
+	nw.ready(10)
+	for r := int64(1); r <= 2; r++ {
+		nw.enterRound(r)
+		nw.heartbeats(0, 0, 1, 2)
+	}
+	nw.enterRound(3)
+	nw.heartbeats(0, 0, 1)
+	return nw
+}
+
 // TestArrivingRangeWaitsForTheOpeningBlock: requests for ranges that move
 // to a node at the next block wait on it for that block (they used to
 // answer NotReady at once, and a client's write came after its back-off,
@@ -359,10 +367,8 @@ func TestHeartbeatAhead(t *testing.T) {
 func TestArrivingRangeWaitsForTheOpeningBlock(t *testing.T) {
 	require := require.New(t)
 	ctx := context.Background()
-	nw := newNetWith(t, 3, livenessGenesis)
+	nw := newSilencedNet(t)
 	const dead = 2
-	nw.enterRound(0)
-	nw.ready(10)
 
 	// Two ranges of the dead validator with the same heir.
 	full := nw.snapshot(0)
@@ -389,12 +395,6 @@ func TestArrivingRangeWaitsForTheOpeningBlock(t *testing.T) {
 		}
 	}
 	require.Len(moving, 2)
-	for r := int64(1); r <= 2; r++ {
-		nw.enterRound(r)
-		nw.heartbeats(0, 0, 1, 2)
-	}
-	nw.enterRound(3)
-	nw.heartbeats(0, 0, 1)
 	// Round 4: the next block drops the dead validator.
 	nw.enterRound(4)
 	w := nw.vms[heir].Writer()
@@ -478,16 +478,8 @@ func TestBuildSettlesAfterAMembershipChange(t *testing.T) {
 	require := require.New(t)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	nw := newNetWith(t, 3, livenessGenesis)
-	const observer = 1 // validator 2 stops heartbeating after round 2
-	nw.enterRound(0)
-	nw.ready(10)
-	for r := int64(1); r <= 2; r++ {
-		nw.enterRound(r)
-		nw.heartbeats(0, 0, 1, 2)
-	}
-	nw.enterRound(3)
-	nw.heartbeats(0, 0, 1)
+	nw := newSilencedNet(t)
+	const observer = 1
 	// Work pending on the observer only (not gossiped): offered at once.
 	rk := nw.ownedBy(observer, 1, 10)[0]
 	_, err := nw.vms[observer].Writer().Allocate(ctx, []txs.AllocateEntry{{Range: rk, Count: 1}})
