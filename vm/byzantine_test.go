@@ -202,13 +202,7 @@ func TestHealthNamesWhatIsWrong(t *testing.T) {
 // allocation moved the counter twice.
 func TestReplacedTxIsNeverApplied(t *testing.T) {
 	ctx := context.Background()
-	nw := newNetWith(t, 3, livenessGenesis)
-	nw.enterRound(0)
-	nw.ready(10)
-	for r := int64(1); r <= 2; r++ {
-		nw.enterRound(r)
-		nw.heartbeats(0, 0, 1, 2)
-	}
+	nw := newHeartbeatingNet(t)
 	nw.enterRound(3)
 	late, err := nw.vms[2].Writer().Heartbeat(ctx) // signed in epoch 3, not yet landed
 	require.NoError(t, err)

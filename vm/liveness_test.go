@@ -341,10 +341,9 @@ func TestHeartbeatAhead(t *testing.T) {
 	require.False(nw.snapshot(1).Record().Fallback)
 }
 
-// newSilencedNet is 3 VMs whose validator 2 heartbeats for the last time in
-// round 2: it still counts in round 3, where the net is left, and the first
-// block of round 4 drops it (K=1).
-func newSilencedNet(t *testing.T) *net {
+// newHeartbeatingNet is 3 VMs on livenessGenesis that all heartbeated in
+// rounds 1 and 2.
+func newHeartbeatingNet(t *testing.T) *net {
 	nw := newNetWith(t, 3, livenessGenesis)
 	nw.enterRound(0)
 	nw.ready(10)
@@ -352,6 +351,14 @@ func newSilencedNet(t *testing.T) *net {
 		nw.enterRound(r)
 		nw.heartbeats(0, 0, 1, 2)
 	}
+	return nw
+}
+
+// newSilencedNet is newHeartbeatingNet whose validator 2 then falls silent:
+// it still counts in round 3, where the net is left, and the first block of
+// round 4 drops it (K=1).
+func newSilencedNet(t *testing.T) *net {
+	nw := newHeartbeatingNet(t)
 	nw.enterRound(3)
 	nw.heartbeats(0, 0, 1)
 	return nw
