@@ -57,6 +57,21 @@ func TestRetryDelayBounded(t *testing.T) {
 	require.ErrorIs(t, Retry{}.Verify(), errBadRetry)
 }
 
+// TestDefaultRetry: a write comes back within half a second of its owner's
+// recovery (a new owner's first writes go into one block; docs/liveness.md)
+// and still gives a node that never recovers at least five seconds.
+func TestDefaultRetry(t *testing.T) {
+	r := DefaultRetry()
+	require.NoError(t, r.Verify())
+	var least time.Duration
+	for attempt := 1; attempt < r.MaxAttempts; attempt++ {
+		d := r.delay(attempt)
+		require.LessOrEqual(t, d, 500*time.Millisecond, "attempt %d", attempt)
+		least += min(r.Initial<<min(attempt-1, 10), r.Max) / 2
+	}
+	require.GreaterOrEqual(t, least, 5*time.Second)
+}
+
 func TestSleepGivesUpBeforeDeadline(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
 	defer cancel()
