@@ -61,9 +61,9 @@ func (w *Writer) AllocateOne(ctx context.Context, entry txs.AllocateEntry) (Subm
 // ctx: the request's write is then signed as soon as the block is accepted
 // and goes into the first block after it, with the other new owners' first
 // writes. Answered NotReady at once, the client came back after its
-// back-off (up to 2 s), often after that block was built, and its write
-// waited for the next height, which costs 5 s per proposer slot drawn for
-// a dead validator (docs/liveness.md, "What a failover waits for").
+// back-off, often after that block was built, and its write waited for the
+// next height, which costs 5 s per proposer slot drawn for a dead
+// validator (docs/liveness.md, "What a failover waits for").
 func (w *Writer) checkOwned(ctx context.Context, ranges []string) error {
 	decided := w.tracker.wait() // before each check: no accept is missed
 	_, err := w.signingMembership(ctx, ranges)
