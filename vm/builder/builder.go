@@ -43,7 +43,7 @@ const retryBuild = time.Second
 // for the other validators to accept it too and for their first writes as
 // new owners to reach this node's mempool (requests for arriving ranges
 // wait on their new owners and are signed at acceptance; see
-// writer.DefaultOpeningWait), so that they all go into the next block.
+// writer.OpeningWait), so that they all go into the next block.
 // Without it the first node to accept could build that block with its own
 // writes alone, and the others' waited for another height, 5 s per
 // proposer slot drawn for a dead validator (seen in `make bench`'s

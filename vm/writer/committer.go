@@ -57,7 +57,7 @@ func (w *Writer) AllocateOne(ctx context.Context, entry txs.AllocateEntry) (Subm
 
 // checkOwned fails fast with NotOwner before a request waits for a group.
 // A range that moves to this node at the next block (ErrMembershipOpening)
-// waits for that block instead, at most Config.OpeningWait and never past
+// waits for that block instead, at most OpeningWait and never past
 // ctx: the request's write is then signed as soon as the block is accepted
 // and goes into the first block after it, with the other new owners' first
 // writes. Answered NotReady at once, the client came back after its
@@ -70,7 +70,7 @@ func (w *Writer) checkOwned(ctx context.Context, ranges []string) error {
 	if !errors.Is(err, ErrMembershipOpening) {
 		return err
 	}
-	bound := time.NewTimer(w.cfg.OpeningWait)
+	bound := time.NewTimer(OpeningWait)
 	defer bound.Stop()
 	w.metrics.openingWaits.Inc()
 	defer w.metrics.openingWaits.Dec()

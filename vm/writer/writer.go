@@ -53,15 +53,13 @@ type Config struct {
 	// times per liveness round (a node always does; in-process users call
 	// Heartbeat themselves).
 	Heartbeats bool
-	// OpeningWait bounds how long a request for a range that moves to this
-	// node waits for the block that opens the new membership before it
-	// answers NotReady (zero: DefaultOpeningWait).
-	OpeningWait time.Duration
 }
 
-// DefaultOpeningWait is one proposer slot of the node (the opening block may
-// wait out a dead validator's), and half a client's default timeout.
-const DefaultOpeningWait = 5 * time.Second
+// OpeningWait bounds how long a request for a range that moves to this node
+// waits for the block that opens the new membership before it answers
+// NotReady: one proposer slot of the node (the opening block may wait out a
+// dead validator's), and half a client's default timeout.
+const OpeningWait = 5 * time.Second
 
 // Builds is what the write path asks of the block builder.
 type Builds interface {
@@ -110,9 +108,6 @@ type Writer struct {
 func New(cfg Config, c *chain.Chain, pool *mempool.Mempool, builds Builds) (*Writer, error) {
 	if cfg.Log == nil {
 		cfg.Log = logging.NoLog{}
-	}
-	if cfg.OpeningWait <= 0 {
-		cfg.OpeningWait = DefaultOpeningWait
 	}
 	m, err := newMetrics(cfg.Registerer)
 	if err != nil {
