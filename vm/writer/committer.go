@@ -65,25 +65,25 @@ func (w *Writer) AllocateOne(ctx context.Context, entry txs.AllocateEntry) (Subm
 // next height, which costs 5 s per proposer slot drawn for a dead
 // validator (docs/liveness.md, "What a failover waits for").
 func (w *Writer) checkOwned(ctx context.Context, ranges []string) error {
-	decided := w.tracker.wait() // before each check: no accept is missed
 	_, err := w.signingMembership(ctx, ranges)
 	if !errors.Is(err, ErrMembershipOpening) {
-		return err
+		return err // the common case takes no other lock
 	}
 	bound := time.NewTimer(OpeningWait)
 	defer bound.Stop()
 	w.metrics.openingWaits.Inc()
 	defer w.metrics.openingWaits.Dec()
 	for {
+		decided := w.tracker.wait()
+		// Checked again after taking decided, so that no accept is missed.
+		if _, err = w.signingMembership(ctx, ranges); !errors.Is(err, ErrMembershipOpening) {
+			return err
+		}
 		select {
 		case <-decided:
 		case <-bound.C:
 			return err
 		case <-ctx.Done():
-			return err
-		}
-		decided = w.tracker.wait()
-		if _, err = w.signingMembership(ctx, ranges); !errors.Is(err, ErrMembershipOpening) {
 			return err
 		}
 	}
