@@ -94,6 +94,9 @@ type SystemReport struct {
 	// Finality is accept → certificate latency during the steady rounds
 	// (S-Chain with a finality source; nil otherwise).
 	Finality *Finality `json:"finality,omitempty"`
+	// CPU is what the system's processes spent during the steady rounds
+	// (targets with a CPU source; nil otherwise).
+	CPU *CPUUse `json:"cpu,omitempty"`
 	// BaselineOf names the system this one is the baseline of (Target.Baseline).
 	BaselineOf string `json:"baseline_of,omitempty"`
 	// Duplicates checks every allocation of the run, steady and failover.

@@ -210,14 +210,18 @@ func (r *Runner) steady(ctx context.Context, rep *Report) {
 	elapsed := make([]time.Duration, len(r.targets))
 	finality := make([]FinalityCounts, len(r.targets))
 	finalityFor := make([]time.Duration, len(r.targets))
+	cpu := make([]CPUUse, len(r.targets))
+	cpuRounds := make([]int, len(r.targets))
 	for k, slot := range rep.Order {
 		t := r.targets[slot.System]
 		r.logf("round %d/%d (%d of %d): %s for %s", slot.Round+1, r.settings.Rounds, k+1, len(rep.Order), t.Name, r.settings.RoundDuration)
 		from := time.Now()
 		before, readBefore := r.readFinality(ctx, t)
+		cpuBefore, readCPU := r.readCPU(ctx, t)
 		d := Start(ctx, Load{System: t.Cluster, Ranges: r.ranges, Clients: r.settings.Clients, Pick: RoundRobin(len(r.ranges)), Count: r.settings.Count, Timeout: r.settings.RequestTimeout})
 		err := wait(ctx, r.settings.RoundDuration, nil)
 		got, took := d.Stop()
+		cpuAfter, readCPU := r.readCPUAfter(ctx, t, readCPU)
 		if readBefore {
 			if after, ok := r.readFinality(ctx, t); ok {
 				finality[slot.System] = finality[slot.System].Add(after.Sub(before))
@@ -229,6 +233,12 @@ func (r *Runner) steady(ctx context.Context, rep *Report) {
 			return
 		}
 		sum := Summarize(got, took)
+		if readCPU {
+			u := &cpu[slot.System]
+			u.Used, u.Wall, u.Requests = u.Used+cpuAfter.Used-cpuBefore.Used, u.Wall+took, u.Requests+int(sum.Requests)
+			u.Blocks += cpuAfter.Height - min(cpuBefore.Height, cpuAfter.Height)
+			cpuRounds[slot.System]++
+		}
 		r.logf("   %s: %s req/s, %s ids/s, p50 %s, p99 %s, %d failed", t.Name, Thousands(sum.ReqPerSec), Thousands(sum.IDsPerSec), Duration(sum.P50), Duration(sum.P99), sum.Failures)
 		sys := &rep.Systems[slot.System]
 		sys.Rounds = append(sys.Rounds, sum)
@@ -251,6 +261,10 @@ func (r *Runner) steady(ctx context.Context, rep *Report) {
 		if finalityFor[i] > 0 {
 			sys.Finality = NewFinality(finality[i], finalityFor[i])
 		}
+		if cpuRounds[i] > 0 {
+			u := cpu[i]
+			sys.CPU = &u
+		}
 	}
 }
 
@@ -266,6 +280,29 @@ func (r *Runner) readFinality(ctx context.Context, t Target) (FinalityCounts, bo
 		return FinalityCounts{}, false
 	}
 	return c, true
+}
+
+// readCPU reads t's CPU time, if it has a source; a failed read is logged
+// and leaves the round out of the CPU figures.
+func (r *Runner) readCPU(ctx context.Context, t Target) (CPUReading, bool) {
+	if t.CPU == nil {
+		return CPUReading{}, false
+	}
+	got, err := t.CPU.CPUTime(ctx)
+	if err != nil {
+		r.logf("   %s: CPU time not read: %v", t.Name, err)
+		return CPUReading{}, false
+	}
+	return got, true
+}
+
+// readCPUAfter reads t's CPU time at a round's end when the reading at its
+// start succeeded.
+func (r *Runner) readCPUAfter(ctx context.Context, t Target, readBefore bool) (CPUReading, bool) {
+	if !readBefore {
+		return CPUReading{}, false
+	}
+	return r.readCPU(ctx, t)
 }
 
 // warmUp allocates once per range until each answers: connections open,

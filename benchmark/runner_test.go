@@ -162,6 +162,59 @@ func (f *ticking) FinalityCounts(context.Context) (benchmark.FinalityCounts, err
 	return benchmark.FinalityCounts{Bounds: []float64{0.005, 0.01}, Cumulative: []uint64{0, n}, Count: n, Blocks: n}, nil
 }
 
+// metered is a CPU source whose every reading adds step.
+type metered struct {
+	reads int
+	step  time.Duration
+}
+
+func (m *metered) CPUTime(context.Context) (benchmark.CPUReading, error) {
+	m.reads++
+	return benchmark.CPUReading{Used: time.Duration(m.reads) * m.step, Height: 5 * uint64(m.reads)}, nil
+}
+
+// TestRunnerReadsCPUAroundRounds: a target with a CPU source gets the CPU
+// its processes spent in its own rounds (read before and after each, not
+// between them), over the requests those rounds answered; the baseline
+// line compares it with its baseline's.
+func TestRunnerReadsCPUAroundRounds(t *testing.T) {
+	require := require.New(t)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	with, without := &metered{step: 300 * time.Millisecond}, &metered{step: 200 * time.Millisecond}
+	s := quick()
+	s.Failover = false
+	targets := []benchmark.Target{
+		{Name: "legacy", Cluster: benchmarktest.New(3, time.Millisecond, true)},
+		{Name: "schain", SChain: true, Cluster: benchmarktest.New(3, time.Millisecond, false), CPU: with},
+		{Name: "schain-uncertified", SChain: true, Cluster: benchmarktest.New(3, time.Millisecond, false), Baseline: "schain", CPU: without},
+	}
+	r, err := benchmark.NewRunner(s, targets, nil)
+	require.NoError(err)
+	rep, err := r.Run(ctx)
+	require.NoError(err)
+	require.Nil(rep.Systems[0].CPU)
+	u := rep.Systems[1].CPU
+	require.NotNil(u)
+	require.Equal(4, with.reads, "before and after each of its 2 rounds")
+	require.Equal(2*300*time.Millisecond, u.Used, "one step per round: the readings between rounds are not counted")
+	require.Positive(u.Requests)
+	var answered uint64
+	for _, rd := range rep.Systems[1].Rounds {
+		answered += rd.Requests
+	}
+	require.Equal(int(answered), u.Requests, "the requests its rounds count")
+	require.Equal(u.Used/time.Duration(u.Requests), u.PerRequest())
+	require.Equal(uint64(10), u.Blocks, "five blocks between the readings of each round")
+	require.Equal(60*time.Millisecond, u.PerBlock())
+	require.InDelta(u.Used.Seconds()/u.Wall.Seconds(), u.Cores(), 1e-9)
+	var out bytes.Buffer
+	require.NoError(benchmark.WriteTables(&out, rep))
+	require.Contains(out.String(), "| system | cores busy | CPU per request | requests | CPU per block | blocks | requests per block |")
+	require.Contains(out.String(), "| 60.00 ms | 10 |")
+	require.Contains(out.String(), "; per block 60.00 ms vs 40.00 ms: +50%.")
+}
+
 // TestRunnerReadsFinalityAroundRounds: a target with a finality source gets
 // the latency and blocks of its own rounds, read before and after each.
 func TestRunnerReadsFinalityAroundRounds(t *testing.T) {

@@ -56,6 +56,9 @@ type Target struct {
 	// Finality, if set, is read around each steady round: accept →
 	// certificate latency under the target's load (SystemReport.Finality).
 	Finality FinalitySource
+	// CPU, if set, is read around each steady round: the CPU time the
+	// system's processes spent per answered request (SystemReport.CPU).
+	CPU CPUSource
 	// Baseline, if set, names the system this one is the baseline of: the
 	// same write path without one feature (schain-uncertified: schain
 	// without finality certificates). The report gives their ratio.

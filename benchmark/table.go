@@ -112,9 +112,52 @@ func writeFinality(b *strings.Builder, r *Report) {
 			continue
 		}
 		sys := r.Systems[i]
-		fmt.Fprintf(b, "\n%s against %s, its baseline (the same write path on a network without the feature), in the same run: %s vs %s req/s (medians of the rounds): %.2fx; p50 %s vs %s.\n",
+		fmt.Fprintf(b, "\n%s against %s, its baseline (the same write path on a network without the feature), in the same run: %s vs %s req/s (medians of the rounds): %.2fx; p50 %s vs %s",
 			sys.Name, base.Name, Thousands(sys.MedianReqPerSec), Thousands(base.MedianReqPerSec), sys.MedianReqPerSec/base.MedianReqPerSec, Duration(sys.Steady.P50), Duration(base.Steady.P50))
+		if sys.CPU != nil && base.CPU != nil && base.CPU.PerRequest() > 0 {
+			fmt.Fprintf(b, "; CPU per request %s vs %s: %s",
+				cpuText(sys.CPU.PerRequest()), cpuText(base.CPU.PerRequest()), change(sys.CPU.PerRequest(), base.CPU.PerRequest()))
+			if base.CPU.PerBlock() > 0 && sys.CPU.PerBlock() > 0 {
+				fmt.Fprintf(b, "; per block %s vs %s: %s",
+					cpuText(sys.CPU.PerBlock()), cpuText(base.CPU.PerBlock()), change(sys.CPU.PerBlock(), base.CPU.PerBlock()))
+			}
+		}
+		b.WriteString(".\n")
 	}
+	writeCPU(b, r)
+}
+
+// writeCPU reports, per system with a CPU source, what its processes
+// spent during its steady rounds.
+func writeCPU(b *strings.Builder, r *Report) {
+	first := true
+	for _, sys := range r.Systems {
+		u := sys.CPU
+		if u == nil {
+			continue
+		}
+		if first {
+			b.WriteString("\nCPU during the steady rounds: user and system time of the system's processes (S-Chain: every node and its plugin), over the requests answered in those rounds. On a shared machine this moves less than req/s.\n\n")
+			b.WriteString("| system | cores busy | CPU per request | requests | CPU per block | blocks | requests per block |\n| --- | ---: | ---: | ---: | ---: | ---: | ---: |\n")
+			first = false
+		}
+		perBlock, reqPerBlock := "—", "—"
+		if u.Blocks > 0 {
+			perBlock, reqPerBlock = cpuText(u.PerBlock()), fmt.Sprintf("%.1f", float64(u.Requests)/float64(u.Blocks))
+		}
+		fmt.Fprintf(b, "| %s | %.2f | %s | %d | %s | %d | %s |\n", sys.Name, u.Cores(), cpuText(u.PerRequest()), u.Requests, perBlock, u.Blocks, reqPerBlock)
+	}
+}
+
+// change is how much x exceeds base, in percent.
+func change(x, base time.Duration) string {
+	return fmt.Sprintf("%+.0f%%", 100*(float64(x)/float64(base)-1))
+}
+
+// cpuText prints a CPU time per request in milliseconds with two decimals
+// (microseconds matter at pooled rates).
+func cpuText(d time.Duration) string {
+	return fmt.Sprintf("%.2f ms", float64(d)/float64(time.Millisecond))
 }
 
 // writeLiveness reports the failover per liveness round setting.

@@ -417,7 +417,7 @@ func schainTarget(ctx context.Context, sc *benchmark.SChainCluster, mode, networ
 			return benchmark.Target{}, err
 		}
 	}
-	return benchmark.Target{Name: schainTargetName[mode], SChain: true, Network: network, Cluster: c, Membership: sc, NodeName: sc.NameOf, Finality: sc}, nil
+	return benchmark.Target{Name: schainTargetName[mode], SChain: true, Network: network, Cluster: c, Membership: sc, NodeName: sc.NameOf, Finality: sc, CPU: sc}, nil
 }
 
 // startBenchTargets starts a fresh S-Chain network under <out>/network and

@@ -1,0 +1,87 @@
+package benchmark
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+)
+
+// errNoProcessCPU: this platform has no per-process CPU times the bench
+// can read (/proc).
+var errNoProcessCPU = errors.New("process CPU times are read from /proc (Linux only)")
+
+// CPUSource reads the CPU time a system's processes have used so far. The
+// bench reads it around each steady round: CPU per request is what a
+// feature costs independently of how busy the shared machine is, where
+// requests per second on a saturated machine carry every other process's
+// noise.
+type CPUSource interface {
+	CPUTime(ctx context.Context) (CPUReading, error)
+}
+
+// CPUReading is a system's CPU time so far and, for a blockchain, its
+// accepted height (zero otherwise): per block is the unit a per-block
+// feature (finality certificates) costs in.
+type CPUReading struct {
+	Used   time.Duration
+	Height uint64
+}
+
+// CPUUse is what a system's processes spent during its steady rounds.
+type CPUUse struct {
+	// Used is user plus system CPU time of the system's processes (S-Chain:
+	// every node and its plugin) over the rounds, Wall the rounds' total
+	// time and Requests the requests they answered.
+	Used     time.Duration `json:"used_ns"`
+	Wall     time.Duration `json:"wall_ns"`
+	Requests int           `json:"requests"`
+	// Blocks were accepted during the rounds (zero: not a blockchain).
+	Blocks uint64 `json:"blocks,omitempty"`
+}
+
+// PerBlock is the CPU time one accepted block cost, requests included
+// (zero without blocks).
+func (u CPUUse) PerBlock() time.Duration {
+	if u.Blocks == 0 {
+		return 0
+	}
+	return u.Used / time.Duration(u.Blocks)
+}
+
+// PerRequest is the CPU time one answered request cost (zero without
+// requests).
+func (u CPUUse) PerRequest() time.Duration {
+	if u.Requests == 0 {
+		return 0
+	}
+	return u.Used / time.Duration(u.Requests)
+}
+
+// Cores is how many cores the processes kept busy on average.
+func (u CPUUse) Cores() float64 {
+	if u.Wall <= 0 {
+		return 0
+	}
+	return u.Used.Seconds() / u.Wall.Seconds()
+}
+
+// CPUTime implements CPUSource: the CPU time of every node process and
+// its descendants (the VM plugins) that still run, and the first node's
+// accepted height.
+func (c *SChainCluster) CPUTime(ctx context.Context) (CPUReading, error) {
+	pids := make([]int, 0, len(c.net.Nodes))
+	for _, nd := range c.net.Nodes {
+		pids = append(pids, nd.PID)
+	}
+	used, err := processTreeCPU(pids)
+	if err != nil {
+		return CPUReading{}, err
+	}
+	nd := c.net.Nodes[0]
+	f, err := scrapeFinality(ctx, nd.URI+"/ext/metrics", c.net.ChainID.String())
+	if err != nil {
+		return CPUReading{}, fmt.Errorf("%s: %w", c.NodeName(nd.NodeID), err)
+	}
+	return CPUReading{Used: used, Height: f.Blocks}, nil
+}
