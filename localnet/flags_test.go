@@ -30,3 +30,19 @@ func TestNodeFlags(t *testing.T) {
 	flags = nodeFlags(Snow(4), map[string]string{config.NetworkCompressionTypeKey: "zstd"})
 	require.Equal("zstd", flags[config.NetworkCompressionTypeKey])
 }
+
+// TestConfigBoundsNodes: a network of fewer than 2 or more than MaxNodes
+// nodes is refused by name before anything starts (the binaries are not
+// even looked for).
+func TestConfigBoundsNodes(t *testing.T) {
+	require := require.New(t)
+	for _, n := range []int{0, 1, MaxNodes + 1} {
+		err := Config{Nodes: n}.verify()
+		require.ErrorIs(err, ErrNodeCount, "%d nodes", n)
+		require.Contains(err.Error(), "2 to 16")
+	}
+	for _, n := range []int{2, DefaultNodes, MaxNodes} {
+		err := Config{Nodes: n, PluginDir: t.TempDir()}.verify()
+		require.ErrorIs(err, ErrMissingBinary, "%d nodes pass the bound and reach the binaries' check", n)
+	}
+}

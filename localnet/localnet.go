@@ -37,12 +37,14 @@ var (
 	ErrNoNetwork = errors.New("localnet: no network (start one with `schain network start` or `make run`)")
 	// ErrMissingBinary means the node or plugin binary was not built.
 	ErrMissingBinary = errors.New("localnet: binary missing (run `make build`)")
+	// ErrNodeCount means Config.Nodes is outside [2, MaxNodes].
+	ErrNodeCount = errors.New("localnet: number of nodes out of bounds")
 )
 
 // Config describes a network to start.
 type Config struct {
-	// Nodes is the number of validators (at least 2: a single node runs
-	// without sybil protection and has no validator set).
+	// Nodes is the number of validators, 2 to MaxNodes: a single node runs
+	// without sybil protection and has no validator set.
 	Nodes int
 	// RootDir holds network directories and the pointer to the current one.
 	RootDir string
@@ -199,6 +201,10 @@ const TokenFile = "token"
 // more than 2/3 of the stake: of three, all of them).
 const DefaultNodes = 4
 
+// MaxNodes bounds a local network: every validator is a node and a plugin
+// process on this one machine, and each opens a connection to every other.
+const MaxNodes = 16
+
 // DefaultConfig starts DefaultNodes nodes from the build directory's
 // binaries.
 func DefaultConfig(buildDir string) Config {
@@ -259,8 +265,8 @@ func (n *Network) ChainURIsBase() []string {
 func (n *Network) ChainURI(nd Node) string { return nd.URI + "/ext/bc/" + n.ChainID.String() }
 
 func (c Config) verify() error {
-	if c.Nodes < 2 {
-		return fmt.Errorf("localnet: %d nodes: at least 2 are needed (one node runs without a validator set)", c.Nodes)
+	if c.Nodes < 2 || c.Nodes > MaxNodes {
+		return fmt.Errorf("%w: %d (hint: 2 to %d; one node runs without a validator set, and every node is two processes on this machine)", ErrNodeCount, c.Nodes, MaxNodes)
 	}
 	for _, p := range []string{c.AvalancheGo, filepath.Join(c.PluginDir, vm.ID.String())} {
 		if _, err := os.Stat(p); err != nil {

@@ -2,7 +2,9 @@ package vm_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
+	"net/http/httptest"
 	"testing"
 	"time"
 
@@ -12,8 +14,10 @@ import (
 
 	"github.com/s-chain/schain/pinning"
 	"github.com/s-chain/schain/txs"
+	"github.com/s-chain/schain/vm/api"
 	"github.com/s-chain/schain/vm/builder"
 	"github.com/s-chain/schain/vm/chain"
+	"github.com/s-chain/schain/vm/config"
 	"github.com/s-chain/schain/vm/execute"
 	"github.com/s-chain/schain/vm/writer"
 )
@@ -343,8 +347,12 @@ func TestHeartbeatAhead(t *testing.T) {
 
 // newHeartbeatingNet is 3 VMs on livenessGenesis that all heartbeated in
 // rounds 1 and 2.
-func newHeartbeatingNet(t *testing.T) *net {
-	nw := newNetWith(t, 3, livenessGenesis)
+func newHeartbeatingNet(t *testing.T) *net { return newHeartbeatingNetWith(t, nil) }
+
+// newHeartbeatingNetWith is newHeartbeatingNet whose VMs run with chain
+// config cc.
+func newHeartbeatingNetWith(t *testing.T, cc *config.ChainConfig) *net {
+	nw := newConfiguredNet(t, 3, livenessGenesis, cc)
 	nw.enterRound(0)
 	nw.ready(10)
 	for r := int64(1); r <= 2; r++ {
@@ -357,11 +365,125 @@ func newHeartbeatingNet(t *testing.T) *net {
 // newSilencedNet is newHeartbeatingNet whose validator 2 then falls silent:
 // it still counts in round 3, where the net is left, and the first block of
 // round 4 drops it (K=1).
-func newSilencedNet(t *testing.T) *net {
-	nw := newHeartbeatingNet(t)
+func newSilencedNet(t *testing.T) *net { return newSilencedNetWith(t, nil) }
+
+// newSilencedNetWith is newSilencedNet whose VMs run with chain config cc.
+func newSilencedNetWith(t *testing.T, cc *config.ChainConfig) *net {
+	nw := newHeartbeatingNetWith(t, cc)
 	nw.enterRound(3)
 	nw.heartbeats(0, 0, 1)
 	return nw
+}
+
+// movingRanges finds n ranges of validator dead that all move to one heir
+// once it leaves the membership, and that heir.
+func movingRanges(t *testing.T, nw *net, dead, n int) (int, []string) {
+	full := nw.snapshot(0)
+	var live []pinning.Member
+	for _, m := range full.Members() {
+		if m.NodeID != nw.keys[dead].NodeID {
+			live = append(live, m)
+		}
+	}
+	heir := -1
+	var moving []string
+	for k := 0; len(moving) < n && k < 1000; k++ {
+		rk := fmt.Sprintf("arrive-%03d", k)
+		if full.Owner(rk) != nw.keys[dead].NodeID {
+			continue
+		}
+		to, err := pinning.Owner(rk, live)
+		require.NoError(t, err)
+		if heir == -1 {
+			heir = indexOf(nw, to)
+		}
+		if indexOf(nw, to) == heir {
+			moving = append(moving, rk)
+		}
+	}
+	require.Len(t, moving, n)
+	return heir, moving
+}
+
+// TestFloodOfArrivingRangesIsBounded: requests for a range about to move
+// to a node wait on it for the opening block, each holding one of its
+// token's pending slots. A token that floods such requests gets at most
+// MaxPendingPerToken of them waiting; the rest are refused at once
+// (TooManyRequests with a retry hint) without reaching the writer, and
+// another token still writes its own ranges meanwhile. Once the opening
+// block is accepted the waiting ones are answered and the slots free.
+func TestFloodOfArrivingRangesIsBounded(t *testing.T) {
+	require := require.New(t)
+	tokA, a := tokenFor(t, "alpha")
+	tokB, b := tokenFor(t, "beta")
+	cc := config.DefaultChainConfig()
+	cc.WriteTokens = []config.WriteToken{a, b}
+	cc.MaxPendingPerToken = 4
+	nw := newSilencedNetWith(t, &cc)
+	const dead = 2
+	heir, moving := movingRanges(t, nw, dead, 1)
+	nw.enterRound(4) // the next block drops the dead validator
+	h, err := nw.vms[heir].Handler()
+	require.NoError(err)
+	srv := httptest.NewServer(h)
+	t.Cleanup(srv.Close)
+	waits := func() float64 { return gathered(t, nw.regs[heir], "opening_waits") }
+
+	held := make(chan *rpcErr, cc.MaxPendingPerToken)
+	for i := 0; i < cc.MaxPendingPerToken; i++ {
+		go func() {
+			e, _ := authCall(t, srv.URL, bearerOf(tokA), "allocate", api.AllocateArgs{Range: moving[0], Count: 1}, nil)
+			held <- e
+		}()
+	}
+	require.Eventually(func() bool { return waits() == float64(cc.MaxPendingPerToken) }, 10*time.Second, 2*time.Millisecond,
+		"alpha's first requests wait on the opening block")
+
+	const flood = 40
+	refused := make(chan *rpcErr, flood)
+	for i := 0; i < flood; i++ {
+		go func() {
+			e, _ := authCall(t, srv.URL, bearerOf(tokA), "allocate", api.AllocateArgs{Range: moving[0], Count: 1}, nil)
+			refused <- e
+		}()
+	}
+	for i := 0; i < flood; i++ {
+		e := <-refused
+		require.NotNil(e)
+		require.Equal(api.CodeTooManyRequests, e.Code)
+		var d api.RetryData
+		require.NoError(json.Unmarshal(e.Data, &d))
+		require.Positive(d.RetryAfterMs)
+	}
+	require.Equal(float64(cc.MaxPendingPerToken), waits(), "the flood added no waiter")
+	select {
+	case e := <-held:
+		t.Fatalf("a waiting request answered before the opening block: %v", e)
+	default:
+	}
+
+	// Another token writes a range the heir already owns meanwhile.
+	own := ""
+	for k := 0; own == "" && k < 1000; k++ {
+		if rk := fmt.Sprintf("own-%03d", k); nw.snapshot(0).Owner(rk) == nw.keys[heir].NodeID {
+			own = rk
+		}
+	}
+	e, _ := authCall(t, srv.URL, bearerOf(tokB), "allocate", api.AllocateArgs{Range: own, Count: 1}, nil)
+	require.Nil(e, "beta is not starved by alpha's waiting requests")
+
+	nw.heartbeats(0, 0, 1) // the opening block
+	for i := 0; i < cc.MaxPendingPerToken; i++ {
+		select {
+		case e := <-held:
+			require.Nil(e, "signed once the opening block is accepted")
+		case <-time.After(10 * time.Second):
+			t.Fatal("a waiting request did not answer after the opening block")
+		}
+	}
+	require.Zero(waits())
+	e, _ = authCall(t, srv.URL, bearerOf(tokA), "allocate", api.AllocateArgs{Range: moving[0], Count: 1}, nil)
+	require.Nil(e, "alpha writes the arrived range once its calls returned")
 }
 
 // TestArrivingRangeWaitsForTheOpeningBlock: requests for ranges that move
@@ -378,30 +500,7 @@ func TestArrivingRangeWaitsForTheOpeningBlock(t *testing.T) {
 	const dead = 2
 
 	// Two ranges of the dead validator with the same heir.
-	full := nw.snapshot(0)
-	var live []pinning.Member
-	for _, m := range full.Members() {
-		if m.NodeID != nw.keys[dead].NodeID {
-			live = append(live, m)
-		}
-	}
-	heir := -1
-	var moving []string
-	for k := 0; len(moving) < 2 && k < 1000; k++ {
-		rk := fmt.Sprintf("arrive-%03d", k)
-		if full.Owner(rk) != nw.keys[dead].NodeID {
-			continue
-		}
-		to, err := pinning.Owner(rk, live)
-		require.NoError(err)
-		if heir == -1 {
-			heir = indexOf(nw, to)
-		}
-		if indexOf(nw, to) == heir {
-			moving = append(moving, rk)
-		}
-	}
-	require.Len(moving, 2)
+	heir, moving := movingRanges(t, nw, dead, 2)
 	// Round 4: the next block drops the dead validator.
 	nw.enterRound(4)
 	w := nw.vms[heir].Writer()

@@ -22,6 +22,7 @@ import (
 	"github.com/s-chain/schain/vm"
 	"github.com/s-chain/schain/vm/builder"
 	"github.com/s-chain/schain/vm/chain"
+	"github.com/s-chain/schain/vm/config"
 	"github.com/s-chain/schain/vm/execute"
 	"github.com/s-chain/schain/vm/mempool"
 )
@@ -59,6 +60,8 @@ type net struct {
 	ahead [8]atomic.Int64
 	// regs are the VMs' metrics, the latest start's.
 	regs [8]*prometheus.Registry
+	// cc is every VM's chain config (nil: the defaults, no write tokens).
+	cc *config.ChainConfig
 }
 
 // netSource serves the net's validator sets and counts lookups.
@@ -82,13 +85,18 @@ func newNet(t testing.TB, n int) *net { return newNetWith(t, n, genesis) }
 
 // newNetWith starts n VMs on genesis g with the clock at 5 s.
 func newNetWith(t testing.TB, n int, g []byte) *net {
+	return newConfiguredNet(t, n, g, nil)
+}
+
+// newConfiguredNet is newNetWith whose VMs run with chain config cc.
+func newConfiguredNet(t testing.TB, n int, g []byte, cc *config.ChainConfig) *net {
 	keys, err := newKeys(t, n)
 	require.NoError(t, err)
 	all := map[ids.NodeID]*validators.GetValidatorOutput{}
 	for _, k := range keys {
 		all[k.NodeID] = &validators.GetValidatorOutput{NodeID: k.NodeID, Weight: 10, PublicKey: k.PublicKey()}
 	}
-	nw := &net{t: t, keys: keys, sets: validatorSets{10: all, 20: all}, genesis: g}
+	nw := &net{t: t, keys: keys, sets: validatorSets{10: all, 20: all}, genesis: g, cc: cc}
 	nw.now.Store(5000)
 	for i := range keys {
 		nw.dbs = append(nw.dbs, memdb.New())
@@ -103,7 +111,8 @@ func (nw *net) start(i int) *vm.VM {
 	require.NoError(nw.t, v.Init(vm.Config{
 		NetworkID: 5, ChainID: chainID, SubnetID: subnetID, NodeID: nw.keys[i].NodeID,
 		Signer: nw.keys[i].Signer(5, chainID), Validators: netSource{nw}, Registerer: nw.regs[i],
-		Clock: func() time.Time { return time.UnixMilli(nw.now.Load() + nw.ahead[i].Load()) },
+		Clock:       func() time.Time { return time.UnixMilli(nw.now.Load() + nw.ahead[i].Load()) },
+		ChainConfig: nw.cc,
 	}, nw.dbs[i], nw.genesis))
 	nw.t.Cleanup(func() { require.NoError(nw.t, v.Shutdown(context.Background())) })
 	return v

@@ -88,13 +88,9 @@ var (
 	errBenchNodes = errors.New("S-Chain validators out of bounds")
 )
 
-// maxBenchNodes bounds --schain-nodes: each validator is two processes on
-// the one machine.
-const maxBenchNodes = 16
-
 func (o benchOptions) verifyModes() error {
-	if o.schainNodes < 2 || o.schainNodes > maxBenchNodes {
-		return fmt.Errorf("%w: --schain-nodes %d (hint: 2 to %d, every one a node and a plugin process on this machine)", errBenchNodes, o.schainNodes, maxBenchNodes)
+	if o.schainNodes < 2 || o.schainNodes > localnet.MaxNodes {
+		return fmt.Errorf("%w: --schain-nodes %d (hint: 2 to %d, every one a node and a plugin process on this machine)", errBenchNodes, o.schainNodes, localnet.MaxNodes)
 	}
 	for _, m := range o.schainModes {
 		if _, ok := schainTargetName[m]; !ok {

@@ -137,3 +137,18 @@ func TestBenchLegacyProcesses(t *testing.T) {
 	}, 30*time.Second, 50*time.Millisecond)
 	require.GreaterOrEqual(next, first+3, "the replicated counter survives the leader")
 }
+
+// TestNetworkStartBoundsNodes: a --nodes out of bounds is a usage error
+// found before a running network is looked at (it would otherwise be
+// stopped for a network that cannot start).
+func TestNetworkStartBoundsNodes(t *testing.T) {
+	dir := t.TempDir()
+	for _, n := range []string{"1", "17"} {
+		code, _, errOut := run(t, "network", "start", "--build-dir", dir, "--nodes", n)
+		require.Equal(t, exitUsage, code, errOut)
+		require.Contains(t, errOut, "--nodes "+n+" (hint: 2 to 16")
+	}
+	entries, err := os.ReadDir(dir)
+	require.NoError(t, err)
+	require.Empty(t, entries, "nothing was opened or written")
+}
