@@ -486,6 +486,59 @@ func TestFloodOfArrivingRangesIsBounded(t *testing.T) {
 	require.Nil(e, "alpha writes the arrived range once its calls returned")
 }
 
+// TestArrivingBucketWaitsForTheOpeningBlock: a manifest of a bucket that
+// moves to a node at the next block waits on it for that block, as an
+// allocation does, and is signed for the new membership once it is
+// accepted; a caller that stops waiting first gets NotReady
+// (membership_opening).
+func TestArrivingBucketWaitsForTheOpeningBlock(t *testing.T) {
+	require := require.New(t)
+	ctx := context.Background()
+	nw := newSilencedNet(t)
+	const dead = 2
+	heir, moving := movingRanges(t, nw, dead, 1)
+	nw.enterRound(4) // the next block drops the dead validator
+	w := nw.vms[heir].Writer()
+	m := txs.Manifest{Bucket: moving[0], Key: "a/b.txt"}
+
+	short, cancel := context.WithTimeout(ctx, 50*time.Millisecond)
+	_, err := w.PutManifest(short, m)
+	cancel()
+	require.ErrorIs(err, writer.ErrMembershipOpening)
+	require.ErrorIs(err, chain.ErrNotReady)
+
+	type result struct {
+		tx  *txs.Tx
+		err error
+	}
+	put := make(chan result, 1)
+	go func() {
+		tx, err := w.PutManifest(ctx, m)
+		put <- result{tx, err}
+	}()
+	deadline := time.Now().Add(10 * time.Second)
+	for gathered(t, nw.regs[heir], "opening_waits") < 1 {
+		select {
+		case r := <-put:
+			t.Fatalf("the manifest answered before the opening block: %v", r.err)
+		case <-time.After(2 * time.Millisecond):
+		}
+		require.True(time.Now().Before(deadline), "the manifest waits for the opening block")
+	}
+	nw.heartbeats(0, 0, 1) // the opening block
+	var r result
+	select {
+	case r = <-put:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the manifest did not answer after the opening block")
+	}
+	require.NoError(r.err)
+	require.Equal(nw.keys[heir].NodeID, r.tx.Unsigned.Head().Owner)
+	require.Equal(nw.vms[heir].Chain().InForce().Fingerprint(), r.tx.Unsigned.Head().Fingerprint, "signed for the membership the opening block put in force")
+	require.True(nw.vms[heir].Mempool().Has(r.tx.ID()))
+	require.Zero(gathered(t, nw.regs[heir], "opening_waits"))
+}
+
 // TestArrivingRangeWaitsForTheOpeningBlock: requests for ranges that move
 // to a node at the next block wait on it for that block (they used to
 // answer NotReady at once, and a client's write came after its back-off,

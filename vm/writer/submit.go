@@ -26,8 +26,13 @@ func (w *Writer) Allocate(ctx context.Context, entries []txs.AllocateEntry) (*tx
 	}, (&txs.AllocateTx{Entries: entries}).Ranges())
 }
 
-// PutManifest signs a manifest of a bucket this node owns and queues it.
+// PutManifest signs a manifest of a bucket this node owns and queues it. A
+// bucket that moves to this node at the next block waits for that block,
+// as an allocation does (checkOwned).
 func (w *Writer) PutManifest(ctx context.Context, m txs.Manifest) (*txs.Tx, error) {
+	if err := w.checkOwned(ctx, []string{m.Bucket}); err != nil {
+		return nil, err
+	}
 	return w.signOwn(ctx, func(h txs.Header) txs.Unsigned {
 		return &txs.PutManifestTx{Header: h, Entries: []txs.Manifest{m}}
 	}, []string{m.Bucket})
