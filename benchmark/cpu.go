@@ -2,14 +2,9 @@ package benchmark
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"time"
 )
-
-// errNoProcessCPU: this platform has no per-process CPU times the bench
-// can read (/proc).
-var errNoProcessCPU = errors.New("process CPU times are read from /proc (Linux only)")
 
 // CPUSource reads the CPU time a system's processes have used so far. The
 // bench reads it around each steady round: CPU per request is what a
