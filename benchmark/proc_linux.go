@@ -23,8 +23,9 @@ func childAttr() *syscall.SysProcAttr {
 const clockTicks = 100
 
 // processTreeCPU sums the user and system CPU time of roots and all their
-// living descendants, read from /proc. Processes that exited are not
-// counted (nor reaped ones' times: a node's plugin runs as long as it).
+// living descendants, read from /proc; every root must run. Processes
+// that exited are not counted (nor reaped ones' times: a node's plugin
+// runs as long as it).
 func processTreeCPU(roots []int) (time.Duration, error) {
 	entries, err := os.ReadDir("/proc")
 	if err != nil {
@@ -46,14 +47,14 @@ func processTreeCPU(roots []int) (time.Duration, error) {
 		}
 		procs[pid] = proc{ppid, ticks}
 	}
+	// Every root must run: a reading without one (a killed node) would
+	// make the difference between two readings meaningless.
 	in := map[int]bool{}
 	for _, pid := range roots {
-		if _, ok := procs[pid]; ok {
-			in[pid] = true
+		if _, ok := procs[pid]; !ok {
+			return 0, fmt.Errorf("process %d does not run", pid)
 		}
-	}
-	if len(in) == 0 {
-		return 0, fmt.Errorf("none of the processes %v runs", roots)
+		in[pid] = true
 	}
 	// Descendants: repeat until no process joins (trees here are shallow).
 	for grown := true; grown; {

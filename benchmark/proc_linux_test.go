@@ -48,5 +48,7 @@ func TestProcessTreeCPUCountsDescendants(t *testing.T) {
 	require.Equal(os.Getpid(), ppid)
 
 	_, err = processTreeCPU([]int{1 << 30})
-	require.Error(err, "no such process")
+	require.ErrorContains(err, "does not run")
+	_, err = processTreeCPU([]int{cmd.Process.Pid, 1 << 30})
+	require.ErrorContains(err, "does not run", "one root gone makes the reading unusable, not smaller")
 }
