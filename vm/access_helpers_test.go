@@ -115,6 +115,17 @@ func tokenFor(t *testing.T, name string) (string, config.WriteToken) {
 	return tok, wt
 }
 
+// twoTokens returns tokens "alpha" and "beta" and a chain config that
+// accepts both, with at most maxPending waiting calls per token.
+func twoTokens(t *testing.T, maxPending int) (string, string, config.ChainConfig) {
+	tokA, a := tokenFor(t, "alpha")
+	tokB, b := tokenFor(t, "beta")
+	cc := config.DefaultChainConfig()
+	cc.WriteTokens = []config.WriteToken{a, b}
+	cc.MaxPendingPerToken = maxPending
+	return tokA, tokB, cc
+}
+
 // authCall is rpcCall with an Authorization header ("" for none) and the
 // HTTP status.
 func authCall(t *testing.T, url, auth, method string, params, result any) (*rpcErr, int) {

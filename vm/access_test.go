@@ -316,11 +316,7 @@ func TestBoundedWait(t *testing.T) {
 // while B's writes go through, and A writes again once its calls return.
 func TestFloodDoesNotStarveOtherTokens(t *testing.T) {
 	require := require.New(t)
-	tokA, a := tokenFor(t, "alpha")
-	tokB, b := tokenFor(t, "beta")
-	cc := config.DefaultChainConfig()
-	cc.WriteTokens = []config.WriteToken{a, b}
-	cc.MaxPendingPerToken = 4
+	tokA, tokB, cc := twoTokens(t, 4)
 	an := newAuthNet(t, 3, cc)
 	an.ready(10)
 	mine := an.rangeOf(0, "flood")

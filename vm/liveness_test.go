@@ -414,11 +414,7 @@ func movingRanges(t *testing.T, nw *net, dead, n int) (int, []string) {
 // block is accepted the waiting ones are answered and the slots free.
 func TestFloodOfArrivingRangesIsBounded(t *testing.T) {
 	require := require.New(t)
-	tokA, a := tokenFor(t, "alpha")
-	tokB, b := tokenFor(t, "beta")
-	cc := config.DefaultChainConfig()
-	cc.WriteTokens = []config.WriteToken{a, b}
-	cc.MaxPendingPerToken = 4
+	tokA, tokB, cc := twoTokens(t, 4)
 	nw := newSilencedNetWith(t, &cc)
 	const dead = 2
 	heir, moving := movingRanges(t, nw, dead, 1)
