@@ -146,7 +146,10 @@ directURI, chain config directAPI) instead of the node's API. Mode
 under <out>/uncertified, whose nodes make no finality certificates (chain
 config certificates: false): schain against it is what certificates cost.
 For each S-Chain system the report gives accept -> final latency (the
-nodes' certificate_latency_seconds) against the interval between blocks.
+nodes' certificate_latency_seconds) against the interval between blocks,
+and the CPU its nodes and plugins spent per request and per accepted block
+(read from /proc around each round; on a saturated machine, steadier than
+req/s).
 
 Then, per system, a failover phase: one client per range, and after
 --failover-before a kill -9 of the node that serves the most ranges (the
