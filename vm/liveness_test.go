@@ -10,6 +10,7 @@ import (
 
 	"github.com/ava-labs/avalanchego/ids"
 	"github.com/ava-labs/avalanchego/snow/engine/common"
+	snowblock "github.com/ava-labs/avalanchego/snow/engine/snowman/block"
 	"github.com/stretchr/testify/require"
 
 	"github.com/s-chain/schain/pinning"
@@ -651,4 +652,67 @@ func TestBuildSettlesAfterAMembershipChange(t *testing.T) {
 	require.NoError(err)
 	require.Equal(common.PendingTxs, msg)
 	require.GreaterOrEqual(time.Since(accepted), builder.Settle/2, "the next block waited for the change to settle")
+}
+
+// TestNoBlockOnAnUnacceptedMembershipChange: a node builds nothing on a
+// block that puts a new membership in force until it has accepted that
+// block itself and the change settled. The new owners' first writes are
+// signed as they accept it; a block built on it while it was processing
+// (seen in a failover: 160 ms after the opening block, before its builder
+// had accepted it) carried only the writes of whoever accepted it first,
+// and the others' waited for another height.
+func TestNoBlockOnAnUnacceptedMembershipChange(t *testing.T) {
+	require := require.New(t)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	nw := newSilencedNet(t)
+	const first, observer = 0, 1
+	pc := &snowblock.Context{PChainHeight: 10}
+
+	// Round 4: the opening block drops the dead validator; it is verified
+	// everywhere and accepted by first only.
+	nw.enterRound(4)
+	for _, i := range []int{0, 1} {
+		tx, err := nw.vms[i].Writer().Heartbeat(ctx)
+		require.NoError(err)
+		nw.gossip(i, tx)
+	}
+	b, err := nw.vms[first].BuildBlockWithContext(ctx, pc)
+	require.NoError(err)
+	opening := nw.deliver(b, 10)
+	require.True(opening[first].(*chain.Block).Changed())
+	require.NoError(opening[first].Accept(ctx))
+
+	// first signs a write under the new membership; the observer has it.
+	inForce := nw.vms[first].Chain().InForce()
+	rk := ""
+	for k := 0; rk == "" && k < 1000; k++ {
+		if r := fmt.Sprintf("own-%03d", k); inForce.Owner(r) == nw.keys[first].NodeID {
+			rk = r
+		}
+	}
+	tx, err := nw.vms[first].Writer().Allocate(ctx, []txs.AllocateEntry{{Range: rk, Count: 1}})
+	require.NoError(err)
+	require.Equal(inForce.Fingerprint(), tx.Unsigned.Head().Fingerprint)
+	require.NoError(nw.vms[observer].Writer().SubmitTx(tx))
+
+	// The observer prefers the opening block, still processing there.
+	require.NoError(nw.vms[observer].SetPreferenceWithContext(ctx, b.ID(), pc))
+	_, err = nw.vms[observer].BuildBlockWithContext(ctx, pc)
+	require.ErrorIs(err, builder.ErrNoWork, "nothing is built on the processing opening block")
+
+	// Accepted and settled, the next block carries the write.
+	require.NoError(opening[observer].Accept(ctx))
+	accepted := time.Now()
+	msg, err := nw.vms[observer].WaitForEvent(ctx)
+	require.NoError(err)
+	require.Equal(common.PendingTxs, msg)
+	require.GreaterOrEqual(time.Since(accepted), builder.Settle/2, "the next block waited for the change to settle")
+	next, err := nw.vms[observer].BuildBlockWithContext(ctx, pc)
+	require.NoError(err)
+	var carried []ids.ID
+	for _, x := range next.(*chain.Block).Txs {
+		carried = append(carried, x.ID())
+	}
+	require.Contains(carried, tx.ID())
 }

@@ -39,7 +39,8 @@ const maxContextlessOpening = 4
 const retryBuild = time.Second
 
 // Settle is how long a node waits, after accepting a block that changed
-// the membership, before it offers the engine the next block: long enough
+// the membership, before it offers the engine the next block (it builds
+// nothing on such a block before accepting it): long enough
 // for the other validators to accept it too and for their first writes as
 // new owners to reach this node's mempool (requests for arriving ranges
 // wait on their new owners and are signed at acceptance; see
@@ -264,6 +265,18 @@ func (b *Builder) build(ctx context.Context, bctx *snowblock.Context) (snowman.B
 			return nil, fmt.Errorf("%w: a block without a P-chain context carries no transactions", ErrNoWork)
 		}
 		return d.Seal()
+	}
+	// The new owners' first writes are signed when the block that moves
+	// their ranges is accepted (writer.OpeningWait). Built on that block
+	// while it is still processing here, the next block would carry only
+	// the writes of whoever accepted it first, and the others' would wait
+	// for another height (seen in `make bench`'s failover: a block built
+	// 160 ms after the opening one, before its builder had accepted it).
+	// So the next block waits for the acceptance, and then for Settle.
+	if d.ParentChanging() {
+		d.Discard()
+		b.setStalled(true)
+		return nil, fmt.Errorf("%w: the parent puts a new membership in force and is not accepted here yet", ErrNoWork)
 	}
 	if d.Validators() == nil && !opening {
 		d.Discard()

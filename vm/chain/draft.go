@@ -28,6 +28,9 @@ type Draft struct {
 	pChainHeight uint64
 	txs          []*txs.Tx
 	size         int
+	// parentChanging: the parent puts a new membership in force and this
+	// node has not accepted it yet (read under the chain's lock).
+	parentChanging bool
 }
 
 // NewDraft starts a block on the preferred block, dated by this node's
@@ -43,6 +46,7 @@ func (c *Chain) NewDraft(ctx context.Context, bctx *snowblock.Context) (*Draft, 
 	d := &Draft{
 		chain: c, parent: parent, height: parent.Block.Height + 1,
 		ts: max(uint64(c.cfg.Clock().UnixMilli()), parent.Block.Timestamp), size: block.Size(),
+		parentChanging: parent.changed && !parent.accepted,
 	}
 	if bctx != nil {
 		if parent.HasPChainHeight && bctx.PChainHeight < parent.PChainHeight {
@@ -65,6 +69,10 @@ func (c *Chain) NewDraft(ctx context.Context, bctx *snowblock.Context) (*Draft, 
 	}
 	return d, nil
 }
+
+// ParentChanging reports whether the draft extends a block that puts a new
+// membership in force and that this node has not accepted yet.
+func (d *Draft) ParentChanging() bool { return d.parentChanging }
 
 // Parent is the block the draft extends.
 func (d *Draft) Parent() *Block { return d.parent }
