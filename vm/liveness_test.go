@@ -701,9 +701,15 @@ func TestNoBlockOnAnUnacceptedMembershipChange(t *testing.T) {
 	_, err = nw.vms[observer].BuildBlockWithContext(ctx, pc)
 	require.ErrorIs(err, builder.ErrNoWork, "nothing is built on the processing opening block")
 
-	// Accepted and settled, the next block carries the write.
+	// Accepted but not settled: an engine that asks anyway (with an event
+	// it got before) gets nothing either.
 	require.NoError(opening[observer].Accept(ctx))
 	accepted := time.Now()
+	_, err = nw.vms[observer].BuildBlockWithContext(ctx, pc)
+	require.ErrorIs(err, builder.ErrNoWork, "nothing is built while the change settles")
+	require.Less(time.Since(accepted), builder.Settle, "asked within the settle")
+
+	// Settled, the next block carries the write.
 	msg, err := nw.vms[observer].WaitForEvent(ctx)
 	require.NoError(err)
 	require.Equal(common.PendingTxs, msg)

@@ -20,6 +20,7 @@ import (
 func (nw *net) buildOn(i int, parent snowman.Block) *chain.Block {
 	ctx := context.Background()
 	require.NoError(nw.t, nw.vms[i].SetPreferenceWithContext(ctx, parent.ID(), &snowblock.Context{PChainHeight: 10}))
+	require.NoError(nw.t, nw.vms[i].Builder().Settled(ctx))
 	b, err := nw.vms[i].BuildBlockWithContext(ctx, &snowblock.Context{PChainHeight: 10})
 	require.NoError(nw.t, err)
 	return b.(*chain.Block)

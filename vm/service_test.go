@@ -31,6 +31,8 @@ func (nw *net) round(proposer int, epoch uint64) (*chain.Block, error) {
 	for _, v := range nw.vms {
 		require.NoError(nw.t, v.SetPreferenceWithContext(ctx, last, &snowblock.Context{PChainHeight: epoch}))
 	}
+	// A proposer builds nothing while a change of members settles.
+	require.NoError(nw.t, nw.vms[proposer].Builder().Settled(ctx))
 	b, err := nw.vms[proposer].BuildBlockWithContext(ctx, &snowblock.Context{PChainHeight: epoch})
 	if err != nil {
 		return nil, err

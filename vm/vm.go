@@ -126,9 +126,13 @@ type VM struct {
 	// certifier is set before the chain accepts its first block after
 	// Init: the chain's listener reaches it.
 	certifier *certifier.Certifier
-	api       *rpc.Server
-	stop      context.CancelFunc
-	profiler  *cpuprofile.Profiler // nil unless the chain config asks for CPU profiles
+	// lastInForce is the membership in force at the last accepted block
+	// that had one; only the chain's listener (Accepted, one block at a
+	// time) touches it.
+	lastInForce *execute.Membership
+	api         *rpc.Server
+	stop        context.CancelFunc
+	profiler    *cpuprofile.Profiler // nil unless the chain config asks for CPU profiles
 }
 
 // dbCacheEntries bounds the keys of accepted state kept in memory (values
@@ -311,8 +315,27 @@ func (vm *VM) logStart() {
 // of an accepted block.
 func (vm *VM) Accepted(b *chain.Block, inForce *execute.Membership, changed bool) {
 	vm.writer.Accepted(b, inForce, changed)
-	vm.builder.Accepted(changed)
+	moved := changed && vm.lastInForce != nil && inForce != nil && !sameMembers(vm.lastInForce, inForce)
+	if inForce != nil {
+		vm.lastInForce = inForce
+	}
+	vm.builder.Accepted(changed, moved)
 	vm.certifier.Accepted(b.Block)
+}
+
+// sameMembers reports whether a and b have the same members (a new
+// P-chain height with the same validators moves no range).
+func sameMembers(a, b *execute.Membership) bool {
+	x, y := a.Members(), b.Members()
+	if len(x) != len(y) {
+		return false
+	}
+	for i := range x {
+		if x[i].NodeID != y[i].NodeID {
+			return false
+		}
+	}
+	return true
 }
 
 // Rejected is the chain's listener for a rejected block.

@@ -39,8 +39,9 @@ const maxContextlessOpening = 4
 const retryBuild = time.Second
 
 // Settle is how long a node waits, after accepting a block that changed
-// the membership, before it offers the engine the next block (it builds
-// nothing on such a block before accepting it): long enough
+// the membership's members, before it builds the next block (and it
+// builds nothing on a block that changes the membership before accepting
+// it): long enough
 // for the other validators to accept it too and for their first writes as
 // new owners to reach this node's mempool (requests for arriving ranges
 // wait on their new owners and are signed at acceptance; see
@@ -119,12 +120,35 @@ func (b *Builder) WantMembership() {
 	b.Wake()
 }
 
-// Accepted resets what an accepted block settles.
-func (b *Builder) Accepted(membershipChanged bool) {
+// Settled returns once a membership change this node accepted has
+// settled (at once without one), or with ctx's error.
+func (b *Builder) Settled(ctx context.Context) error {
+	b.mu.Lock()
+	settling := time.Until(b.settled)
+	b.mu.Unlock()
+	if settling <= 0 {
+		return nil
+	}
+	t := time.NewTimer(settling)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// Accepted resets what an accepted block settles: a block that put a new
+// membership in force (membershipChanged) whose members differ from the
+// one before (moved: ranges change owners) settles for Settle.
+func (b *Builder) Accepted(membershipChanged, moved bool) {
 	b.mu.Lock()
 	b.bootstrapTried = false
 	if membershipChanged {
 		b.membershipWanted = false
+	}
+	if moved {
 		b.settled = time.Now().Add(Settle)
 	}
 	b.mu.Unlock()
@@ -240,9 +264,17 @@ func (b *Builder) BuildBlockWithContext(ctx context.Context, bctx *snowblock.Con
 func (b *Builder) build(ctx context.Context, bctx *snowblock.Context) (snowman.Block, error) {
 	b.mu.Lock()
 	wanted, wantMembership := b.openingWanted, b.membershipWanted
+	settling := time.Until(b.settled)
 	b.mu.Unlock()
 	if b.mempool.Len() == 0 && !wanted && !wantMembership {
 		return nil, ErrNoWork
+	}
+	// The engine may build on an event WaitForEvent gave before the change
+	// (seen in a failover: a block 177 ms after the opening one's
+	// acceptance). Asked again, WaitForEvent waits for the rest of Settle;
+	// not stalled, so that it offers the block as soon as that is over.
+	if settling > 0 {
+		return nil, fmt.Errorf("%w: the new membership settles for another %s", ErrNoWork, settling.Round(time.Millisecond))
 	}
 	d, err := b.chain.NewDraft(ctx, bctx)
 	if err != nil {
