@@ -126,13 +126,9 @@ type VM struct {
 	// certifier is set before the chain accepts its first block after
 	// Init: the chain's listener reaches it.
 	certifier *certifier.Certifier
-	// lastInForce is the membership in force at the last accepted block
-	// that had one; only the chain's listener (Accepted, one block at a
-	// time) touches it.
-	lastInForce *execute.Membership
-	api         *rpc.Server
-	stop        context.CancelFunc
-	profiler    *cpuprofile.Profiler // nil unless the chain config asks for CPU profiles
+	api       *rpc.Server
+	stop      context.CancelFunc
+	profiler  *cpuprofile.Profiler // nil unless the chain config asks for CPU profiles
 }
 
 // dbCacheEntries bounds the keys of accepted state kept in memory (values
@@ -315,27 +311,8 @@ func (vm *VM) logStart() {
 // of an accepted block.
 func (vm *VM) Accepted(b *chain.Block, inForce *execute.Membership, changed bool) {
 	vm.writer.Accepted(b, inForce, changed)
-	moved := changed && vm.lastInForce != nil && inForce != nil && !sameMembers(vm.lastInForce, inForce)
-	if inForce != nil {
-		vm.lastInForce = inForce
-	}
-	vm.builder.Accepted(changed, moved)
+	vm.builder.Accepted(changed, b.Moved())
 	vm.certifier.Accepted(b.Block)
-}
-
-// sameMembers reports whether a and b have the same members (a new
-// P-chain height with the same validators moves no range).
-func sameMembers(a, b *execute.Membership) bool {
-	x, y := a.Members(), b.Members()
-	if len(x) != len(y) {
-		return false
-	}
-	for i := range x {
-		if x[i].NodeID != y[i].NodeID {
-			return false
-		}
-	}
-	return true
 }
 
 // Rejected is the chain's listener for a rejected block.

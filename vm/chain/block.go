@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/ava-labs/avalanchego/ids"
@@ -43,8 +44,11 @@ type Block struct {
 
 	layer *state.Layer // set once verified, until decided
 	// changed is set when the block puts a new membership in force (a new
-	// P-chain height or generation).
+	// P-chain height or generation); moved, set at acceptance, when that
+	// membership's members differ from the one before (ranges change
+	// owners).
 	changed  bool
+	moved    bool
 	accepted bool
 	rejected bool
 }
@@ -260,6 +264,7 @@ func (c *Chain) accept(b *Block) (*execute.Membership, error) {
 		case err != nil:
 			c.cfg.Log.Warn("cannot compute the membership in force", zap.Error(err))
 		case e != nil:
+			b.moved = b.changed && c.inForce != nil && !slices.Equal(c.inForce.Record().Members, e.Record().Members)
 			c.inForce = e
 			c.metrics.members.Set(float64(e.Len()))
 			if b.changed {
@@ -290,6 +295,11 @@ func (c *Chain) reject(b *Block) bool {
 
 // Changed reports whether the block put a new membership in force.
 func (b *Block) Changed() bool { return b.changed }
+
+// Moved reports whether the accepted block put in force a membership with
+// other members than the one before (a new P-chain height with the same
+// validators moves no range).
+func (b *Block) Moved() bool { return b.moved }
 
 // Unapplied returns the block's transactions the accepted chain has not
 // applied: what the listener of a rejected block offers back to the pool.
