@@ -123,19 +123,20 @@ func (b *Builder) WantMembership() {
 // Settled returns once a membership change this node accepted has
 // settled (at once without one), or with ctx's error.
 func (b *Builder) Settled(ctx context.Context) error {
-	b.mu.Lock()
-	settling := time.Until(b.settled)
-	b.mu.Unlock()
-	if settling <= 0 {
-		return nil
-	}
-	t := time.NewTimer(settling)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
+	for {
+		b.mu.Lock()
+		settling := time.Until(b.settled)
+		b.mu.Unlock()
+		if settling <= 0 {
+			return nil
+		}
+		t := time.NewTimer(settling)
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			t.Stop()
+			return ctx.Err()
+		}
 	}
 }
 
@@ -183,18 +184,8 @@ func (b *Builder) wait() <-chan struct{} {
 // waits for it to settle (Settle).
 func (b *Builder) WaitForEvent(ctx context.Context) (common.Message, error) {
 	for {
-		b.mu.Lock()
-		settling := time.Until(b.settled)
-		b.mu.Unlock()
-		if settling > 0 {
-			timer := time.NewTimer(settling)
-			select {
-			case <-timer.C:
-			case <-ctx.Done():
-				timer.Stop()
-				return 0, ctx.Err()
-			}
-			continue
+		if err := b.Settled(ctx); err != nil {
+			return 0, err
 		}
 		changed := b.wait()
 		if b.needsOpening() {
