@@ -119,7 +119,7 @@ type Config struct {
 type Certifier struct {
 	cfg       Config
 	blocks    Blocks
-	store     store
+	store     *store
 	signing   signing
 	requester Requester
 	gossiper  Gossiper
@@ -186,7 +186,7 @@ func New(cfg Config, db database.Database, blocks Blocks, last *block.Block) (*C
 		return nil, err
 	}
 	c := &Certifier{
-		cfg: cfg, blocks: blocks, store: store{prefixdb.New([]byte("certificates"), db)},
+		cfg: cfg, blocks: blocks, store: &store{db: prefixdb.New([]byte("certificates"), db)},
 		signing: signing{networkID: cfg.NetworkID, chainID: cfg.ChainID, blocks: blocks},
 		metrics: m, sets: lru.NewCache[uint64, validators.WarpSet](8), signatures: lru.NewCache[ids.ID, []byte](1024),
 		wake: make(chan struct{}, 1), changed: make(chan struct{}), accepted: map[uint64]time.Time{},
@@ -222,6 +222,7 @@ func (c *Certifier) Start(r Requester, g Gossiper) {
 	go func() {
 		defer close(c.done)
 		c.run(ctx)
+		c.save() // what waits in memory, before Stop returns
 	}()
 }
 
@@ -357,6 +358,11 @@ func (c *Certifier) run(ctx context.Context) {
 	timer := time.NewTimer(time.Hour)
 	defer timer.Stop()
 	for {
+		saveAt, unsaved := c.store.saveDue()
+		if unsaved && !time.Now().Before(saveAt) {
+			c.save()
+			saveAt, unsaved = c.store.saveDue()
+		}
 		c.pushAccepted(ctx)
 		if err := c.openAttempts(ctx); err != nil {
 			c.cfg.Log.Warn("certificate attempt not started", zap.Error(err))
@@ -396,7 +402,13 @@ func (c *Certifier) run(ctx context.Context) {
 			continue
 		}
 		var fire <-chan time.Time
-		if a != nil {
+		if a != nil || unsaved {
+			switch {
+			case a == nil:
+				due = saveAt
+			case unsaved && saveAt.Before(due):
+				due = saveAt
+			}
 			timer.Reset(time.Until(due))
 			fire = timer.C
 		}
@@ -546,7 +558,7 @@ func (c *Certifier) finish(a *attempt) error {
 	if err != nil {
 		return err
 	}
-	if err := c.store.put(cert); err != nil {
+	if err := c.store.add(cert, time.Now()); err != nil {
 		return err
 	}
 	now := c.cfg.Clock()
@@ -573,6 +585,14 @@ func (c *Certifier) finish(a *attempt) error {
 	c.updateGauges()
 	c.metrics.rounds.WithLabelValues("certified").Inc()
 	return nil
+}
+
+// save writes the certificates waiting in memory, logging when it could
+// not (they stay in memory and are tried again saveAfter later).
+func (c *Certifier) save() {
+	if err := c.store.save(); err != nil {
+		c.cfg.Log.Warn("certificates not saved", zap.Error(err))
+	}
 }
 
 func (c *Certifier) noteMissing(a *attempt) {

@@ -130,7 +130,7 @@ func (c *Certifier) adoptPushes() {
 			if !ok || t.a.has(i) {
 				continue
 			}
-			sig, err := bls.SignatureFromBytes(raw)
+			sig, err := decodeSignature(raw)
 			if err != nil {
 				c.metrics.refusals.WithLabelValues("bad_signature").Inc()
 				continue

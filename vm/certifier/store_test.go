@@ -1,0 +1,180 @@
+package certifier
+
+import (
+	"context"
+	"crypto/rand"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/ava-labs/avalanchego/database"
+	"github.com/ava-labs/avalanchego/database/memdb"
+	"github.com/ava-labs/avalanchego/ids"
+	"github.com/ava-labs/avalanchego/snow/validators"
+	"github.com/ava-labs/avalanchego/utils/crypto/bls"
+	"github.com/ava-labs/avalanchego/utils/set"
+	dto "github.com/prometheus/client_model/go"
+	"github.com/stretchr/testify/require"
+
+	"github.com/s-chain/schain/certificate"
+	"github.com/s-chain/schain/txs/txstest"
+	"github.com/s-chain/schain/vm/block"
+)
+
+// countingDB counts the batches written to it.
+type countingDB struct {
+	database.Database
+	writes *atomic.Int64
+}
+
+func (d countingDB) NewBatch() database.Batch {
+	return countingBatch{d.Database.NewBatch(), d.writes}
+}
+
+type countingBatch struct {
+	database.Batch
+	writes *atomic.Int64
+}
+
+func (b countingBatch) Write() error {
+	b.writes.Add(1)
+	return b.Batch.Write()
+}
+
+// chainOf is a certifier of the first of n equal validators, started
+// without a network, whose peers push their signatures through certify.
+type chainOf struct {
+	t      *testing.T
+	c      *Certifier
+	keys   []*txstest.Key
+	blocks []*block.Block
+}
+
+func newChainOf(t *testing.T, n int, db database.Database) *chainOf {
+	keys, err := txstest.NewKeys("store", n)
+	require.NoError(t, err)
+	first, err := block.New(ids.ID{'p'}, 1, 1, true, 10, ids.ID{'r', 1}, nil, block.DefaultLimits())
+	require.NoError(t, err)
+	return &chainOf{t: t, keys: keys, blocks: []*block.Block{first}, c: startOn(t, keys, db, first)}
+}
+
+func startOn(t *testing.T, keys []*txstest.Key, db database.Database, last *block.Block) *Certifier {
+	c, err := New(Config{NetworkID: 5, ChainID: ids.ID{'c'}, NodeID: keys[0].NodeID, Signer: keys[0].Signer(5, ids.ID{'c'}), Validators: keySet(keys)},
+		db, noBlocks{}, last)
+	require.NoError(t, err)
+	c.Start(nil, nil)
+	t.Cleanup(c.Stop)
+	return c
+}
+
+// certify accepts the next block and has the signers push their
+// signatures of it (raw bytes by index: a signer's own when nil), then
+// waits for its certificate.
+func (ch *chainOf) certify(signers []int, raw map[int][]byte) *block.Block {
+	t := ch.t
+	parent := ch.blocks[len(ch.blocks)-1]
+	b, err := block.New(parent.ID(), parent.Height+1, parent.Timestamp+1, true, 10, ids.ID{'r', byte(parent.Height)}, nil, block.DefaultLimits())
+	require.NoError(t, err)
+	ch.blocks = append(ch.blocks, b)
+	ch.c.Accepted(b)
+	st, _ := Statement(5, ids.ID{'c'}, b)
+	msg, err := st.Message()
+	require.NoError(t, err)
+	require.Eventually(t, func() bool {
+		ch.c.mu.Lock()
+		defer ch.c.mu.Unlock()
+		return ch.c.members.Len() == len(ch.keys)
+	}, 10*time.Second, time.Millisecond, "the certifier learns the set pushing its own signature")
+	for _, i := range signers {
+		sig, ok := raw[i]
+		if !ok {
+			sig, err = ch.keys[i].Signer(5, ids.ID{'c'}).Sign(msg)
+			require.NoError(t, err)
+		}
+		require.Empty(t, ch.c.keepPush(ch.keys[i].NodeID, encodePush(b.Height, sig)))
+	}
+	require.Eventually(t, func() bool { return ch.c.Certified() == b.Height }, 10*time.Second, time.Millisecond, "certificate of height %d", b.Height)
+	return b
+}
+
+// TestCertificatesAreSavedInBatches: certificates are readable as soon as
+// they are made, written to the database several at a time rather than
+// one batch each, within saveAfter of the oldest waiting one, and all of
+// them by Stop; a node restarted on that database finds every one.
+func TestCertificatesAreSavedInBatches(t *testing.T) {
+	require := require.New(t)
+	writes := &atomic.Int64{}
+	db := countingDB{memdb.New(), writes}
+	ch := newChainOf(t, 3, db)
+
+	const n = 6
+	for range n {
+		b := ch.certify([]int{1, 2}, nil)
+		cert, err := ch.c.Covering(b.Height)
+		require.NoError(err, "readable at once, saved or not")
+		require.Equal(b.ID(), cert.BlockID)
+	}
+	require.Less(writes.Load(), int64(n), "one batch for several certificates")
+	require.Eventually(func() bool {
+		ch.c.store.mu.Lock()
+		defer ch.c.store.mu.Unlock()
+		return len(ch.c.store.unsaved) == 0
+	}, 10*time.Second, 5*time.Millisecond, "saved within saveAfter, with no further certificate to trigger it")
+
+	b := ch.certify([]int{1, 2}, nil) // waits in memory: Stop saves it
+	ch.c.Stop()
+	restarted := startOn(t, ch.keys, db, b)
+	require.Equal(b.Height, restarted.Certified())
+	for _, blk := range ch.blocks[1:] {
+		cert, err := restarted.Covering(blk.Height)
+		require.NoError(err)
+		require.Equal(blk.ID(), cert.BlockID, "height %d", blk.Height)
+	}
+}
+
+// outsideTheGroup is 96 bytes that decompress to a point on the curve of
+// signatures but outside their group.
+func outsideTheGroup(t *testing.T) []byte {
+	for range 1000 {
+		raw := make([]byte, bls.SignatureLen)
+		_, _ = rand.Read(raw)
+		raw[0] = 0x80 | raw[0]&0x0f // compressed, finite, x below the field's modulus
+		raw[48] &= 0x0f
+		if sig := new(bls.Signature).Uncompress(raw); sig != nil && !sig.SigValidate(false) {
+			return raw
+		}
+	}
+	t.Fatal("no point outside the group found")
+	return nil
+}
+
+// TestPushOutsideTheSignatureGroupIsDropped: pushed signatures are only
+// decompressed; one that lies on the curve but outside the signature
+// group spoils the aggregate, is found when each is checked alone, is
+// counted and left out, and the certificate of the other three verifies
+// offline.
+func TestPushOutsideTheSignatureGroupIsDropped(t *testing.T) {
+	require := require.New(t)
+	ch := newChainOf(t, 4, memdb.New())
+	bad := outsideTheGroup(t)
+	_, err := bls.SignatureFromBytes(bad)
+	require.ErrorIs(err, bls.ErrInvalidSignature, "what a full decoding refuses")
+
+	b := ch.certify([]int{3, 1, 2}, map[int][]byte{3: bad})
+	cert, err := ch.c.Covering(b.Height)
+	require.NoError(err)
+	vals, err := keySet(ch.keys).GetValidatorSet(context.Background(), 10, ids.Empty)
+	require.NoError(err)
+	vs, err := validators.FlattenValidatorSet(vals)
+	require.NoError(err)
+	res, err := certificate.VerifyCanonical(cert, vs)
+	require.NoError(err)
+	require.Equal(3, res.Signers)
+	signers := set.BitsFromBytes(cert.Signers)
+	for i, v := range vs.Validators {
+		require.Equal(v.NodeIDs[0] != ch.keys[3].NodeID, signers.Contains(i), "validator %s", v.NodeIDs[0])
+	}
+	var m dto.Metric
+	require.NoError(ch.c.metrics.refusals.WithLabelValues("bad_signature").Write(&m))
+	require.Equal(1.0, m.GetCounter().GetValue())
+}
