@@ -542,6 +542,46 @@ func TestArrivingBucketWaitsForTheOpeningBlock(t *testing.T) {
 // often a height later), are signed once it is accepted, and go into the
 // first block after it together: a grouped allocation and a pooled one's
 // refill. A caller that stops waiting first gets NotReady
+// TestArrivingRangeWaitsOutADeadProposerSlot: a request for a range that
+// moves here waits for the opening block through a dead validator's 5 s
+// proposer slot (the block it waits for comes a slot after the round start
+// where the wait began) and is signed when the block is accepted, rather
+// than answered NotReady just before it.
+func TestArrivingRangeWaitsOutADeadProposerSlot(t *testing.T) {
+	require := require.New(t)
+	nw := newSilencedNet(t)
+	const dead = 2
+	heir, moving := movingRanges(t, nw, dead, 1)
+	nw.enterRound(4) // the next block drops the dead validator
+	w := nw.vms[heir].Writer()
+
+	type result struct {
+		sub writer.Submitted
+		err error
+	}
+	answered := make(chan result, 1)
+	began := time.Now()
+	go func() {
+		sub, err := w.AllocateOne(context.Background(), txs.AllocateEntry{Range: moving[0], Count: 1})
+		answered <- result{sub, err}
+	}()
+	// The opening block comes a proposer slot (5 s) later, accepted a few
+	// hundred milliseconds after that on a loaded machine.
+	select {
+	case r := <-answered:
+		t.Fatalf("answered %v after %s, before the opening block", r.err, time.Since(began).Round(time.Millisecond))
+	case <-time.After(5*time.Second + 500*time.Millisecond):
+	}
+	nw.heartbeats(0, 0, 1) // the opening block
+	select {
+	case r := <-answered:
+		require.NoError(r.err)
+		require.Equal(nw.keys[heir].NodeID, r.sub.Owner)
+	case <-time.After(10 * time.Second):
+		t.Fatal("not answered after the opening block")
+	}
+}
+
 // (membership_opening), as before.
 func TestArrivingRangeWaitsForTheOpeningBlock(t *testing.T) {
 	require := require.New(t)

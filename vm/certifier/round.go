@@ -93,8 +93,9 @@ func (a *attempt) check() []int {
 
 // decodeSignature decompresses a signature without checking that it lies
 // in the signature group (bls.SignatureFromBytes does), which is about
-// two thirds of what decoding a signature costs (28 against 78 µs here): check makes that check once on the
-// aggregate, and on each signature only when the aggregate fails. A point
+// two thirds of what decoding a signature costs (28 against 78 µs here):
+// check makes that check once on the aggregate, and on each signature only
+// when the aggregate fails. A point
 // outside the group cannot make a certificate: the aggregate would be
 // outside it too, unless other signatures cancel its part outside the
 // group, and then the aggregate is still a valid signature of those
