@@ -559,7 +559,9 @@ func (c *Certifier) finish(a *attempt) error {
 		return err
 	}
 	if err := c.store.add(cert, time.Now()); err != nil {
-		return err
+		// Kept in memory, readable, and tried again: the certificate
+		// stands whether or not this node's copy reached the disk.
+		c.cfg.Log.Warn("certificates not saved", zap.Error(err))
 	}
 	now := c.cfg.Clock()
 	c.mu.Lock()

@@ -24,6 +24,7 @@ import (
 const (
 	saveAfter  = 500 * time.Millisecond
 	maxUnsaved = 32
+	maxKept    = 4 * maxUnsaved
 )
 
 // store keeps certificates by height in the chain's database (a prefixed
@@ -48,13 +49,17 @@ var lastKey = []byte{'l'}
 func certKey(h uint64) []byte { return binary.BigEndian.AppendUint64([]byte{'c'}, h) }
 
 // add keeps c to be saved with the next batch, and saves at once when
-// maxUnsaved wait.
+// maxUnsaved wait. While writes fail, at most maxKept wait: the oldest are
+// dropped, covered by the newer ones.
 func (s *store) add(c *certificate.Certificate, now time.Time) error {
 	s.mu.Lock()
 	if len(s.unsaved) == 0 {
 		s.since = now
 	}
 	s.unsaved = append(s.unsaved, c)
+	if len(s.unsaved) > maxKept {
+		s.unsaved = slices.Delete(s.unsaved, 0, len(s.unsaved)-maxKept)
+	}
 	full := len(s.unsaved) >= maxUnsaved
 	s.mu.Unlock()
 	if full {

@@ -3,6 +3,7 @@ package certifier
 import (
 	"context"
 	"crypto/rand"
+	"errors"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -177,4 +178,59 @@ func TestPushOutsideTheSignatureGroupIsDropped(t *testing.T) {
 	var m dto.Metric
 	require.NoError(ch.c.metrics.refusals.WithLabelValues("bad_signature").Write(&m))
 	require.Equal(1.0, m.GetCounter().GetValue())
+}
+
+// failingDB fails every batch write while failing is set.
+type failingDB struct {
+	database.Database
+	failing *atomic.Bool
+}
+
+func (d failingDB) NewBatch() database.Batch { return failingBatch{d.Database.NewBatch(), d.failing} }
+
+type failingBatch struct {
+	database.Batch
+	failing *atomic.Bool
+}
+
+func (b failingBatch) Write() error {
+	if b.failing.Load() {
+		return errors.New("disk full")
+	}
+	return b.Batch.Write()
+}
+
+// TestUnsavedCertificatesStayBounded: while the database refuses writes,
+// certificates stay readable from memory, at most maxKept of them (the
+// oldest dropped: the newer ones cover their heights), and once it heals
+// they are saved.
+func TestUnsavedCertificatesStayBounded(t *testing.T) {
+	require := require.New(t)
+	failing := &atomic.Bool{}
+	failing.Store(true)
+	s := &store{db: failingDB{memdb.New(), failing}}
+	const n = 3 * maxKept
+	for h := uint64(1); h <= n; h++ {
+		err := s.add(&certificate.Certificate{Statement: certificate.Statement{Height: h}}, time.Now())
+		if h%maxUnsaved == 0 {
+			require.Error(err, "a full batch is written at once, and fails")
+		}
+		c, err := s.covering(h)
+		require.NoError(err, "readable while unsaved")
+		require.Equal(h, c.Height)
+	}
+	require.Len(s.unsaved, maxKept)
+	c, err := s.covering(1)
+	require.NoError(err)
+	require.Equal(uint64(n-maxKept+1), c.Height, "a dropped height is covered by the oldest kept")
+
+	failing.Store(false)
+	require.NoError(s.save())
+	require.Empty(s.unsaved)
+	last, err := s.last()
+	require.NoError(err)
+	require.Equal(uint64(n), last)
+	c, err = s.covering(n - 5)
+	require.NoError(err)
+	require.Equal(uint64(n-5), c.Height, "read from the database now")
 }
