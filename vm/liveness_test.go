@@ -15,6 +15,7 @@ import (
 
 	"github.com/s-chain/schain/pinning"
 	"github.com/s-chain/schain/txs"
+	"github.com/s-chain/schain/vm"
 	"github.com/s-chain/schain/vm/api"
 	"github.com/s-chain/schain/vm/builder"
 	"github.com/s-chain/schain/vm/chain"
@@ -218,6 +219,9 @@ func TestNobodyLiveFallsBackToAll(t *testing.T) {
 func TestHeartbeatOncePerEpoch(t *testing.T) {
 	require := require.New(t)
 	nw := newNetWith(t, 3, livenessGenesis)
+	// A build that finds only refused work says ErrNoWork; with ticks it
+	// would build an empty block (the clock is past the rounds' middle).
+	nw.vms[1].Builder().NoTicks()
 	nw.enterRound(0)
 	nw.ready(10)
 	nw.enterRound(1)
@@ -761,4 +765,49 @@ func TestNoBlockOnAnUnacceptedMembershipChange(t *testing.T) {
 		carried = append(carried, x.ID())
 	}
 	require.Contains(carried, tx.ID())
+}
+
+// TestTickInTheMiddleOfAnIdleRound: on a chain with nothing pending, a
+// node builds one empty block (a tick) once the middle of a liveness round
+// has passed with no block after it, and no more in that round: the next
+// height's proposer slots then begin mid-round, so that a dead
+// validator's slot at the next round's start cannot keep that round
+// without a block. Before the middle, or with ticks off, it builds
+// nothing.
+func TestTickInTheMiddleOfAnIdleRound(t *testing.T) {
+	require := require.New(t)
+	nw := newNetWith(t, 3, livenessGenesis)
+	nw.now.Store(3 * 10_000) // round 3's start
+	nw.ready(10)
+	nw.heartbeats(0, 0, 1, 2)
+	nw.now.Store(3*10_000 + 4_999)
+	_, err := nw.round(1, 10)
+	require.ErrorIs(err, builder.ErrNoWork, "before the round's middle")
+	event, err := eventWithin(nw.vms[1], 100*time.Millisecond)
+	require.Error(err, "no event before the round's middle, got %v", event)
+
+	nw.now.Store(3*10_000 + 5_000)
+	_, err = eventWithin(nw.vms[1], 5*time.Second)
+	require.NoError(err, "the engine is told to build the tick")
+	tick, err := nw.round(1, 10)
+	require.NoError(err)
+	require.Empty(tick.Block.Txs)
+	require.GreaterOrEqual(tick.Block.Timestamp, uint64(3*10_000+5_000))
+	_, err = nw.round(2, 10)
+	require.ErrorIs(err, builder.ErrNoWork, "one tick a round")
+
+	nw.now.Store(4*10_000 + 6_000) // round 4, past its middle, no block in it
+	nw.vms[2].Builder().NoTicks()
+	_, err = nw.round(2, 10)
+	require.ErrorIs(err, builder.ErrNoWork, "ticks off")
+	tick, err = nw.round(0, 10)
+	require.NoError(err)
+	require.Empty(tick.Block.Txs)
+}
+
+// eventWithin is the VM's next WaitForEvent answer, or an error after d.
+func eventWithin(v *vm.VM, d time.Duration) (common.Message, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), d)
+	defer cancel()
+	return v.Builder().WaitForEvent(ctx)
 }

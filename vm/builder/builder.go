@@ -53,6 +53,20 @@ const retryBuild = time.Second
 // Memberships change rarely; the pause is paid once per change.
 const Settle = 300 * time.Millisecond
 
+// Ticks. On a chain with no other work, blocks come at the liveness
+// rounds' starts only (the heartbeats). The proposer VM dates blocks in
+// whole seconds and gives each height 5 s slots from its parent's time, so
+// with 5 s rounds every height's slots begin on round starts: a round whose
+// start slot is drawn for a dead validator passes without a block (its
+// next slot begins with the next round), and a round without a block does
+// not count for liveness, which keeps the dead validator a member, and its
+// ranges stalled, a round longer. So a node builds an empty block, a tick,
+// in the middle of a round in which no block came after the middle yet
+// and nothing else is pending: the next height's slots then begin mid-round,
+// and the next round's heartbeats get two slots inside their round instead
+// of one. A tick costs one small block a round on an idle chain, and none
+// on a busy one (docs/liveness.md, "What a failover waits for").
+
 // Owners is what the builder tells the write path (package writer).
 type Owners interface {
 	// Refused: tx broke a rule and left the pool; its receipt says why.
@@ -88,6 +102,8 @@ type Builder struct {
 	// before.
 	settled time.Time
 	changed chan struct{} // closed and replaced at every change
+	// noTicks turns ticks off (NoTicks).
+	noTicks bool
 }
 
 // New returns a builder of blocks on c from pool.
@@ -100,6 +116,37 @@ func New(c *chain.Chain, pool *mempool.Mempool, owners Owners, reg prometheus.Re
 		return nil, err
 	}
 	return &Builder{chain: c, mempool: pool, owners: owners, refused: refused, changed: make(chan struct{})}, nil
+}
+
+// NoTicks makes the builder build no ticks (tests that count blocks).
+func (b *Builder) NoTicks() {
+	b.mu.Lock()
+	b.noTicks = true
+	b.mu.Unlock()
+}
+
+// tickDue: a tick may be built on parent, dated ts, now: a membership is
+// open, the middle of the current round has passed and no block came
+// after it.
+func (b *Builder) tickDue(ts uint64, opened bool) bool {
+	b.mu.Lock()
+	off := b.noTicks
+	b.mu.Unlock()
+	if off || !opened {
+		return false
+	}
+	wait, before := b.chain.UntilMidRound(ts)
+	return wait == 0 && before
+}
+
+// idleTick: WaitForEvent's question, on the last accepted block with
+// nothing processing.
+func (b *Builder) idleTick() bool {
+	if n, _ := b.chain.Processing(ids.Empty); n != 0 {
+		return false
+	}
+	last := b.chain.LastAccepted()
+	return b.tickDue(last.Block.Timestamp, last.HasPChainHeight)
 }
 
 // WantOpening makes the builder build the chain's opening blocks: a caller
@@ -194,16 +241,21 @@ func (b *Builder) WaitForEvent(ctx context.Context) (common.Message, error) {
 		b.mu.Lock()
 		stalled := b.stalled
 		b.mu.Unlock()
-		if b.mempool.Len() > 0 && !stalled {
+		if b.mempool.Len() > 0 && !stalled || b.mempool.Len() == 0 && b.idleTick() {
 			return common.PendingTxs, nil
 		}
 		// Work signed for the next liveness round (heartbeats sent ahead)
-		// can go into a block from the round's first millisecond on.
-		timer := time.NewTimer(min(retryBuild, b.chain.UntilNextRound()+time.Millisecond))
-		retry := timer.C
-		if b.mempool.Len() == 0 {
-			retry = nil // nothing to retry: wait for a transaction
+		// can go into a block from the round's first millisecond on; a
+		// tick from the round's middle on.
+		wait := b.chain.UntilNextRound() + time.Millisecond
+		if mid, _ := b.chain.UntilMidRound(b.chain.LastAccepted().Block.Timestamp); mid > 0 {
+			wait = min(wait, mid+time.Millisecond)
 		}
+		pending := b.mempool.Len() > 0
+		if pending {
+			wait = min(wait, retryBuild)
+		}
+		timer := time.NewTimer(wait)
 		select {
 		case <-b.mempool.Pending():
 			timer.Stop()
@@ -212,9 +264,11 @@ func (b *Builder) WaitForEvent(ctx context.Context) (common.Message, error) {
 		case <-changed:
 			timer.Stop()
 			b.setStalled(false)
-		case <-retry:
+		case <-timer.C:
 			b.setStalled(false)
-			return common.PendingTxs, nil
+			if pending {
+				return common.PendingTxs, nil
+			}
 		case <-ctx.Done():
 			timer.Stop()
 			return 0, ctx.Err()
@@ -257,7 +311,7 @@ func (b *Builder) build(ctx context.Context, bctx *snowblock.Context) (snowman.B
 	wanted, wantMembership := b.openingWanted, b.membershipWanted
 	settling := time.Until(b.settled)
 	b.mu.Unlock()
-	if b.mempool.Len() == 0 && !wanted && !wantMembership {
+	if b.mempool.Len() == 0 && !wanted && !wantMembership && !b.idleTick() {
 		return nil, ErrNoWork
 	}
 	// The engine may build on an event WaitForEvent gave before the change
@@ -312,7 +366,8 @@ func (b *Builder) build(ctx context.Context, bctx *snowblock.Context) (snowman.B
 	// With only stale work, or a range waiting to move to its new owner, a
 	// block that puts a new membership in force is what lets owners
 	// (re-)sign; otherwise an empty block is built for nothing.
-	if d.Len() == 0 && !opening && !((stale || wantMembership) && d.Changed()) {
+	tick := d.Len() == 0 && b.tickDue(d.Parent().Block.Timestamp, d.Parent().HasPChainHeight)
+	if d.Len() == 0 && !opening && !tick && !((stale || wantMembership) && d.Changed()) {
 		changed := d.Changed()
 		d.Discard()
 		b.mu.Lock()

@@ -344,6 +344,20 @@ func (c *Chain) UntilNextRound() time.Duration {
 	return time.Duration(next-now) * time.Millisecond
 }
 
+// UntilMidRound is how long until the middle of the liveness round of
+// this node's clock (zero once it has passed), and whether a block dated
+// ts, the newest one, came before that middle: the builder's tick
+// (builder.Tick) is for such a round.
+func (c *Chain) UntilMidRound(ts uint64) (time.Duration, bool) {
+	d := c.genesis.RoundDurationMs
+	now := max(uint64(c.cfg.Clock().UnixMilli()), ts)
+	mid := c.Round(now)*d + d/2
+	if now >= mid {
+		return 0, ts < mid
+	}
+	return time.Duration(mid-now) * time.Millisecond, ts < mid
+}
+
 // NeedMembership is what a caller that needs a membership gets before the
 // chain has one: ErrNoMembership, after asking the builder for the opening
 // blocks.
