@@ -84,3 +84,41 @@ func TestDeadValidatorsProposerSlots(t *testing.T) {
 		})
 	}
 }
+
+// TestTickGivesARoundTwoSlots reproduces, with avalanchego's windower, why
+// an idle chain builds a tick in the middle of each liveness round
+// (builder's ticks): with four equal validators, one dead, and 5 s rounds.
+// Without ticks the round-start blocks are the only blocks, dated on round
+// starts, so the height that should carry round R's heartbeats has the
+// slot [R, R+5) for them, and the round passes without a block whenever
+// that slot is the dead validator's: one round in four. With a tick at
+// R-2.5 (dated R-3: the proposer VM's timestamps are whole seconds) the
+// height's slots are [R-3, R+2) and [R+2, R+7), and the round passes
+// without a block only when both are the dead validator's: one in sixteen.
+func TestTickGivesARoundTwoSlots(t *testing.T) {
+	require := require.New(t)
+	set := make(equalSet, 4)
+	for i := range set {
+		set[i] = ids.BuildTestNodeID([]byte{byte(i + 1)})
+	}
+	dead := set[0]
+	w := proposer.New(set, ids.Empty, ids.ID{'s', 'c', 'h', 'a', 'i', 'n'}, logging.NoLog{})
+	drawn := func(h, slot uint64) bool {
+		p, err := w.ExpectedProposer(context.Background(), h, 1, slot)
+		require.NoError(err)
+		return p == dead
+	}
+	const heights = 5400
+	var aligned, ticked int
+	for h := uint64(1); h <= heights; h++ {
+		if drawn(h, 1) { // parent dated R-5: [R, R+5) is slot 1
+			aligned++
+		}
+		if drawn(h, 0) && drawn(h, 1) { // parent dated R-3
+			ticked++
+		}
+	}
+	require.InDelta(1.0/4, float64(aligned)/heights, 0.02, "rounds without a block, no ticks")
+	require.InDelta(1.0/16, float64(ticked)/heights, 0.015, "rounds without a block, with ticks")
+	t.Logf("over %d heights, rounds without a block: %.3f without ticks, %.3f with", heights, float64(aligned)/heights, float64(ticked)/heights)
+}
