@@ -92,11 +92,7 @@ func newPushed(t *testing.T, n int) *pushed {
 	chainID := ids.ID{'c'}
 	first, err := block.New(ids.ID{'p'}, 4, 1, true, 10, ids.ID{'r', 4}, nil, block.DefaultLimits())
 	require.NoError(err)
-	c, err := New(Config{NetworkID: 5, ChainID: chainID, NodeID: keys[0].NodeID, Signer: keys[0].Signer(5, chainID), Validators: keySet(keys)},
-		memdb.New(), noBlocks{}, first)
-	require.NoError(err)
-	c.Start(nil, nil)
-	t.Cleanup(c.Stop)
+	c := startOn(t, keys, memdb.New(), first)
 
 	older, err := block.New(first.ID(), 5, 2, true, 10, ids.ID{'r', 5}, nil, block.DefaultLimits())
 	require.NoError(err)

@@ -4,6 +4,8 @@ import (
 	"context"
 	"crypto/rand"
 	"errors"
+	"math/big"
+	"slices"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -14,8 +16,10 @@ import (
 	"github.com/ava-labs/avalanchego/snow/validators"
 	"github.com/ava-labs/avalanchego/utils/crypto/bls"
 	"github.com/ava-labs/avalanchego/utils/set"
+	"github.com/ava-labs/avalanchego/vms/platformvm/warp"
 	dto "github.com/prometheus/client_model/go"
 	"github.com/stretchr/testify/require"
+	blst "github.com/supranational/blst/bindings/go"
 
 	"github.com/s-chain/schain/certificate"
 	"github.com/s-chain/schain/txs/txstest"
@@ -233,4 +237,100 @@ func TestUnsavedCertificatesStayBounded(t *testing.T) {
 	c, err = s.covering(n - 5)
 	require.NoError(err)
 	require.Equal(uint64(n-5), c.Height, "read from the database now")
+}
+
+// BenchmarkDecodeSignature: what decodeSignature saves on every pushed or
+// requested signature, against avalanchego's full decoding (which checks
+// membership in the signature group).
+func BenchmarkDecodeSignature(b *testing.B) {
+	keys, err := txstest.NewKeys("decode", 1)
+	require.NoError(b, err)
+	msg, err := warp.NewUnsignedMessage(5, ids.ID{'c'}, []byte("statement"))
+	require.NoError(b, err)
+	raw, err := keys[0].Signer(5, ids.ID{'c'}).Sign(msg)
+	require.NoError(b, err)
+	b.Run("decompress", func(b *testing.B) {
+		for range b.N {
+			if _, err := decodeSignature(raw); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("decompress+group-check", func(b *testing.B) {
+		for range b.N {
+			if _, err := bls.SignatureFromBytes(raw); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}
+
+// torsion is a point of the signature curve killed by the group's order:
+// the group order times a point outside the group. blst multiplies by
+// scalars of 144 bits or more with an endomorphism that holds inside the
+// group only, so the order is applied in two halves.
+func torsion(t *testing.T) *blst.P2 {
+	// The order r of the BLS12-381 groups, big endian.
+	r, ok := new(big.Int).SetString("73eda753299d7d483339d80809a1d80553bda402fffe5bfeffffffff00000001", 16)
+	require.True(t, ok)
+	le := func(x *big.Int) []byte { // blst scalars are little endian
+		b := x.Bytes()
+		slices.Reverse(b)
+		return b
+	}
+	hi := new(big.Int).Rsh(r, 128)
+	lo := new(big.Int).Sub(r, new(big.Int).Lsh(hi, 128))
+	var q blst.P2
+	q.FromAffine(new(blst.P2Affine).Uncompress(outsideTheGroup(t)))
+	shifted := q.Mult(le(new(big.Int).Lsh(big.NewInt(1), 128)), 129)
+	tp := shifted.Mult(le(hi), hi.BitLen())
+	tp.AddAssign(q.Mult(le(lo), lo.BitLen()))
+	require.False(t, tp.ToAffine().InG2())
+	return tp
+}
+
+// TestSignaturesCancellingOutsideTheGroup: two colluding validators push
+// signatures moved off the group by opposite torsion points. Each alone
+// is no signature (a full decoding refuses it), but together they cancel:
+// the certificate they make with a third is a valid signature of the
+// three, which each colluder could have made with its own key. A
+// certificate never claims a validator that did not sign.
+func TestSignaturesCancellingOutsideTheGroup(t *testing.T) {
+	require := require.New(t)
+	ch := newChainOf(t, 4, memdb.New())
+	tp := torsion(t)
+	next := ch.blocks[len(ch.blocks)-1]
+	b, err := block.New(next.ID(), next.Height+1, next.Timestamp+1, true, 10, ids.ID{'r', byte(next.Height)}, nil, block.DefaultLimits())
+	require.NoError(err)
+	st, _ := Statement(5, ids.ID{'c'}, b)
+	msg, err := st.Message()
+	require.NoError(err)
+	shift := func(i int, by *blst.P2) []byte {
+		raw, err := ch.keys[i].Signer(5, ids.ID{'c'}).Sign(msg)
+		require.NoError(err)
+		var p blst.P2
+		p.FromAffine(new(blst.P2Affine).Uncompress(raw))
+		out := p.Add(by).Compress()
+		_, err = bls.SignatureFromBytes(out)
+		require.ErrorIs(err, bls.ErrInvalidSignature, "alone, no signature")
+		return out
+	}
+	minus := new(blst.P2).Sub(tp)
+	bad := map[int][]byte{1: shift(1, tp), 2: shift(2, minus)}
+
+	got := ch.certify([]int{1, 2}, bad)
+	require.Equal(b.ID(), got.ID())
+	cert, err := ch.c.Covering(b.Height)
+	require.NoError(err)
+	vals, err := keySet(ch.keys).GetValidatorSet(context.Background(), 10, ids.Empty)
+	require.NoError(err)
+	vs, err := validators.FlattenValidatorSet(vals)
+	require.NoError(err)
+	res, err := certificate.VerifyCanonical(cert, vs)
+	require.NoError(err, "a valid signature of this node and the two colluders")
+	require.Equal(3, res.Signers)
+	signers := set.BitsFromBytes(cert.Signers)
+	for i, v := range vs.Validators {
+		require.Equal(v.NodeIDs[0] != ch.keys[3].NodeID, signers.Contains(i), "validator %s", v.NodeIDs[0])
+	}
 }

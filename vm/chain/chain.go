@@ -346,8 +346,8 @@ func (c *Chain) UntilNextRound() time.Duration {
 
 // UntilMidRound is how long until the middle of the liveness round of
 // this node's clock (zero once it has passed), and whether a block dated
-// ts, the newest one, came before that middle: the builder's tick
-// (builder.Tick) is for such a round.
+// ts, the newest one, came before that middle: the builder's ticks are
+// for such a round.
 func (c *Chain) UntilMidRound(ts uint64) (time.Duration, bool) {
 	d := c.genesis.RoundDurationMs
 	now := max(uint64(c.cfg.Clock().UnixMilli()), ts)
