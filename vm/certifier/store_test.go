@@ -102,6 +102,25 @@ func (ch *chainOf) certify(signers []int, raw map[int][]byte) *block.Block {
 	return b
 }
 
+// signedByAllBut checks b's certificate offline against the set: it
+// verifies and names every validator but validator absent as a signer.
+func (ch *chainOf) signedByAllBut(b *block.Block, absent int) {
+	t := ch.t
+	cert, err := ch.c.Covering(b.Height)
+	require.NoError(t, err)
+	vals, err := keySet(ch.keys).GetValidatorSet(context.Background(), 10, ids.Empty)
+	require.NoError(t, err)
+	vs, err := validators.FlattenValidatorSet(vals)
+	require.NoError(t, err)
+	res, err := certificate.VerifyCanonical(cert, vs)
+	require.NoError(t, err)
+	require.Equal(t, len(ch.keys)-1, res.Signers)
+	signers := set.BitsFromBytes(cert.Signers)
+	for i, v := range vs.Validators {
+		require.Equal(t, v.NodeIDs[0] != ch.keys[absent].NodeID, signers.Contains(i), "validator %s", v.NodeIDs[0])
+	}
+}
+
 // TestCertificatesAreSavedInBatches: certificates are readable as soon as
 // they are made, written to the database several at a time rather than
 // one batch each, within saveAfter of the oldest waiting one, and all of
@@ -166,19 +185,7 @@ func TestPushOutsideTheSignatureGroupIsDropped(t *testing.T) {
 	require.ErrorIs(err, bls.ErrInvalidSignature, "what a full decoding refuses")
 
 	b := ch.certify([]int{3, 1, 2}, map[int][]byte{3: bad})
-	cert, err := ch.c.Covering(b.Height)
-	require.NoError(err)
-	vals, err := keySet(ch.keys).GetValidatorSet(context.Background(), 10, ids.Empty)
-	require.NoError(err)
-	vs, err := validators.FlattenValidatorSet(vals)
-	require.NoError(err)
-	res, err := certificate.VerifyCanonical(cert, vs)
-	require.NoError(err)
-	require.Equal(3, res.Signers)
-	signers := set.BitsFromBytes(cert.Signers)
-	for i, v := range vs.Validators {
-		require.Equal(v.NodeIDs[0] != ch.keys[3].NodeID, signers.Contains(i), "validator %s", v.NodeIDs[0])
-	}
+	ch.signedByAllBut(b, 3)
 	var m dto.Metric
 	require.NoError(ch.c.metrics.refusals.WithLabelValues("bad_signature").Write(&m))
 	require.Equal(1.0, m.GetCounter().GetValue())
@@ -320,17 +327,5 @@ func TestSignaturesCancellingOutsideTheGroup(t *testing.T) {
 
 	got := ch.certify([]int{1, 2}, bad)
 	require.Equal(b.ID(), got.ID())
-	cert, err := ch.c.Covering(b.Height)
-	require.NoError(err)
-	vals, err := keySet(ch.keys).GetValidatorSet(context.Background(), 10, ids.Empty)
-	require.NoError(err)
-	vs, err := validators.FlattenValidatorSet(vals)
-	require.NoError(err)
-	res, err := certificate.VerifyCanonical(cert, vs)
-	require.NoError(err, "a valid signature of this node and the two colluders")
-	require.Equal(3, res.Signers)
-	signers := set.BitsFromBytes(cert.Signers)
-	for i, v := range vs.Validators {
-		require.Equal(v.NodeIDs[0] != ch.keys[3].NodeID, signers.Contains(i), "validator %s", v.NodeIDs[0])
-	}
+	ch.signedByAllBut(b, 3) // a valid signature of this node and the two colluders
 }
