@@ -12,10 +12,10 @@ import (
 
 // CodecVersion is the only wire version this code reads and writes. A new
 // version gets a new number; existing numbers never change meaning.
-const CodecVersion uint16 = 2
+const CodecVersion uint16 = 3
 
 const (
-	headerLen = 2 + 1 + 4 + 32 + 8 + 32 + 20 + 8 + 8 + 4
+	headerLen = 2 + 1 + 4 + 32 + 8 + 32 + 20 + 8 + 8 + 8 + 4
 	sigLen    = bls.SignatureLen
 )
 
@@ -31,6 +31,7 @@ func encodeUnsigned(u Unsigned) []byte {
 	w.Raw(h.Owner[:])
 	w.U64(h.Nonce)
 	w.U64(h.Round)
+	w.U64(h.BlockHeight)
 	w.U32(uint32(u.entries()))
 	u.encodeEntries(w)
 	return w.B
@@ -128,6 +129,7 @@ func Parse(b []byte, l Limits) (*Tx, error) {
 	r.Fixed(h.Owner[:])
 	h.Nonce = r.U64()
 	h.Round = r.U64()
+	h.BlockHeight = r.U64()
 	n := r.U32()
 	if r.Err != nil {
 		return nil, r.Err

@@ -10,13 +10,16 @@
 // Either kind carries many entries of one owner under a single BLS signature
 // (group commit), so one signature check is amortised over the whole batch.
 //
-// # Wire format (version 2, all integers big endian)
+// # Wire format (version 3, all integers big endian)
 //
 //	u16 version | u8 kind | u32 networkID | [32] chainID | u64 pChainHeight
-//	[32] fingerprint | [20] owner | u64 nonce | u64 round | u32 entries
-//	entries... | [96] signature
+//	[32] fingerprint | [20] owner | u64 nonce | u64 round | u64 blockHeight
+//	u32 entries | entries... | [96] signature
 //
-//	heartbeat:       no entries (the header's round is its statement)
+//	blockHeight:     0, or the only block height the transaction is valid
+//	                 at (version 3; see Header.BlockHeight)
+//	heartbeat:       no entries (the header's round is its statement); a
+//	                 zero fingerprint and block height
 //	allocate entry:  str range | u64 count | u64 floor
 //	manifest entry:  str bucket | str key | u64 size | [32] contentHash
 //	                 u8 deleted | u16 chunks | chunks...

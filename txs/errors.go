@@ -34,4 +34,7 @@ var (
 	// ErrHeartbeatFingerprint: a heartbeat is pinned to no membership, so
 	// its fingerprint must be zero (one byte string per heartbeat).
 	ErrHeartbeatFingerprint = errcode.New(errcode.InvalidParams, "heartbeat_fingerprint", "txs: a heartbeat carries a zero fingerprint")
+	// ErrHeartbeatBlockHeight: a heartbeat is bound to its liveness round,
+	// never to a block height.
+	ErrHeartbeatBlockHeight = errcode.New(errcode.InvalidParams, "heartbeat_block_height", "txs: a heartbeat carries a zero block height")
 )

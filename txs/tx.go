@@ -32,6 +32,14 @@ type Header struct {
 	// later (execute.Liveness.TxLifetime), which is what bounds the replay
 	// index to recent transactions however long a membership lasts.
 	Round uint64 `json:"round"`
+	// BlockHeight, when not zero, is the only block height at which the
+	// transaction is valid. A new owner signs its first writes against the
+	// membership the next block will open, before that membership is in
+	// force, so that they ride in that block; binding them to its height is
+	// what makes re-signing them safe when they miss it: one block per
+	// height is accepted, so once that height is, the transaction can never
+	// be applied (docs/liveness.md, "What a failover waits for").
+	BlockHeight uint64 `json:"blockHeight,omitempty"`
 }
 
 // AllocateEntry asks for Count ids from Range, starting no lower than Floor.
@@ -135,8 +143,11 @@ func (*HeartbeatTx) entries() int              { return 0 }
 func (*HeartbeatTx) Ranges() []string { return nil }
 
 func (t *HeartbeatTx) verifyEntries(Limits) error {
-	if t.Fingerprint != ids.Empty {
+	switch {
+	case t.Fingerprint != ids.Empty:
 		return ErrHeartbeatFingerprint
+	case t.BlockHeight != 0:
+		return ErrHeartbeatBlockHeight
 	}
 	return nil
 }

@@ -54,7 +54,9 @@ func newKey(t testing.TB) *txstest.Key {
 
 func TestRoundTrip(t *testing.T) {
 	k := newKey(t)
-	for _, u := range []txs.Unsigned{sampleAllocate(k.NodeID), sampleManifest(k.NodeID), sampleHeartbeat(k.NodeID)} {
+	bound := sampleAllocate(k.NodeID)
+	bound.BlockHeight = 1_000_003
+	for _, u := range []txs.Unsigned{sampleAllocate(k.NodeID), sampleManifest(k.NodeID), sampleHeartbeat(k.NodeID), bound} {
 		require := require.New(t)
 		tx, err := k.Sign(u)
 		require.NoError(err)
@@ -92,14 +94,23 @@ func TestSignatureBinding(t *testing.T) {
 	require.NotEqual(tx.ID(), tampered.ID())
 	require.ErrorIs(tampered.VerifySignature(owner.PublicKey()), txs.ErrBadSignature)
 
+	// Nor can a transaction be moved to another block height (the header's
+	// BlockHeight, bytes 115..123) under its signature.
+	rebound := bytes.Clone(tx.Bytes())
+	rebound[122] = 7
+	moved, err := txs.Parse(rebound, txs.DefaultLimits())
+	require.NoError(err)
+	require.Equal(uint64(7), moved.Unsigned.Head().BlockHeight)
+	require.ErrorIs(moved.VerifySignature(owner.PublicKey()), txs.ErrBadSignature)
+
 	// A signature from the same key over another chain does not carry over.
 	u := sampleAllocate(owner.NodeID)
 	u.ChainID = ids.ID{'o', 't', 'h', 'e', 'r'}
 	elsewhere, err := owner.Sign(u)
 	require.NoError(err)
-	moved := bytes.Clone(tx.Bytes())
-	copy(moved[len(moved)-len(elsewhere.Signature):], elsewhere.Signature[:])
-	replayed, err := txs.Parse(moved, txs.DefaultLimits())
+	resigned := bytes.Clone(tx.Bytes())
+	copy(resigned[len(resigned)-len(elsewhere.Signature):], elsewhere.Signature[:])
+	replayed, err := txs.Parse(resigned, txs.DefaultLimits())
 	require.NoError(err)
 	require.ErrorIs(replayed.VerifySignature(owner.PublicKey()), txs.ErrBadSignature)
 
@@ -174,7 +185,7 @@ func TestParseRejectsMalformedBytes(t *testing.T) {
 	good := tx.Bytes()
 	l := txs.DefaultLimits()
 	with := func(f func(b []byte) []byte) []byte { return f(bytes.Clone(good)) }
-	// Offsets into the header: version 0..2, kind 2, entry count 115..119.
+	// Offsets into the header: version 0..2, kind 2, entry count 123..127.
 	tests := []struct {
 		name string
 		b    []byte
@@ -187,9 +198,9 @@ func TestParseRejectsMalformedBytes(t *testing.T) {
 		{"trailing byte", append(bytes.Clone(good), 0), l, txs.ErrTrailingBytes},
 		{"version", with(func(b []byte) []byte { b[1] = 1; return b }), l, txs.ErrUnknownVersion},
 		{"kind", with(func(b []byte) []byte { b[2] = 9; return b }), l, txs.ErrUnknownKind},
-		{"zero entries", with(func(b []byte) []byte { b[118] = 0; return b }), l, txs.ErrNoEntries},
-		{"entry count beyond data", with(func(b []byte) []byte { b[118] = 200; return b }), l, txs.ErrTruncated},
-		{"entry count over limit", with(func(b []byte) []byte { b[116] = 1; return b }), l, txs.ErrTooManyEntries},
+		{"zero entries", with(func(b []byte) []byte { b[126] = 0; return b }), l, txs.ErrNoEntries},
+		{"entry count beyond data", with(func(b []byte) []byte { b[126] = 200; return b }), l, txs.ErrTruncated},
+		{"entry count over limit", with(func(b []byte) []byte { b[124] = 1; return b }), l, txs.ErrTooManyEntries},
 		{"tx bytes over limit", good, txs.Limits{MaxTxBytes: len(good) - 1, MaxEntries: 8, MaxRangeLen: 8, MaxKeyLen: 32, MaxChunks: 8, MaxCount: 8}, txs.ErrTooLarge},
 		{"chunk count over limit", good, txs.Limits{MaxTxBytes: 1 << 20, MaxEntries: 8, MaxRangeLen: 64, MaxKeyLen: 64, MaxChunks: 1, MaxCount: 8}, txs.ErrTooManyChunks},
 		{"deleted flag not a bool", with(func(b []byte) []byte {
@@ -255,10 +266,14 @@ func TestHeartbeatShape(t *testing.T) {
 	pinned.Fingerprint = ids.ID{1}
 	_, err = k.Sign(pinned)
 	require.ErrorIs(err, txs.ErrHeartbeatFingerprint)
+	bound := sampleHeartbeat(k.NodeID)
+	bound.BlockHeight = 9
+	_, err = k.Sign(bound)
+	require.ErrorIs(err, txs.ErrHeartbeatBlockHeight, "a heartbeat is bound to its round, not to a block height")
 
 	// An entry under the heartbeat kind: the count field says 1.
 	b := bytes.Clone(tx.Bytes())
-	countAt := 2 + 1 + 4 + 32 + 8 + 32 + 20 + 8 + 8
+	countAt := 2 + 1 + 4 + 32 + 8 + 32 + 20 + 8 + 8 + 8
 	b[countAt+3] = 1
 	_, err = txs.Parse(b, txs.DefaultLimits())
 	require.ErrorIs(err, txs.ErrTooManyEntries)

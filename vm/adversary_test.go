@@ -213,7 +213,7 @@ func (a *adversary) junk(round uint64) {
 			honestRange = rk
 		}
 	}
-	switch a.rng.IntN(8) {
+	switch a.rng.IntN(10) {
 	case 0: // heartbeats for epochs to come
 		for k := uint64(2); k < 12; k++ {
 			h := a.header(round + k)
@@ -275,6 +275,14 @@ func (a *adversary) junk(round uint64) {
 			a.submit(a.sign(&txs.AllocateTx{Header: a.header(round), Entries: []txs.AllocateEntry{{Range: byzRange, Count: 3}}}))
 		}
 		a.stats["own conflicting"]++
+	case 8: // bound to a block height already accepted
+		h := a.header(round)
+		h.BlockHeight = a.nw.vms[0].Chain().LastAccepted().Block.Height
+		a.refused(a.sign(&txs.AllocateTx{Header: h, Entries: []txs.AllocateEntry{{Range: "x", Count: 1}}}), writer.ErrStale, "bound to a passed height")
+	case 9: // bound to a height far ahead, to sit in the pools
+		h := a.header(round)
+		h.BlockHeight = a.nw.vms[0].Chain().LastAccepted().Block.Height + 3 + a.rng.Uint64N(1<<20)
+		a.refused(a.sign(&txs.AllocateTx{Header: h, Entries: []txs.AllocateEntry{{Range: "x", Count: 1}}}), writer.ErrOutsideWindow, "bound far ahead")
 	}
 }
 
@@ -407,6 +415,9 @@ func (a *adversary) honestBlock(proposer int) {
 	for _, i := range honest {
 		require.NoError(a.t, nw.vms[i].SetPreference(ctx, last))
 	}
+	// A proposer builds nothing while a change of members settles (real
+	// time, which the net's clock does not move).
+	require.NoError(a.t, nw.vms[proposer].Builder().Settled(ctx))
 	b, err := nw.vms[proposer].BuildBlockWithContext(ctx, &snowblock.Context{PChainHeight: 10})
 	if err != nil {
 		require.ErrorIs(a.t, err, builder.ErrNoWork)

@@ -16,8 +16,10 @@ import (
 	"github.com/s-chain/schain/txs"
 	"github.com/s-chain/schain/vm"
 	"github.com/s-chain/schain/vm/api"
+	"github.com/s-chain/schain/vm/block"
 	"github.com/s-chain/schain/vm/builder"
 	"github.com/s-chain/schain/vm/chain"
+	"github.com/s-chain/schain/vm/execute"
 	"github.com/s-chain/schain/vm/writer"
 )
 
@@ -256,6 +258,91 @@ func TestReplacedTxIsNeverApplied(t *testing.T) {
 	_, _ = nw.round(1, 10)
 	for i, v := range nw.vms {
 		require.Equal(t, uint64(4), counter(t, v, rk), "vm %d: the allocation applied once (final receipt %s)", i, final.TxID)
+	}
+}
+
+// TestBoundTxMissingItsBlockIsNeverApplied is TestReplacedTxIsNeverApplied
+// for a transaction bound to a block height (txs.Header.BlockHeight): a new
+// owner signs its first write against the membership it predicts for the
+// next block, before that membership is in force. Here the prediction
+// fails (a late heartbeat keeps the dead validator a member), the write
+// misses the block at its height, and its owner cannot re-sign it. When
+// the predicted membership (same members, same generation, so the same
+// fingerprint) comes into force later, the transaction is refused by
+// admission and by every validator's Verify: it was valid at that one
+// height only.
+func TestBoundTxMissingItsBlockIsNeverApplied(t *testing.T) {
+	ctx := context.Background()
+	nw := newHeartbeatingNet(t)
+	nw.enterRound(3)
+	late, err := nw.vms[2].Writer().Heartbeat(ctx) // signed in round 3, not yet landed
+	require.NoError(t, err)
+	nw.heartbeats(0, 0, 1)
+
+	// Round 4: node 2's round-3 heartbeat has not landed, so the next block
+	// would leave it out, and one of its ranges moves to node 0.
+	nw.enterRound(4)
+	predicted := nw.snapshot(0)
+	inForce := nw.vms[0].Chain().InForce()
+	require.Equal(t, 2, predicted.Len(), "the next membership leaves node 2 out")
+	var rk string
+	for k := 0; rk == "" && k < 1000; k++ {
+		r := fmt.Sprintf("bound-%03d", k)
+		if inForce.Owner(r) == nw.keys[2].NodeID && predicted.Owner(r) == nw.keys[0].NodeID {
+			rk = r
+		}
+	}
+	require.NotEmpty(t, rk)
+	bound := nw.vms[0].Chain().LastAccepted().Block.Height + 1
+	orig, err := nw.vms[0].Writer().Allocate(ctx, []txs.AllocateEntry{{Range: rk, Count: 4}})
+	require.NoError(t, err)
+	require.Equal(t, bound, orig.Unsigned.Head().BlockHeight)
+	require.Equal(t, predicted.Fingerprint(), orig.Unsigned.Head().Fingerprint)
+	nw.gossip(0, orig)
+
+	// The late heartbeat lands in the block at that height, whose proposer's
+	// clock is still in round 3 (within the skew bound): no membership opens
+	// there, and orig does not fit it.
+	nw.now.Store(3*10_000 + 9_000)
+	nw.gossip(2, late)
+	b, err := nw.round(1, 10)
+	require.NoError(t, err)
+	require.Equal(t, bound, b.Block.Height)
+	require.Len(t, b.Txs, 1)
+	// Its height is accepted: orig leaves every pool, and its owner, who no
+	// longer owns rk in the next membership, answers it rejected.
+	final := nw.settle(0, orig.ID())
+	require.Equal(t, api.StatusRejected, final.Status, final.Error)
+	for i, v := range nw.vms {
+		require.False(t, v.Mempool().Has(orig.ID()), "vm %d still holds the bound transaction", i)
+	}
+
+	// Round 4 opens with node 2 still a member; round 5, node 2 silent for
+	// good, brings the membership node 0 predicted into force.
+	nw.enterRound(4)
+	for _, i := range []int{0, 1} {
+		hb, err := nw.vms[i].Writer().Heartbeat(ctx)
+		require.NoError(t, err)
+		nw.gossip(i, hb)
+	}
+	_, err = nw.round(0, 10)
+	require.NoError(t, err)
+	nw.enterRound(5)
+	nw.heartbeats(0, 0, 1)
+	require.Equal(t, orig.Unsigned.Head().Fingerprint, nw.vms[1].Chain().InForce().Fingerprint(), "the predicted membership is in force")
+
+	// A peer relays orig: refused as stale.
+	require.ErrorIs(t, nw.vms[1].Writer().SubmitTx(orig), writer.ErrStale)
+	// A Byzantine proposer puts it into the next block: refused by Verify.
+	last := nw.vms[1].Chain().LastAccepted()
+	forged, err := block.New(last.ID(), last.Block.Height+1, uint64(nw.now.Load()), true, 10, ids.ID{'r'}, []*txs.Tx{orig}, block.DefaultLimits())
+	require.NoError(t, err)
+	for i, v := range nw.vms {
+		parsed, err := v.ParseBlock(ctx, forged.Bytes())
+		require.NoError(t, err)
+		err = parsed.(snowblock.WithVerifyContext).VerifyWithContext(ctx, &snowblock.Context{PChainHeight: 10})
+		require.ErrorIs(t, err, execute.ErrWrongBlockHeight, "vm %d", i)
+		require.Zero(t, counter(t, v, rk), "vm %d: the bound allocation was never applied", i)
 	}
 }
 

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/ava-labs/avalanchego/ids"
+	"github.com/ava-labs/avalanchego/snow/consensus/snowman"
 	"github.com/ava-labs/avalanchego/snow/engine/common"
 	snowblock "github.com/ava-labs/avalanchego/snow/engine/snowman/block"
 	"github.com/stretchr/testify/require"
@@ -410,6 +411,37 @@ func movingRanges(t *testing.T, nw *net, dead, n int) (int, []string) {
 	return heir, moving
 }
 
+// openingProcessing has proposer build the block that opens round's
+// membership from alive's heartbeats, and every VM verify it without
+// accepting it: a block then processes above the last accepted one, so a
+// request for a range that moves with it cannot be bound to the next
+// height and waits for it (writer.OpeningWait). It returns each VM's
+// instance of the block; acceptOpening accepts them.
+func (nw *net) openingProcessing(proposer int, alive ...int) []snowman.Block {
+	ctx := context.Background()
+	for _, i := range alive {
+		tx, err := nw.vms[i].Writer().Heartbeat(ctx)
+		require.NoError(nw.t, err)
+		nw.gossip(i, tx)
+	}
+	last, err := nw.vms[proposer].LastAccepted(ctx)
+	require.NoError(nw.t, err)
+	pc := &snowblock.Context{PChainHeight: 10}
+	for _, v := range nw.vms {
+		require.NoError(nw.t, v.SetPreferenceWithContext(ctx, last, pc))
+	}
+	b, err := nw.vms[proposer].BuildBlockWithContext(ctx, pc)
+	require.NoError(nw.t, err)
+	require.True(nw.t, b.(*chain.Block).Changed(), "the block opens a new membership")
+	return nw.deliver(b, 10)
+}
+
+// acceptOpening accepts what openingProcessing built, everywhere.
+func (nw *net) acceptOpening(bs []snowman.Block) {
+	acceptAll(nw.t, bs)
+	nw.prefer(bs[0].ID())
+}
+
 // TestFloodOfArrivingRangesIsBounded: requests for a range about to move
 // to a node wait on it for the opening block, each holding one of its
 // token's pending slots. A token that floods such requests gets at most
@@ -424,6 +456,7 @@ func TestFloodOfArrivingRangesIsBounded(t *testing.T) {
 	const dead = 2
 	heir, moving := movingRanges(t, nw, dead, 1)
 	nw.enterRound(4) // the next block drops the dead validator
+	opening := nw.openingProcessing(0, 0, 1)
 	h, err := nw.vms[heir].Handler()
 	require.NoError(err)
 	srv := httptest.NewServer(h)
@@ -473,7 +506,7 @@ func TestFloodOfArrivingRangesIsBounded(t *testing.T) {
 	e, _ := authCall(t, srv.URL, bearerOf(tokB), "allocate", api.AllocateArgs{Range: own, Count: 1}, nil)
 	require.Nil(e, "beta is not starved by alpha's waiting requests")
 
-	nw.heartbeats(0, 0, 1) // the opening block
+	nw.acceptOpening(opening)
 	for i := 0; i < cc.MaxPendingPerToken; i++ {
 		select {
 		case e := <-held:
@@ -488,9 +521,9 @@ func TestFloodOfArrivingRangesIsBounded(t *testing.T) {
 }
 
 // TestArrivingBucketWaitsForTheOpeningBlock: a manifest of a bucket that
-// moves to a node at the next block waits on it for that block, as an
-// allocation does, and is signed for the new membership once it is
-// accepted; a caller that stops waiting first gets NotReady
+// moves to a node with a block still processing there waits on it for
+// that block, as an allocation does, and is signed for the new membership
+// once it is accepted; a caller that stops waiting first gets NotReady
 // (membership_opening).
 func TestArrivingBucketWaitsForTheOpeningBlock(t *testing.T) {
 	require := require.New(t)
@@ -499,6 +532,7 @@ func TestArrivingBucketWaitsForTheOpeningBlock(t *testing.T) {
 	const dead = 2
 	heir, moving := movingRanges(t, nw, dead, 1)
 	nw.enterRound(4) // the next block drops the dead validator
+	opening := nw.openingProcessing(0, 0, 1)
 	w := nw.vms[heir].Writer()
 	m := txs.Manifest{Bucket: moving[0], Key: "a/b.txt"}
 
@@ -526,7 +560,7 @@ func TestArrivingBucketWaitsForTheOpeningBlock(t *testing.T) {
 		}
 		require.True(time.Now().Before(deadline), "the manifest waits for the opening block")
 	}
-	nw.heartbeats(0, 0, 1) // the opening block
+	nw.acceptOpening(opening)
 	var r result
 	select {
 	case r = <-put:
@@ -540,23 +574,17 @@ func TestArrivingBucketWaitsForTheOpeningBlock(t *testing.T) {
 	require.Zero(gathered(t, nw.regs[heir], "opening_waits"))
 }
 
-// TestArrivingRangeWaitsForTheOpeningBlock: requests for ranges that move
-// to a node at the next block wait on it for that block (they used to
-// answer NotReady at once, and a client's write came after its back-off,
-// often a height later), are signed once it is accepted, and go into the
-// first block after it together: a grouped allocation and a pooled one's
-// refill. A caller that stops waiting first gets NotReady
 // TestArrivingRangeWaitsOutADeadProposerSlot: a request for a range that
-// moves here waits for the opening block through a dead validator's 5 s
-// proposer slot (the block it waits for comes a slot after the round start
-// where the wait began) and is signed when the block is accepted, rather
-// than answered NotReady just before it.
+// moves here while the block that moves it processes waits for that block
+// longer than a dead validator's 5 s proposer slot and is signed when the
+// block is accepted, rather than answered NotReady just before it.
 func TestArrivingRangeWaitsOutADeadProposerSlot(t *testing.T) {
 	require := require.New(t)
 	nw := newSilencedNet(t)
 	const dead = 2
 	heir, moving := movingRanges(t, nw, dead, 1)
 	nw.enterRound(4) // the next block drops the dead validator
+	opening := nw.openingProcessing(0, 0, 1)
 	w := nw.vms[heir].Writer()
 
 	type result struct {
@@ -569,104 +597,109 @@ func TestArrivingRangeWaitsOutADeadProposerSlot(t *testing.T) {
 		sub, err := w.AllocateOne(context.Background(), txs.AllocateEntry{Range: moving[0], Count: 1})
 		answered <- result{sub, err}
 	}()
-	// The opening block comes a proposer slot (5 s) later, accepted a few
-	// hundred milliseconds after that on a loaded machine.
+	// The opening block is accepted a proposer slot (5 s) later and a few
+	// hundred milliseconds more, as on a loaded machine.
 	select {
 	case r := <-answered:
 		t.Fatalf("answered %v after %s, before the opening block", r.err, time.Since(began).Round(time.Millisecond))
 	case <-time.After(5*time.Second + 500*time.Millisecond):
 	}
-	nw.heartbeats(0, 0, 1) // the opening block
+	nw.acceptOpening(opening)
 	select {
 	case r := <-answered:
 		require.NoError(r.err)
 		require.Equal(nw.keys[heir].NodeID, r.sub.Owner)
+		tx, ok := nw.vms[heir].Mempool().Get(r.sub.TxID)
+		require.True(ok)
+		require.Zero(tx.Unsigned.Head().BlockHeight, "signed against the membership in force, bound to no height")
 	case <-time.After(10 * time.Second):
 		t.Fatal("not answered after the opening block")
 	}
 }
 
-// (membership_opening), as before.
-func TestArrivingRangeWaitsForTheOpeningBlock(t *testing.T) {
+// TestArrivingRangeRidesInTheOpeningBlock: requests for ranges that move
+// to a node at the next block are signed at once, bound to that block's
+// height and pinned to the membership it will open (writer.pinFor), and
+// ride in it: a grouped allocation, a pooled one's reservation and a
+// manifest of an arriving bucket. The validator that builds the block
+// admits them without having computed that membership before. They used
+// to wait for that block and go into the one after it, a height later: 5 s
+// more per proposer slot drawn for a dead validator.
+func TestArrivingRangeRidesInTheOpeningBlock(t *testing.T) {
 	require := require.New(t)
 	ctx := context.Background()
 	nw := newSilencedNet(t)
 	const dead = 2
-
-	// Two ranges of the dead validator with the same heir.
-	heir, moving := movingRanges(t, nw, dead, 2)
-	// Round 4: the next block drops the dead validator.
-	nw.enterRound(4)
+	heir, moving := movingRanges(t, nw, dead, 3)
+	proposer := 1 - heir
+	nw.enterRound(4) // the next block drops the dead validator
 	w := nw.vms[heir].Writer()
+	height := nw.vms[heir].Chain().LastAccepted().Block.Height + 1
+	next := nw.snapshot(heir)
+	require.NotEqual(nw.vms[heir].Chain().InForce().Fingerprint(), next.Fingerprint())
 
-	short, cancel := context.WithTimeout(ctx, 50*time.Millisecond)
-	_, err := w.AllocateOne(short, txs.AllocateEntry{Range: moving[0], Count: 1})
-	cancel()
-	require.ErrorIs(err, writer.ErrMembershipOpening)
-	require.ErrorIs(err, chain.ErrNotReady)
-
+	grouped, err := w.AllocateOne(ctx, txs.AllocateEntry{Range: moving[0], Count: 3})
+	require.NoError(err, "signed at once")
+	manifest, err := w.PutManifest(ctx, txs.Manifest{Bucket: moving[2], Key: "a/b.txt"})
+	require.NoError(err, "signed at once")
 	type result struct {
-		sub writer.Submitted
+		p   writer.Pooled
 		err error
 	}
-	grouped := make(chan result, 1)
-	go func() {
-		sub, err := w.AllocateOne(ctx, txs.AllocateEntry{Range: moving[0], Count: 3})
-		grouped <- result{sub, err}
-	}()
 	pooled := make(chan result, 1)
 	go func() {
 		p, err := w.AllocatePooled(ctx, moving[1], 2)
-		pooled <- result{writer.Submitted{TxID: p.TxID}, err}
+		pooled <- result{p, err}
 	}()
-	deadline := time.Now().Add(10 * time.Second)
-	for gathered(t, nw.regs[heir], "opening_waits") < 2 {
-		select {
-		case r := <-grouped:
-			t.Fatalf("the grouped request answered before the opening block: %v", r.err)
-		case r := <-pooled:
-			t.Fatalf("the pooled request answered before the opening block: %v", r.err)
-		case <-time.After(5 * time.Millisecond):
-		}
-		require.True(time.Now().Before(deadline), "both requests wait for the opening block")
-	}
-
-	nw.heartbeats(0, 0, 1) // the opening block
-	g := <-grouped
-	require.NoError(g.err)
-	require.Equal(nw.keys[heir].NodeID, g.sub.Owner)
-	// Both writes wait in the heir's mempool (one transaction or two, as
-	// group commit cut them) before the next block is built.
-	pending := func() map[string]bool {
-		out := map[string]bool{}
+	own := func() []*txs.Tx {
+		var out []*txs.Tx
 		for _, tx := range nw.vms[heir].Mempool().All() {
-			if a, ok := tx.Unsigned.(*txs.AllocateTx); ok {
-				for _, e := range a.Entries {
-					out[e.Range] = true
-				}
+			if !tx.IsHeartbeat() && tx.Unsigned.Head().Owner == nw.keys[heir].NodeID {
+				out = append(out, tx)
 			}
 		}
 		return out
 	}
-	for !pending()[moving[0]] || !pending()[moving[1]] {
-		select {
-		case r := <-pooled:
-			t.Fatalf("the pooled request answered %v before its reservation was built", r.err)
-		case <-time.After(time.Millisecond):
-		}
-		require.True(time.Now().Before(deadline), "both writes reach the heir's mempool")
+	deadline := time.Now().Add(10 * time.Second)
+	for len(own()) < 3 {
+		require.True(time.Now().Before(deadline), "the pooled request's reservation is signed at once too")
+		time.Sleep(time.Millisecond)
 	}
-	next, err := nw.round(heir, 10)
+	require.Zero(gathered(t, nw.regs[heir], "opening_waits"), "nothing waits for the opening block")
+	for _, tx := range own() {
+		h := tx.Unsigned.Head()
+		require.Equal(height, h.BlockHeight, "bound to the next block")
+		require.Equal(next.Fingerprint(), h.Fingerprint, "pinned to the membership it opens")
+		nw.gossip(heir, tx)
+	}
+
+	for _, i := range []int{0, 1} {
+		hb, err := nw.vms[i].Writer().Heartbeat(ctx)
+		require.NoError(err)
+		nw.gossip(i, hb)
+	}
+	b, err := nw.round(proposer, 10)
 	require.NoError(err)
+	require.Equal(height, b.Block.Height)
+	require.True(b.Changed(), "the block opens the new membership")
 	included := map[ids.ID]bool{}
-	for _, tx := range next.Txs {
+	for _, tx := range b.Txs {
 		included[tx.ID()] = true
 	}
-	require.True(included[g.sub.TxID], "the grouped allocation is in the first block after the opening one")
-	p := <-pooled
-	require.NoError(p.err)
-	require.True(included[p.sub.TxID], "so is the pooled request's reservation")
-	require.Zero(gathered(t, nw.regs[heir], "opening_waits"))
+	require.True(included[grouped.TxID], "the grouped allocation rides in the opening block")
+	require.True(included[manifest.ID()], "so does the manifest")
+	var r result
+	select {
+	case r = <-pooled:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the pooled request did not answer after the opening block")
+	}
+	require.NoError(r.err)
+	require.True(included[r.p.TxID], "so does the pooled request's reservation")
+	rc, err := w.Receipt(grouped.TxID)
+	require.NoError(err)
+	require.Equal(api.StatusAccepted, rc.Status)
+	require.Equal(height, rc.Height)
 }
 
 // TestBuildSettlesAfterAMembershipChange: after accepting a block that
@@ -810,4 +843,52 @@ func eventWithin(v *vm.VM, d time.Duration) (common.Message, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), d)
 	defer cancel()
 	return v.Builder().WaitForEvent(ctx)
+}
+
+// TestBlockThatMovesRangesWaitsForTheNewOwners: the block that moves ranges
+// to new owners is built OpeningHold into its round at the earliest, so that
+// the new owners' first writes, signed once clients learn of the move at
+// the round's start, reach its builder and ride in it; WaitForEvent waits
+// out the hold instead of offering the build again at once. A block that
+// moves nothing is built at once.
+func TestBlockThatMovesRangesWaitsForTheNewOwners(t *testing.T) {
+	require := require.New(t)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	nw := newSilencedNet(t)
+	pc := &snowblock.Context{PChainHeight: 10}
+	const early = 400 // ms into round 4, whose first block drops the dead validator
+	nw.now.Store(4*10_000 + early)
+	for _, i := range []int{0, 1} {
+		tx, err := nw.vms[i].Writer().Heartbeat(ctx)
+		require.NoError(err)
+		nw.gossip(i, tx)
+	}
+	_, err := nw.vms[0].BuildBlockWithContext(ctx, pc)
+	require.ErrorIs(err, builder.ErrNoWork, "held")
+	asked := time.Now()
+	msg, err := nw.vms[0].WaitForEvent(ctx)
+	require.NoError(err)
+	require.Equal(common.PendingTxs, msg)
+	hold := builder.OpeningHold - early*time.Millisecond
+	require.GreaterOrEqual(time.Since(asked), hold/2, "WaitForEvent waited out the hold")
+
+	nw.now.Store(4*10_000 + builder.OpeningHold.Milliseconds())
+	b, err := nw.vms[0].BuildBlockWithContext(ctx, pc)
+	require.NoError(err)
+	require.True(b.(*chain.Block).Changed())
+	acceptAll(t, nw.deliver(b, 10))
+	nw.prefer(b.ID())
+	require.NoError(nw.vms[0].Builder().Settled(ctx))
+
+	// Round 5 keeps the members: its first block is built at its start.
+	nw.now.Store(5*10_000 + 1)
+	for _, i := range []int{0, 1} {
+		tx, err := nw.vms[i].Writer().Heartbeat(ctx)
+		require.NoError(err)
+		nw.gossip(i, tx)
+	}
+	b, err = nw.vms[0].BuildBlockWithContext(ctx, pc)
+	require.NoError(err, "a block that moves nothing is not held")
+	require.Len(b.(*chain.Block).Txs, 2)
 }

@@ -53,6 +53,17 @@ const retryBuild = time.Second
 // Memberships change rarely; the pause is paid once per change.
 const Settle = 300 * time.Millisecond
 
+// OpeningHold is how far into its liveness round a block that moves ranges
+// to new owners is built at the earliest. A move shows from the round's
+// start: only then do clients learn the new owners (getOwner), and the new
+// owners sign their first writes bound to that block (writer.pinFor). The
+// hold lets those writes reach the block's builder, after a client's
+// back-off (the Go client's is capped at 0.5 s) and a request, so that they
+// ride in it instead of waiting for the next height: after a failover that
+// is one proposer slot fewer, 5 s each time it is drawn for the dead
+// validator. Memberships change rarely; the hold is paid once per change.
+const OpeningHold = time.Second
+
 // Ticks. On a chain with no other work, blocks come at the liveness
 // rounds' starts only (the heartbeats). The proposer VM dates blocks in
 // whole seconds and gives each height 5 s slots from its parent's time, so
@@ -101,7 +112,10 @@ type Builder struct {
 	// (Settle after its acceptance here): WaitForEvent offers nothing
 	// before.
 	settled time.Time
-	changed chan struct{} // closed and replaced at every change
+	// heldUntil is when (unix milliseconds, the chain's clock) a block
+	// that moves ranges, held by OpeningHold, may be built; 0: none held.
+	heldUntil uint64
+	changed   chan struct{} // closed and replaced at every change
 	// noTicks turns ticks off (NoTicks).
 	noTicks bool
 }
@@ -193,6 +207,7 @@ func (b *Builder) Settled(ctx context.Context) error {
 func (b *Builder) Accepted(membershipChanged, moved bool) {
 	b.mu.Lock()
 	b.bootstrapTried = false
+	b.heldUntil = 0
 	if membershipChanged {
 		b.membershipWanted = false
 	}
@@ -234,6 +249,9 @@ func (b *Builder) WaitForEvent(ctx context.Context) (common.Message, error) {
 		if err := b.Settled(ctx); err != nil {
 			return 0, err
 		}
+		if err := b.held(ctx); err != nil {
+			return 0, err
+		}
 		changed := b.wait()
 		if b.needsOpening() {
 			return common.PendingTxs, nil
@@ -273,6 +291,29 @@ func (b *Builder) WaitForEvent(ctx context.Context) (common.Message, error) {
 			timer.Stop()
 			return 0, ctx.Err()
 		}
+	}
+}
+
+// held returns once a block held by OpeningHold may be built (at once
+// without one), or with ctx's error.
+func (b *Builder) held(ctx context.Context) error {
+	b.mu.Lock()
+	until := b.heldUntil
+	b.mu.Unlock()
+	if until == 0 {
+		return nil
+	}
+	left := b.chain.Until(until)
+	if left <= 0 {
+		return nil
+	}
+	t := time.NewTimer(left)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
 	}
 }
 
@@ -359,6 +400,13 @@ func (b *Builder) build(ctx context.Context, bctx *snowblock.Context) (snowman.B
 		d.Discard()
 		return nil, fmt.Errorf("%w: no usable validator at P-chain height %d", chain.ErrNotReady, bctx.PChainHeight)
 	}
+	if hold := OpeningHold - b.chain.IntoRound(d.Timestamp()); hold > 0 && d.Moves() {
+		d.Discard()
+		b.mu.Lock()
+		b.heldUntil = d.Timestamp() + uint64(hold.Milliseconds())
+		b.mu.Unlock()
+		return nil, fmt.Errorf("%w: the block that moves ranges to new owners waits %s more for their first writes", ErrNoWork, hold.Round(time.Millisecond))
+	}
 	stale := false
 	if d.Membership() != nil {
 		stale = b.pick(d)
@@ -411,10 +459,12 @@ func (b *Builder) pick(d *chain.Draft) (stale bool) {
 		case errors.Is(err, execute.ErrReplay):
 			// In a processing ancestor; kept in case that one is rejected.
 		case ahead(tx, d):
-			// Pinned to a P-chain height or round this block has not reached.
+			// Pinned to a P-chain height, round or block height this block
+			// has not reached.
 		case errors.Is(err, execute.ErrWrongPChainHeight), errors.Is(err, execute.ErrWrongFingerprint),
-			errors.Is(err, execute.ErrExpired):
-			// Pinned to a membership or round no longer in force.
+			errors.Is(err, execute.ErrExpired), errors.Is(err, execute.ErrWrongBlockHeight):
+			// Pinned to a membership, round or block height no longer in
+			// force.
 			stale = true
 		default:
 			b.mempool.Remove(tx.ID()) // evict only the offending transaction
@@ -429,6 +479,9 @@ func (b *Builder) pick(d *chain.Draft) (stale bool) {
 // liveness round, that d has not reached yet.
 func ahead(tx *txs.Tx, d *chain.Draft) bool {
 	h := tx.Unsigned.Head()
+	if h.BlockHeight > d.Height() {
+		return true
+	}
 	if height := d.Membership().Height(); h.PChainHeight != height {
 		return h.PChainHeight > height
 	}

@@ -358,6 +358,17 @@ func (c *Chain) UntilMidRound(ts uint64) (time.Duration, bool) {
 	return time.Duration(mid-now) * time.Millisecond, ts < mid
 }
 
+// Until is how long this node's clock takes to reach ms (unix
+// milliseconds); not positive once it has.
+func (c *Chain) Until(ms uint64) time.Duration {
+	return time.Duration(int64(ms)-c.cfg.Clock().UnixMilli()) * time.Millisecond
+}
+
+// IntoRound is how far ts (unix milliseconds) lies into its liveness round.
+func (c *Chain) IntoRound(ts uint64) time.Duration {
+	return time.Duration(ts%c.genesis.RoundDurationMs) * time.Millisecond
+}
+
 // NeedMembership is what a caller that needs a membership gets before the
 // chain has one: ErrNoMembership, after asking the builder for the opening
 // blocks.

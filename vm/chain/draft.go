@@ -3,6 +3,7 @@ package chain
 import (
 	"context"
 	"fmt"
+	"slices"
 
 	snowblock "github.com/ava-labs/avalanchego/snow/engine/snowman/block"
 
@@ -92,6 +93,22 @@ func (d *Draft) Round() uint64 { return d.exec.Round }
 
 // Changed reports whether the draft puts a new membership in force.
 func (d *Draft) Changed() bool { return d.exec.MembershipChanged }
+
+// Moves reports whether the draft puts other members in force than the
+// membership in force now: some ranges get new owners.
+func (d *Draft) Moves() bool {
+	if !d.exec.MembershipChanged || d.exec.Membership == nil {
+		return false
+	}
+	now := d.chain.InForce()
+	return now != nil && !slices.Equal(now.Record().Members, d.exec.Membership.Record().Members)
+}
+
+// Height is the draft's block height.
+func (d *Draft) Height() uint64 { return d.height }
+
+// Timestamp is the draft's block time, unix milliseconds.
+func (d *Draft) Timestamp() uint64 { return d.ts }
 
 // Len is the number of transactions added.
 func (d *Draft) Len() int { return len(d.txs) }

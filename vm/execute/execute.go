@@ -35,6 +35,9 @@ var (
 	// ErrNotYetValid: signed in a liveness round more than one after the
 	// block's (one covers clocks that differ within the skew bound).
 	ErrNotYetValid = errcode.New(errcode.Rejected, "not_yet_valid", "execute: transaction signed in a later liveness round than the block's")
+	// ErrWrongBlockHeight: a transaction bound to a block height
+	// (txs.Header.BlockHeight) is valid in a block of that height only.
+	ErrWrongBlockHeight = errcode.New(errcode.Rejected, "wrong_block_height", "execute: transaction bound to another block height than the block's")
 )
 
 // DefaultReplayPruneLimit is how many replay entries one block deletes at
@@ -110,6 +113,8 @@ func Tx(r state.Reader, c *Context, tx *txs.Tx) (*state.Changes, error) {
 		return nil, fmt.Errorf("%w: %s", ErrWrongChain, h.ChainID)
 	case h.PChainHeight != c.Membership.Height():
 		return nil, fmt.Errorf("%w: tx pinned to %d, block at %d", ErrWrongPChainHeight, h.PChainHeight, c.Membership.Height())
+	case h.BlockHeight != 0 && h.BlockHeight != c.Height:
+		return nil, fmt.Errorf("%w: tx bound to %d, block at %d", ErrWrongBlockHeight, h.BlockHeight, c.Height)
 	}
 	if tx.IsHeartbeat() {
 		// A heartbeat is pinned to a liveness round, not to a membership:

@@ -237,3 +237,39 @@ func TestTxLifetime(t *testing.T) {
 		}
 	}
 }
+
+// TestBoundTxOnlyAtItsHeight: a transaction bound to a block height
+// (txs.Header.BlockHeight) applies in a block of that height and in no
+// other, earlier or later; an unbound one at any height. This is what lets
+// a new owner re-sign a write that missed the block it was bound to: once
+// that height is accepted, the first can never be applied.
+func TestBoundTxOnlyAtItsHeight(t *testing.T) {
+	w := newWorld(t, 2)
+	e := w.epoch(10, map[int]uint64{0: 1, 1: 1})
+	mine := rangesOwnedBy(e, w.keys[0].NodeID, 1)[0]
+	signed := func(bound uint64) *txs.Tx {
+		h := w.header(e, w.keys[0].NodeID)
+		h.BlockHeight = bound
+		tx, err := w.keys[0].Sign(&txs.AllocateTx{Header: h, Entries: []txs.AllocateEntry{{Range: mine, Count: 1}}})
+		require.NoError(t, err)
+		return tx
+	}
+	for _, tt := range []struct {
+		bound, block uint64
+		err          error
+	}{
+		{bound: 7, block: 7},
+		{bound: 7, block: 6, err: execute.ErrWrongBlockHeight},
+		{bound: 7, block: 8, err: execute.ErrWrongBlockHeight},
+		{bound: 0, block: 6},
+		{bound: 0, block: 8},
+	} {
+		_, l := fresh(t)
+		_, err := execute.Tx(l, w.ctx(e, tt.block), signed(tt.bound))
+		if tt.err == nil {
+			require.NoError(t, err, "bound to %d, block at %d", tt.bound, tt.block)
+		} else {
+			require.ErrorIs(t, err, tt.err, "bound to %d, block at %d", tt.bound, tt.block)
+		}
+	}
+}

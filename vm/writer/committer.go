@@ -56,16 +56,18 @@ func (w *Writer) AllocateOne(ctx context.Context, entry txs.AllocateEntry) (Subm
 }
 
 // checkOwned fails fast with NotOwner before a request waits for a group.
-// A range that moves to this node at the next block (ErrMembershipOpening)
-// waits for that block instead, at most OpeningWait and never past
-// ctx: the request's write is then signed as soon as the block is accepted
-// and goes into the first block after it, with the other new owners' first
+// A range that moves to this node at the next block is signed at once,
+// bound to that block (pinFor), so that it rides in it. When it cannot be
+// bound (a processing block may take that height) it waits for that block
+// instead (ErrMembershipOpening), at most OpeningWait and never past ctx:
+// the request's write is then signed as soon as the block is accepted and
+// goes into the first block after it, with the other new owners' first
 // writes. Answered NotReady at once, the client came back after its
 // back-off, often after that block was built, and its write waited for the
 // next height, which costs 5 s per proposer slot drawn for a dead
 // validator (docs/liveness.md, "What a failover waits for").
 func (w *Writer) checkOwned(ctx context.Context, ranges []string) error {
-	_, err := w.signingMembership(ctx, ranges)
+	_, _, err := w.pinFor(ctx, ranges)
 	if !errors.Is(err, ErrMembershipOpening) {
 		return err // the common case takes no other lock
 	}
@@ -76,7 +78,7 @@ func (w *Writer) checkOwned(ctx context.Context, ranges []string) error {
 	for {
 		decided := w.tracker.wait()
 		// Checked again after taking decided, so that no accept is missed.
-		if _, err = w.signingMembership(ctx, ranges); !errors.Is(err, ErrMembershipOpening) {
+		if _, _, err = w.pinFor(ctx, ranges); !errors.Is(err, ErrMembershipOpening) {
 			return err
 		}
 		select {

@@ -21,7 +21,7 @@ import (
 // happens in the background.
 func (w *Writer) repinStale(e *execute.Membership) {
 	last := w.chain.LastAccepted().Block
-	win := window{inForce: e, acceptedRound: w.chain.Round(last.Timestamp)}
+	win := window{inForce: e, acceptedRound: w.chain.Round(last.Timestamp), acceptedHeight: last.Height}
 	var own []*txs.Tx
 	for _, tx := range w.mempool.All() {
 		if !w.dead(tx, win) {

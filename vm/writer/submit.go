@@ -52,16 +52,19 @@ func (w *Writer) signOwn(ctx context.Context, build func(txs.Header) txs.Unsigne
 	return tx, nil
 }
 
-// signCurrent signs against the membership in force (see signingMembership)
-// after checking this node owns every range.
+// signCurrent signs against the membership in force, or binds the
+// transaction to the block that opens the next one (pinFor), after checking
+// this node owns every range.
 func (w *Writer) signCurrent(ctx context.Context, build func(txs.Header) txs.Unsigned, ranges []string) (*txs.Tx, error) {
-	e, err := w.signingMembership(ctx, ranges)
+	e, blockHeight, err := w.pinFor(ctx, ranges)
 	if err != nil {
 		return nil, err
 	}
 	round := w.chain.CurrentRound()
 	for attempt := 0; ; attempt++ {
-		tx, err := w.sign(build(w.header(e.Height(), e.Fingerprint(), round)))
+		h := w.header(e.Height(), e.Fingerprint(), round)
+		h.BlockHeight = blockHeight
+		tx, err := w.sign(build(h))
 		if err != nil {
 			return nil, err
 		}
@@ -127,7 +130,10 @@ var (
 type window struct {
 	lowHeight, highHeight uint64
 	acceptedRound, round  uint64
-	inForce               *execute.Membership
+	// acceptedHeight is the last accepted block's height: a transaction
+	// bound to it or below can never be included any more.
+	acceptedHeight uint64
+	inForce        *execute.Membership
 }
 
 func (w *Writer) admissionWindow() (window, error) {
@@ -139,9 +145,10 @@ func (w *Writer) admissionWindow() (window, error) {
 	last := w.chain.LastAccepted().Block
 	return window{
 		lowHeight: last.PChainHeight, highHeight: newest,
-		acceptedRound: w.chain.Round(last.Timestamp),
-		round:         w.chain.Round(max(uint64(w.cfg.Clock().UnixMilli()), last.Timestamp)),
-		inForce:       inForce,
+		acceptedRound:  w.chain.Round(last.Timestamp),
+		round:          w.chain.Round(max(uint64(w.cfg.Clock().UnixMilli()), last.Timestamp)),
+		acceptedHeight: last.Height,
+		inForce:        inForce,
 	}, nil
 }
 
@@ -159,9 +166,18 @@ func (win window) check(h *txs.Header, heartbeat bool) error {
 		return fmt.Errorf("%w: signed in liveness round %d, this node is in %d", ErrOutsideWindow, h.Round, win.round)
 	case heartbeat && h.Round+1 < win.round:
 		return fmt.Errorf("%w: heartbeat of liveness round %d, this node is in %d", ErrOutsideWindow, h.Round, win.round)
+	case h.BlockHeight > win.acceptedHeight+boundAhead:
+		return fmt.Errorf("%w: bound to block height %d, this node accepted %d", ErrOutsideWindow, h.BlockHeight, win.acceptedHeight)
 	}
 	return nil
 }
+
+// boundAhead is how far above this node's last accepted block a
+// transaction may be bound (txs.Header.BlockHeight): an honest owner binds
+// to the height after its own last accepted block, and this node may not
+// have accepted that block yet. Higher ones would wait in the pool for
+// heights nobody binds to.
+const boundAhead = 2
 
 // dead reports whether tx can never be included in a block that extends the
 // last accepted one, whose membership in force is win.inForce and whose
@@ -173,6 +189,8 @@ func (win window) check(h *txs.Header, heartbeat bool) error {
 func (w *Writer) dead(tx *txs.Tx, win window) bool {
 	h := tx.Unsigned.Head()
 	switch {
+	case h.BlockHeight != 0 && h.BlockHeight <= win.acceptedHeight:
+		return true
 	case h.PChainHeight != win.inForce.Height():
 		return h.PChainHeight < win.inForce.Height()
 	case tx.IsHeartbeat():
@@ -207,6 +225,13 @@ func (w *Writer) checkSigner(tx *txs.Tx) error {
 	var pinned *execute.Membership
 	if !tx.IsHeartbeat() {
 		m, ok := w.chain.Membership(h.Fingerprint)
+		if !ok && h.BlockHeight != 0 {
+			// Bound to the block that opens the next membership: this node
+			// may not have computed it yet.
+			if next, err := w.chain.Snapshot(context.Background()); err == nil && next.Fingerprint() == h.Fingerprint {
+				m, ok = next, true
+			}
+		}
 		if !ok || m.Height() != h.PChainHeight {
 			return fmt.Errorf("%w: fingerprint %s at P-chain height %d", ErrUnknownMembership, h.Fingerprint, h.PChainHeight)
 		}
@@ -271,6 +296,9 @@ func (w *Writer) Admit(tx *txs.Tx) error {
 	}
 	if err := w.mempool.Add(tx); err != nil {
 		return err
+	}
+	if h := tx.Unsigned.Head(); h.BlockHeight != 0 {
+		w.noteBound(h.BlockHeight)
 	}
 	w.metrics.mempoolDepth.Set(float64(w.mempool.Len()))
 	return nil

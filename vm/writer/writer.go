@@ -10,6 +10,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"sync"
 	"sync/atomic"
@@ -104,6 +105,10 @@ type Writer struct {
 	// repinWanted is set when a build skipped stale work: the next accept
 	// re-pins even if it changed no membership.
 	repinWanted atomic.Bool
+	// boundThrough is the highest block height a pending transaction is
+	// bound to (pinFor, admission; 0: none): the accept of that height
+	// re-pins the ones that missed their block.
+	boundThrough atomic.Uint64
 
 	intents       chan intent
 	stop          context.CancelFunc
@@ -176,7 +181,11 @@ func (w *Writer) Accepted(b *chain.Block, inForce *execute.Membership, changed b
 		included[i] = tx.ID()
 	}
 	w.mempool.Remove(included...)
-	if repin := w.repinWanted.Swap(false); b.HasPChainHeight && inForce != nil && (changed || repin) {
+	repin := w.repinWanted.Swap(false)
+	if bound := w.boundThrough.Load(); bound != 0 && b.Block.Height >= bound && w.boundThrough.CompareAndSwap(bound, 0) {
+		repin = true // transactions bound to this height or below that missed it are dead
+	}
+	if b.HasPChainHeight && inForce != nil && (changed || repin) {
 		w.repinStale(inForce)
 	}
 	w.mempool.Signal()
@@ -230,6 +239,49 @@ func (w *Writer) signingMembership(ctx context.Context, ranges []string) (*execu
 		return nil, fmt.Errorf("%w: %w (%v; retry shortly)", chain.ErrNotReady, ErrMembershipOpening, err)
 	}
 	return now, nil
+}
+
+// pinFor is where this node signs a new transaction of ranges: the
+// membership in force, bound to no block height (signingMembership), or,
+// for a range that moves to this node when the next block opens the new
+// membership, that membership (Snapshot) bound to the next block's height
+// (txs.Header.BlockHeight). The bound transaction can ride in the block
+// that moves the range, one height earlier than a write signed once that
+// block is accepted: after a failover that is one proposer slot fewer to
+// wait for, 5 s each time the slot is a dead validator's. Binding keeps
+// re-signing safe although the membership is only predicted: the
+// transaction is valid at that one height, whose block is the only one
+// accepted there, so once it is accepted without the transaction, the
+// transaction can never be applied and its owner re-signs it (repinStale).
+// A processing block above the last accepted one may take the next height
+// without it; then the range waits for the opening block as before
+// (ErrMembershipOpening).
+func (w *Writer) pinFor(ctx context.Context, ranges []string) (e *execute.Membership, blockHeight uint64, err error) {
+	e, err = w.signingMembership(ctx, ranges)
+	if !errors.Is(err, ErrMembershipOpening) {
+		return e, 0, err
+	}
+	if n, _ := w.chain.Processing(ids.Empty); n != 0 {
+		return nil, 0, err
+	}
+	last := w.chain.LastAccepted().Block
+	next, serr := w.chain.Snapshot(ctx)
+	if serr != nil || next.CheckOwner(ranges, w.cfg.NodeID) != nil || w.chain.LastAccepted().Block.Height != last.Height {
+		return nil, 0, err
+	}
+	w.noteBound(last.Height + 1)
+	return next, last.Height + 1, nil
+}
+
+// noteBound remembers that a transaction bound to height h waits: the
+// accept of that height re-pins it if it missed the block (Accepted).
+func (w *Writer) noteBound(h uint64) {
+	for {
+		cur := w.boundThrough.Load()
+		if cur >= h || w.boundThrough.CompareAndSwap(cur, h) {
+			return
+		}
+	}
 }
 
 func randomNonce() (uint64, error) {
