@@ -850,7 +850,9 @@ func eventWithin(v *vm.VM, d time.Duration) (common.Message, error) {
 // the new owners' first writes, signed once clients learn of the move at
 // the round's start, reach its builder and ride in it; WaitForEvent waits
 // out the hold instead of offering the build again at once. A block that
-// moves nothing is built at once.
+// moves nothing is built at once, and so is one that moves ranges a round
+// or more after the move showed (its round's start slot was a dead
+// validator's): the new owners' writes were signed long before.
 func TestBlockThatMovesRangesWaitsForTheNewOwners(t *testing.T) {
 	require := require.New(t)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
@@ -891,4 +893,17 @@ func TestBlockThatMovesRangesWaitsForTheNewOwners(t *testing.T) {
 	b, err = nw.vms[0].BuildBlockWithContext(ctx, pc)
 	require.NoError(err, "a block that moves nothing is not held")
 	require.Len(b.(*chain.Block).Txs, 2)
+
+	// The move showed in round 4, a round without a block; its block in
+	// round 5 is built at once.
+	late := newSilencedNet(t)
+	late.now.Store(5*10_000 + early)
+	for _, i := range []int{0, 1} {
+		tx, err := late.vms[i].Writer().Heartbeat(ctx)
+		require.NoError(err)
+		late.gossip(i, tx)
+	}
+	b, err = late.vms[0].BuildBlockWithContext(ctx, pc)
+	require.NoError(err, "the move showed a round before")
+	require.True(b.(*chain.Block).Changed())
 }

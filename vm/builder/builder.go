@@ -54,14 +54,15 @@ const retryBuild = time.Second
 const Settle = 300 * time.Millisecond
 
 // OpeningHold is how far into its liveness round a block that moves ranges
-// to new owners is built at the earliest. A move shows from the round's
-// start: only then do clients learn the new owners (getOwner), and the new
+// to new owners is built at the earliest (see holdUntil). A move shows from
+// the round's start: only then do clients learn the new owners (getOwner), and the new
 // owners sign their first writes bound to that block (writer.pinFor). The
 // hold lets those writes reach the block's builder, after a client's
 // back-off (the Go client's is capped at 0.5 s) and a request, so that they
 // ride in it instead of waiting for the next height: after a failover that
 // is one proposer slot fewer, 5 s each time it is drawn for the dead
 // validator. Memberships change rarely; the hold is paid once per change.
+// Rounds shorter than five holds hold a fifth of a round.
 const OpeningHold = time.Second
 
 // Ticks. On a chain with no other work, blocks come at the liveness
@@ -294,6 +295,19 @@ func (b *Builder) WaitForEvent(ctx context.Context) (common.Message, error) {
 	}
 }
 
+// holdUntil is when (unix milliseconds) d may be built if it moves ranges:
+// OpeningHold (a fifth of a shorter round) after the start of the round
+// after its parent's, when clients learned of the move (getOwner answers
+// for the next block, on the last accepted one, in the current round).
+// When rounds passed without a block (dead proposer slots), the new owners
+// signed their writes long before and nothing is held.
+func (b *Builder) holdUntil(d *chain.Draft) uint64 {
+	round := b.chain.RoundLength()
+	hold := min(OpeningHold, round/5)
+	visible := (b.chain.Round(d.Parent().Block.Timestamp) + 1) * uint64(round.Milliseconds())
+	return visible + uint64(hold.Milliseconds())
+}
+
 // held returns once a block held by OpeningHold may be built (at once
 // without one), or with ctx's error.
 func (b *Builder) held(ctx context.Context) error {
@@ -400,12 +414,12 @@ func (b *Builder) build(ctx context.Context, bctx *snowblock.Context) (snowman.B
 		d.Discard()
 		return nil, fmt.Errorf("%w: no usable validator at P-chain height %d", chain.ErrNotReady, bctx.PChainHeight)
 	}
-	if hold := OpeningHold - b.chain.IntoRound(d.Timestamp()); hold > 0 && d.Moves() {
+	if until := b.holdUntil(d); until > d.Timestamp() && d.Moves() {
 		d.Discard()
 		b.mu.Lock()
-		b.heldUntil = d.Timestamp() + uint64(hold.Milliseconds())
+		b.heldUntil = until
 		b.mu.Unlock()
-		return nil, fmt.Errorf("%w: the block that moves ranges to new owners waits %s more for their first writes", ErrNoWork, hold.Round(time.Millisecond))
+		return nil, fmt.Errorf("%w: the block that moves ranges to new owners waits %dms more for their first writes", ErrNoWork, until-d.Timestamp())
 	}
 	stale := false
 	if d.Membership() != nil {

@@ -364,6 +364,11 @@ func (c *Chain) Until(ms uint64) time.Duration {
 	return time.Duration(int64(ms)-c.cfg.Clock().UnixMilli()) * time.Millisecond
 }
 
+// RoundLength is the liveness round's duration.
+func (c *Chain) RoundLength() time.Duration {
+	return time.Duration(c.genesis.RoundDurationMs) * time.Millisecond
+}
+
 // IntoRound is how far ts (unix milliseconds) lies into its liveness round.
 func (c *Chain) IntoRound(ts uint64) time.Duration {
 	return time.Duration(ts%c.genesis.RoundDurationMs) * time.Millisecond
