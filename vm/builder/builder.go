@@ -296,16 +296,19 @@ func (b *Builder) WaitForEvent(ctx context.Context) (common.Message, error) {
 }
 
 // holdUntil is when (unix milliseconds) d may be built if it moves ranges:
-// OpeningHold (a fifth of a shorter round) after the start of the round
-// after its parent's, when clients learned of the move (getOwner answers
-// for the next block, on the last accepted one, in the current round).
-// When rounds passed without a block (dead proposer slots), the new owners
-// signed their writes long before and nothing is held.
+// OpeningHold (a fifth of a shorter round) after the start of its round,
+// when clients learned of the move (getOwner answers for the next block,
+// on the last accepted one, in the current round), if that round follows
+// its parent's. Otherwise nothing is held: when rounds passed without a
+// block (dead proposer slots), the new owners signed their writes long
+// before, and a move within the parent's round comes from a new P-chain
+// height, which shows whenever a node sees it.
 func (b *Builder) holdUntil(d *chain.Draft) uint64 {
+	if d.Round() != b.chain.Round(d.Parent().Block.Timestamp)+1 {
+		return 0
+	}
 	round := b.chain.RoundLength()
-	hold := min(OpeningHold, round/5)
-	visible := (b.chain.Round(d.Parent().Block.Timestamp) + 1) * uint64(round.Milliseconds())
-	return visible + uint64(hold.Milliseconds())
+	return d.Round()*uint64(round.Milliseconds()) + uint64(min(OpeningHold, round/5).Milliseconds())
 }
 
 // held returns once a block held by OpeningHold may be built (at once

@@ -106,7 +106,7 @@ type Writer struct {
 	// re-pins even if it changed no membership.
 	repinWanted atomic.Bool
 	// boundThrough is the highest block height a pending transaction is
-	// bound to (pinFor, admission; 0: none): the accept of that height
+	// bound to (pinFor, admission; 0: none): every accept up to that height
 	// re-pins the ones that missed their block.
 	boundThrough atomic.Uint64
 
@@ -182,8 +182,13 @@ func (w *Writer) Accepted(b *chain.Block, inForce *execute.Membership, changed b
 	}
 	w.mempool.Remove(included...)
 	repin := w.repinWanted.Swap(false)
-	if bound := w.boundThrough.Load(); bound != 0 && b.Block.Height >= bound && w.boundThrough.CompareAndSwap(bound, 0) {
-		repin = true // transactions bound to this height or below that missed it are dead
+	if bound := w.boundThrough.Load(); bound != 0 {
+		// Transactions bound to this height or below that missed their
+		// block are dead; those bound higher wait for a later accept.
+		repin = true
+		if b.Block.Height >= bound {
+			w.boundThrough.CompareAndSwap(bound, 0)
+		}
 	}
 	if b.HasPChainHeight && inForce != nil && (changed || repin) {
 		w.repinStale(inForce)
