@@ -195,6 +195,42 @@ func TestHealthNamesWhatIsWrong(t *testing.T) {
 	require.NoError(t, err)
 }
 
+// newLateHeartbeatNet is a heartbeating net in round 4 whose validator 2
+// signed its round-3 heartbeat, late, which has not landed: the next block
+// would leave validator 2 out.
+func newLateHeartbeatNet(t *testing.T) (*net, *txs.Tx) {
+	nw := newHeartbeatingNet(t)
+	nw.enterRound(3)
+	late, err := nw.vms[2].Writer().Heartbeat(context.Background())
+	require.NoError(t, err)
+	nw.heartbeats(0, 0, 1)
+	nw.enterRound(4)
+	return nw, late
+}
+
+// landLate has validator 1 put the late heartbeat into a block whose
+// clock is still in round 3 (within the skew bound): validator 2 stays a
+// member in round 4.
+func (nw *net) landLate(late *txs.Tx) *chain.Block {
+	nw.now.Store(3*10_000 + 9_000)
+	nw.gossip(2, late)
+	b, err := nw.round(1, 10)
+	require.NoError(nw.t, err)
+	return b
+}
+
+// openRound4 opens round 4 with validators 0 and 1's heartbeats.
+func (nw *net) openRound4() {
+	nw.enterRound(4)
+	for _, i := range []int{0, 1} {
+		hb, err := nw.vms[i].Writer().Heartbeat(context.Background())
+		require.NoError(nw.t, err)
+		nw.gossip(i, hb)
+	}
+	_, err := nw.round(0, 10)
+	require.NoError(nw.t, err)
+}
+
 // TestReplacedTxIsNeverApplied: a transaction its owner replaced must never
 // be applied, whatever membership comes into force later. Before the fix
 // an owner signed against the membership it predicted for the next block;
@@ -204,15 +240,9 @@ func TestHealthNamesWhatIsWrong(t *testing.T) {
 // allocation moved the counter twice.
 func TestReplacedTxIsNeverApplied(t *testing.T) {
 	ctx := context.Background()
-	nw := newHeartbeatingNet(t)
-	nw.enterRound(3)
-	late, err := nw.vms[2].Writer().Heartbeat(ctx) // signed in epoch 3, not yet landed
-	require.NoError(t, err)
-	nw.heartbeats(0, 0, 1)
-
 	// Epoch 4: node 2's epoch-3 heartbeat has not landed, so the next
 	// block would leave it out. Node 0 allocates a range it owns either way.
-	nw.enterRound(4)
+	nw, late := newLateHeartbeatNet(t)
 	full := nw.snapshot(0)
 	require.Equal(t, 2, full.Len(), "the next membership leaves node 2 out")
 	var rk string
@@ -228,21 +258,11 @@ func TestReplacedTxIsNeverApplied(t *testing.T) {
 
 	// The late heartbeat lands in a block whose proposer's clock is still
 	// in epoch 3 (within the skew bound).
-	nw.now.Store(3*10_000 + 9_000)
-	nw.gossip(2, late)
-	_, err = nw.round(1, 10)
-	require.NoError(t, err)
+	nw.landLate(late)
 
 	// Epoch 4 opens with node 2 still a member; whatever happened to the
 	// allocation (included, or re-signed by its owner), it completes.
-	nw.enterRound(4)
-	for _, i := range []int{0, 1} {
-		hb, err := nw.vms[i].Writer().Heartbeat(ctx)
-		require.NoError(t, err)
-		nw.gossip(i, hb)
-	}
-	_, err = nw.round(0, 10)
-	require.NoError(t, err)
+	nw.openRound4()
 	final := nw.settle(0, orig.ID())
 	require.Equal(t, api.StatusAccepted, final.Status)
 	require.Equal(t, uint64(4), counter(t, nw.vms[1], rk))
@@ -273,15 +293,9 @@ func TestReplacedTxIsNeverApplied(t *testing.T) {
 // height only.
 func TestBoundTxMissingItsBlockIsNeverApplied(t *testing.T) {
 	ctx := context.Background()
-	nw := newHeartbeatingNet(t)
-	nw.enterRound(3)
-	late, err := nw.vms[2].Writer().Heartbeat(ctx) // signed in round 3, not yet landed
-	require.NoError(t, err)
-	nw.heartbeats(0, 0, 1)
-
 	// Round 4: node 2's round-3 heartbeat has not landed, so the next block
 	// would leave it out, and one of its ranges moves to node 0.
-	nw.enterRound(4)
+	nw, late := newLateHeartbeatNet(t)
 	predicted := nw.snapshot(0)
 	inForce := nw.vms[0].Chain().InForce()
 	require.Equal(t, 2, predicted.Len(), "the next membership leaves node 2 out")
@@ -303,10 +317,7 @@ func TestBoundTxMissingItsBlockIsNeverApplied(t *testing.T) {
 	// The late heartbeat lands in the block at that height, whose proposer's
 	// clock is still in round 3 (within the skew bound): no membership opens
 	// there, and orig does not fit it.
-	nw.now.Store(3*10_000 + 9_000)
-	nw.gossip(2, late)
-	b, err := nw.round(1, 10)
-	require.NoError(t, err)
+	b := nw.landLate(late)
 	require.Equal(t, bound, b.Block.Height)
 	require.Len(t, b.Txs, 1)
 	// Its height is accepted: orig leaves every pool, and its owner, who no
@@ -319,14 +330,7 @@ func TestBoundTxMissingItsBlockIsNeverApplied(t *testing.T) {
 
 	// Round 4 opens with node 2 still a member; round 5, node 2 silent for
 	// good, brings the membership node 0 predicted into force.
-	nw.enterRound(4)
-	for _, i := range []int{0, 1} {
-		hb, err := nw.vms[i].Writer().Heartbeat(ctx)
-		require.NoError(t, err)
-		nw.gossip(i, hb)
-	}
-	_, err = nw.round(0, 10)
-	require.NoError(t, err)
+	nw.openRound4()
 	nw.enterRound(5)
 	nw.heartbeats(0, 0, 1)
 	require.Equal(t, orig.Unsigned.Head().Fingerprint, nw.vms[1].Chain().InForce().Fingerprint(), "the predicted membership is in force")
