@@ -236,9 +236,12 @@ func (a *adversary) junk(round uint64) {
 			return
 		}
 		a.refused(a.sign(&txs.AllocateTx{Header: a.header(round - 4), Entries: []txs.AllocateEntry{{Range: byzRange, Count: 1}}}), writer.ErrStale, "expired")
-	case 4: // a membership nobody computed
+	case 4: // a membership nobody computed, bound to the next block or not
 		h := a.header(round)
 		h.Fingerprint = ids.ID{byte(a.rng.Uint32())}
+		if a.rng.IntN(2) == 0 {
+			h.BlockHeight = a.nw.vms[0].Chain().LastAccepted().Block.Height + 1
+		}
 		a.refused(a.sign(&txs.AllocateTx{Header: h, Entries: []txs.AllocateEntry{{Range: "x", Count: 1}}}), writer.ErrUnknownMembership, "unknown membership")
 	case 5: // a range it does not own
 		if honestRange == "" {

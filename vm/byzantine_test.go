@@ -327,6 +327,7 @@ func TestBoundTxMissingItsBlockIsNeverApplied(t *testing.T) {
 	for i, v := range nw.vms {
 		require.False(t, v.Mempool().Has(orig.ID()), "vm %d still holds the bound transaction", i)
 	}
+	require.Equal(t, 1.0, gathered(t, nw.regs[0], "bound_writes_missed_total"))
 
 	// Round 4 opens with node 2 still a member; round 5, node 2 silent for
 	// good, brings the membership node 0 predicted into force.

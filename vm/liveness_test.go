@@ -666,6 +666,7 @@ func TestArrivingRangeRidesInTheOpeningBlock(t *testing.T) {
 		time.Sleep(time.Millisecond)
 	}
 	require.Zero(gathered(t, nw.regs[heir], "opening_waits"), "nothing waits for the opening block")
+	require.Equal(3.0, gathered(t, nw.regs[heir], "bound_writes_total"))
 	for _, tx := range own() {
 		h := tx.Unsigned.Head()
 		require.Equal(height, h.BlockHeight, "bound to the next block")
@@ -696,6 +697,7 @@ func TestArrivingRangeRidesInTheOpeningBlock(t *testing.T) {
 	}
 	require.NoError(r.err)
 	require.True(included[r.p.TxID], "so does the pooled request's reservation")
+	require.Zero(gathered(t, nw.regs[heir], "bound_writes_missed_total"))
 	rc, err := w.Receipt(grouped.TxID)
 	require.NoError(err)
 	require.Equal(api.StatusAccepted, rc.Status)

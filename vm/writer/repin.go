@@ -28,8 +28,11 @@ func (w *Writer) repinStale(e *execute.Membership) {
 			continue
 		}
 		w.mempool.Remove(tx.ID())
-		if tx.Unsigned.Head().Owner == w.cfg.NodeID && !tx.IsHeartbeat() {
+		if h := tx.Unsigned.Head(); h.Owner == w.cfg.NodeID && !tx.IsHeartbeat() {
 			own = append(own, tx)
+			if h.BlockHeight != 0 {
+				w.metrics.boundMissed.Inc()
+			}
 		}
 	}
 	if len(own) == 0 {

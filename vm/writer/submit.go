@@ -74,6 +74,9 @@ func (w *Writer) signCurrent(ctx context.Context, build func(txs.Header) txs.Uns
 		_, err = w.chain.State().Receipt(tx.ID())
 		switch {
 		case errors.Is(err, state.ErrNotFound):
+			if blockHeight != 0 {
+				w.metrics.bound.Inc()
+			}
 			return tx, nil
 		case err != nil:
 			return nil, err

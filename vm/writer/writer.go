@@ -303,6 +303,8 @@ type metrics struct {
 	refused      *prometheus.CounterVec // admission refusals, by reason
 	pooled       *prometheus.CounterVec // pooled allocations: "hit" or "wait" (for a reservation)
 	openingWaits prometheus.Gauge       // requests waiting for the block that opens their range's move here
+	bound        prometheus.Counter     // this node's transactions bound to the block that moves their ranges here
+	boundMissed  prometheus.Counter     // of those, the ones that missed that block (re-signed or rejected)
 }
 
 func newMetrics(reg prometheus.Registerer) (*metrics, error) {
@@ -314,8 +316,10 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 		refused:      prometheus.NewCounterVec(prometheus.CounterOpts{Name: "admission_refusals_total", Help: "transactions refused by admission (API, re-pinning, gossip), by reason"}, []string{"reason"}),
 		pooled:       prometheus.NewCounterVec(prometheus.CounterOpts{Name: "pooled_allocations_total", Help: "pooled allocations, by whether they waited for a reservation"}, []string{"outcome"}),
 		openingWaits: prometheus.NewGauge(prometheus.GaugeOpts{Name: "opening_waits", Help: "requests waiting for the block that opens a membership in which this node owns their range"}),
+		bound:        prometheus.NewCounter(prometheus.CounterOpts{Name: "bound_writes_total", Help: "transactions this node signed bound to the block that moves their ranges here"}),
+		boundMissed:  prometheus.NewCounter(prometheus.CounterOpts{Name: "bound_writes_missed_total", Help: "bound transactions of this node that missed their block (then re-signed or rejected)"}),
 	}
-	for _, c := range []prometheus.Collector{m.mempoolDepth, m.refused, m.pooled, m.openingWaits} {
+	for _, c := range []prometheus.Collector{m.mempoolDepth, m.refused, m.pooled, m.openingWaits, m.bound, m.boundMissed} {
 		if err := reg.Register(c); err != nil {
 			return nil, err
 		}
