@@ -3,9 +3,11 @@ package vm_test
 import (
 	"context"
 	"testing"
+	"time"
 
 	"github.com/ava-labs/avalanchego/ids"
 	"github.com/ava-labs/avalanchego/snow/consensus/snowman"
+	"github.com/ava-labs/avalanchego/snow/engine/common"
 	snowblock "github.com/ava-labs/avalanchego/snow/engine/snowman/block"
 	"github.com/stretchr/testify/require"
 
@@ -168,4 +170,38 @@ func TestPipelinedChildDiscardedWithItsParent(t *testing.T) {
 	for i, v := range nw.vms {
 		require.Equal(uint64(15), counter(t, v, rk), "vm %d", i)
 	}
+}
+
+// TestPipelinedBuildsArePaced: with work pending on top of a block that is
+// still processing, WaitForEvent offers the next build only the pipeline
+// interval after that block's time, so that under load each block carries
+// what arrived meanwhile; with the last block accepted it offers it at
+// once, so a lone request is not delayed.
+func TestPipelinedBuildsArePaced(t *testing.T) {
+	require := require.New(t)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	nw := newNet(t, 3)
+	nw.ready(10)
+	rk := nw.rangeOf(0, "paced")
+	const interval = 300 * time.Millisecond
+	nw.vms[0].Builder().Pace(interval)
+
+	nw.allocate(0, rk, 1)
+	began := time.Now()
+	msg, err := nw.vms[0].WaitForEvent(ctx)
+	require.NoError(err)
+	require.Equal(common.PendingTxs, msg)
+	require.Less(time.Since(began), interval, "nothing processing: offered at once")
+
+	parent := nw.buildOn(0, nw.lastAccepted(0))
+	nw.deliver(parent, 10) // processing everywhere
+	nw.allocate(0, rk, 1)
+	began = time.Now()
+	msg, err = nw.vms[0].WaitForEvent(ctx)
+	require.NoError(err)
+	require.Equal(common.PendingTxs, msg)
+	require.GreaterOrEqual(time.Since(began), interval/2, "on a processing block: paced")
+	child := nw.buildOn(0, parent)
+	require.Len(child.Txs, 1, "the paced block carries the pending work")
 }

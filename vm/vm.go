@@ -227,6 +227,7 @@ func (vm *VM) Init(cfg Config, db database.Database, genesisBytes []byte) error 
 	if vm.builder, err = builder.New(vm.chain, vm.mempool, vm.writer, cfg.Registerer); err != nil {
 		return err
 	}
+	vm.builder.Pace(cfg.ChainConfig.PipelineInterval())
 	if vm.certifier, err = certifier.New(certifier.Config{
 		NetworkID: cfg.NetworkID, ChainID: cfg.ChainID, SubnetID: cfg.SubnetID, NodeID: cfg.NodeID,
 		Signer: cfg.Signer, Validators: cfg.Validators, Clock: cfg.Clock, Log: cfg.Log,

@@ -238,6 +238,18 @@ func (c *Chain) SeeHeight(h uint64) {
 	c.seeHeight(h)
 }
 
+// PreferredTimestamp is the time (unix milliseconds) of the block the
+// next one would be built on, and whether it is known.
+func (c *Chain) PreferredTimestamp() (uint64, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	b, ok := c.find(c.preferred)
+	if !ok {
+		return 0, false
+	}
+	return b.Block.Timestamp, true
+}
+
 // LastAccepted is the restored or newest accepted block.
 func (c *Chain) LastAccepted() *Block {
 	c.mu.Lock()

@@ -28,7 +28,7 @@ func TestChainConfig(t *testing.T) {
 	require.NoError(err)
 	c, err := config.ParseChainConfig(b)
 	require.NoError(err)
-	require.Equal(config.ChainConfig{WriteTokens: []config.WriteToken{wt}, MaxRequestBytes: 65536, MaxPendingPerToken: 8, MaxWaitMs: 1000, CertificateStallMs: 60_000, Certificates: true, CPUProfileEveryMs: 10_000, CPUProfileMaxFiles: 100}, c)
+	require.Equal(config.ChainConfig{WriteTokens: []config.WriteToken{wt}, MaxRequestBytes: 65536, MaxPendingPerToken: 8, MaxWaitMs: 1000, CertificateStallMs: 60_000, Certificates: true, CPUProfileEveryMs: 10_000, CPUProfileMaxFiles: 100, PipelineIntervalMs: config.DefaultPipelineIntervalMs}, c)
 	require.False(c.CertificatesOff(), "certificates unless the config says otherwise")
 	c, err = config.ParseChainConfig([]byte(`{"certificates": false}`))
 	require.NoError(err)
@@ -64,6 +64,7 @@ func TestChainConfig(t *testing.T) {
 	require.Contains(bad("a stall bound below a second", func(c *config.ChainConfig) { c.CertificateStallMs = 10 }), "certificateStallMs 10 not in")
 	require.Contains(bad("profiles shorter than a second", func(c *config.ChainConfig) { c.CPUProfileEveryMs = 10 }), "cpuProfileEveryMs 10 not in")
 	require.Contains(bad("no profile kept", func(c *config.ChainConfig) { c.CPUProfileMaxFiles = 0 }), "cpuProfileMaxFiles 0 not in")
+	require.Contains(bad("blocks paced seconds apart", func(c *config.ChainConfig) { c.PipelineIntervalMs = 5000 }), "pipelineIntervalMs 5000 not in")
 
 	for in, want := range map[string]string{
 		`{"writeToken": []}`:                             `unknown field "writeToken"`,
