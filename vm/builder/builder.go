@@ -54,15 +54,16 @@ const retryBuild = time.Second
 const Settle = 300 * time.Millisecond
 
 // OpeningHold is how far into its liveness round a block that moves ranges
-// to new owners is built at the earliest (see holdUntil). A move shows from
-// the round's start: only then do clients learn the new owners (getOwner), and the new
-// owners sign their first writes bound to that block (writer.pinFor). The
-// hold lets those writes reach the block's builder, after a client's
-// back-off (the Go client's is capped at 0.5 s) and a request, so that they
-// ride in it instead of waiting for the next height: after a failover that
-// is one proposer slot fewer, 5 s each time it is drawn for the dead
-// validator. Memberships change rarely; the hold is paid once per change.
-// Rounds shorter than five holds hold a fifth of a round.
+// to new owners is built at the earliest (see holdUntil). A move shows
+// from the round's start: only then do clients learn the new owners
+// (getOwner), and the new owners sign their first writes bound to that
+// block (writer.pinFor). The hold lets those writes reach the block's
+// builder, after a client's back-off (the Go client's is capped at 0.5 s)
+// and a request, so that they ride in it instead of waiting for the next
+// height: after a failover that is one proposer slot fewer, 5 s each time
+// it is drawn for the dead validator. Memberships change rarely; the hold
+// is paid once per change. Rounds shorter than five holds hold a fifth of
+// a round.
 const OpeningHold = time.Second
 
 // Ticks. On a chain with no other work, blocks come at the liveness
@@ -352,18 +353,7 @@ func (b *Builder) paced(ctx context.Context) error {
 	if !ok {
 		return nil
 	}
-	wait := b.chain.Until(ts + uint64(interval.Milliseconds()))
-	if wait <= 0 {
-		return nil
-	}
-	t := time.NewTimer(wait)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
+	return b.waitUntil(ctx, ts+uint64(interval.Milliseconds()))
 }
 
 // held returns once a block held by OpeningHold may be built (at once
@@ -375,11 +365,17 @@ func (b *Builder) held(ctx context.Context) error {
 	if until == 0 {
 		return nil
 	}
-	left := b.chain.Until(until)
-	if left <= 0 {
+	return b.waitUntil(ctx, until)
+}
+
+// waitUntil returns once the chain's clock reaches ms (unix milliseconds),
+// or with ctx's error.
+func (b *Builder) waitUntil(ctx context.Context, ms uint64) error {
+	wait := b.chain.Until(ms)
+	if wait <= 0 {
 		return nil
 	}
-	t := time.NewTimer(left)
+	t := time.NewTimer(wait)
 	defer t.Stop()
 	select {
 	case <-t.C:
