@@ -411,6 +411,18 @@ func movingRanges(t *testing.T, nw *net, dead, n int) (int, []string) {
 	return heir, moving
 }
 
+// within receives what, from ch, failing the test after 10 s.
+func within[T any](t *testing.T, ch <-chan T, what string) T {
+	t.Helper()
+	select {
+	case v := <-ch:
+		return v
+	case <-time.After(10 * time.Second):
+		t.Fatalf("no %s within 10 s", what)
+		panic("unreachable")
+	}
+}
+
 // openingProcessing has proposer build the block that opens round's
 // membership from alive's heartbeats, and every VM verify it without
 // accepting it: a block then processes above the last accepted one, so a
@@ -561,12 +573,7 @@ func TestArrivingBucketWaitsForTheOpeningBlock(t *testing.T) {
 		require.True(time.Now().Before(deadline), "the manifest waits for the opening block")
 	}
 	nw.acceptOpening(opening)
-	var r result
-	select {
-	case r = <-put:
-	case <-time.After(10 * time.Second):
-		t.Fatal("the manifest did not answer after the opening block")
-	}
+	r := within(t, put, "the manifest's answer after the opening block")
 	require.NoError(r.err)
 	require.Equal(nw.keys[heir].NodeID, r.tx.Unsigned.Head().Owner)
 	require.Equal(nw.vms[heir].Chain().InForce().Fingerprint(), r.tx.Unsigned.Head().Fingerprint, "signed for the membership the opening block put in force")
@@ -605,16 +612,12 @@ func TestArrivingRangeWaitsOutADeadProposerSlot(t *testing.T) {
 	case <-time.After(5*time.Second + 500*time.Millisecond):
 	}
 	nw.acceptOpening(opening)
-	select {
-	case r := <-answered:
-		require.NoError(r.err)
-		require.Equal(nw.keys[heir].NodeID, r.sub.Owner)
-		tx, ok := nw.vms[heir].Mempool().Get(r.sub.TxID)
-		require.True(ok)
-		require.Zero(tx.Unsigned.Head().BlockHeight, "signed against the membership in force, bound to no height")
-	case <-time.After(10 * time.Second):
-		t.Fatal("not answered after the opening block")
-	}
+	r := within(t, answered, "the answer after the opening block")
+	require.NoError(r.err)
+	require.Equal(nw.keys[heir].NodeID, r.sub.Owner)
+	tx, ok := nw.vms[heir].Mempool().Get(r.sub.TxID)
+	require.True(ok)
+	require.Zero(tx.Unsigned.Head().BlockHeight, "signed against the membership in force, bound to no height")
 }
 
 // TestArrivingRangeRidesInTheOpeningBlock: requests for ranges that move
@@ -689,12 +692,7 @@ func TestArrivingRangeRidesInTheOpeningBlock(t *testing.T) {
 	}
 	require.True(included[grouped.TxID], "the grouped allocation rides in the opening block")
 	require.True(included[manifest.ID()], "so does the manifest")
-	var r result
-	select {
-	case r = <-pooled:
-	case <-time.After(10 * time.Second):
-		t.Fatal("the pooled request did not answer after the opening block")
-	}
+	r := within(t, pooled, "the pooled request's answer after the opening block")
 	require.NoError(r.err)
 	require.True(included[r.p.TxID], "so does the pooled request's reservation")
 	require.Zero(gathered(t, nw.regs[heir], "bound_writes_missed_total"))

@@ -381,11 +381,6 @@ func (c *Chain) RoundLength() time.Duration {
 	return time.Duration(c.genesis.RoundDurationMs) * time.Millisecond
 }
 
-// IntoRound is how far ts (unix milliseconds) lies into its liveness round.
-func (c *Chain) IntoRound(ts uint64) time.Duration {
-	return time.Duration(ts%c.genesis.RoundDurationMs) * time.Millisecond
-}
-
 // NeedMembership is what a caller that needs a membership gets before the
 // chain has one: ErrNoMembership, after asking the builder for the opening
 // blocks.

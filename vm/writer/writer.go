@@ -106,8 +106,9 @@ type Writer struct {
 	// re-pins even if it changed no membership.
 	repinWanted atomic.Bool
 	// boundThrough is the highest block height a pending transaction is
-	// bound to (pinFor, admission; 0: none): every accept up to that height
-	// re-pins the ones that missed their block.
+	// bound to (set by admission, which this node's own transactions pass
+	// too; 0: none): every accept up to that height re-pins the ones that
+	// missed their block.
 	boundThrough atomic.Uint64
 
 	intents       chan intent
@@ -274,7 +275,6 @@ func (w *Writer) pinFor(ctx context.Context, ranges []string) (e *execute.Member
 	if serr != nil || next.CheckOwner(ranges, w.cfg.NodeID) != nil || w.chain.LastAccepted().Block.Height != last.Height {
 		return nil, 0, err
 	}
-	w.noteBound(last.Height + 1)
 	return next, last.Height + 1, nil
 }
 
