@@ -21,6 +21,11 @@ type CPUSource interface {
 type CPUReading struct {
 	Used   time.Duration
 	Height uint64
+	// Consensus is the time the first node's accepted blocks spent from
+	// issue to acceptance, summed over the Accepted ones (blockchains
+	// whose engine reports it; zero otherwise).
+	Consensus time.Duration
+	Accepted  uint64
 }
 
 // CPUUse is what a system's processes spent during its steady rounds.
@@ -33,6 +38,21 @@ type CPUUse struct {
 	Requests int           `json:"requests"`
 	// Blocks were accepted during the rounds (zero: not a blockchain).
 	Blocks uint64 `json:"blocks,omitempty"`
+	// Consensus is the time Decided blocks accepted on the first node
+	// during the rounds spent there from issue to acceptance: whether a
+	// feature makes requests wait longer because blocks take longer to
+	// decide, or for another reason.
+	Consensus time.Duration `json:"consensus_ns,omitempty"`
+	Decided   uint64        `json:"decided,omitempty"`
+}
+
+// PerDecision is the mean time a block spent from issue to acceptance
+// (zero without blocks).
+func (u CPUUse) PerDecision() time.Duration {
+	if u.Decided == 0 {
+		return 0
+	}
+	return u.Consensus / time.Duration(u.Decided)
 }
 
 // PerBlock is the CPU time one accepted block cost, requests included
@@ -63,7 +83,7 @@ func (u CPUUse) Cores() float64 {
 
 // CPUTime implements CPUSource: the CPU time of every node process and
 // its descendants (the VM plugins) that still run, and the first node's
-// accepted height.
+// accepted height and consensus time.
 func (c *SChainCluster) CPUTime(ctx context.Context) (CPUReading, error) {
 	pids := make([]int, 0, len(c.net.Nodes))
 	for _, nd := range c.net.Nodes {
@@ -74,9 +94,9 @@ func (c *SChainCluster) CPUTime(ctx context.Context) (CPUReading, error) {
 		return CPUReading{}, err
 	}
 	nd := c.net.Nodes[0]
-	f, err := scrapeFinality(ctx, nd.URI+"/ext/metrics", c.net.ChainID.String())
+	m, err := scrapeNode(ctx, nd.URI+"/ext/metrics", c.net.ChainID.String())
 	if err != nil {
 		return CPUReading{}, fmt.Errorf("%s: %w", c.NodeName(nd.NodeID), err)
 	}
-	return CPUReading{Used: used, Height: f.Blocks}, nil
+	return CPUReading{Used: used, Height: m.finality.Blocks, Consensus: m.consensus, Accepted: m.accepted}, nil
 }

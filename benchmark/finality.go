@@ -117,11 +117,25 @@ func NewFinality(c FinalityCounts, elapsed time.Duration) *Finality {
 	return f
 }
 
-// Metric names the node exports (with the VM's prefix before them).
+// Metric names the node exports (with the node's prefix before them).
 const (
 	latencyMetric = "_vm_schain_certificate_latency_seconds"
 	heightMetric  = "_vm_schain_accepted_height"
+	// avalanchego's consensus engine: the nanoseconds from issuing each
+	// accepted block to accepting it, summed, and their number.
+	consensusSumMetric   = "_snowman_blks_accepted_sum"
+	consensusCountMetric = "_snowman_blks_accepted_count"
 )
+
+// nodeMetrics is what the bench reads from one node for an S-Chain chain.
+type nodeMetrics struct {
+	finality FinalityCounts
+	// consensus is the time the node's accepted blocks spent in consensus,
+	// from issue to acceptance, summed over the accepted ones (zero when
+	// the node does not export it).
+	consensus time.Duration
+	accepted  uint64
+}
 
 // FinalityCounts implements FinalitySource: every node's
 // certificate_latency_seconds summed, and the first node's accepted
@@ -129,10 +143,11 @@ const (
 func (c *SChainCluster) FinalityCounts(ctx context.Context) (FinalityCounts, error) {
 	var sum FinalityCounts
 	for i, nd := range c.net.Nodes {
-		got, err := scrapeFinality(ctx, nd.URI+"/ext/metrics", c.net.ChainID.String())
+		m, err := scrapeNode(ctx, nd.URI+"/ext/metrics", c.net.ChainID.String())
 		if err != nil {
 			return FinalityCounts{}, fmt.Errorf("%s: %w", c.NodeName(nd.NodeID), err)
 		}
+		got := m.finality
 		if i > 0 {
 			if !slices.Equal(sum.Bounds, got.Bounds) {
 				return FinalityCounts{}, fmt.Errorf("%s: %w: its certificate_latency_seconds buckets differ from %s's (nodes of different versions?)",
@@ -145,28 +160,31 @@ func (c *SChainCluster) FinalityCounts(ctx context.Context) (FinalityCounts, err
 	return sum, nil
 }
 
-func scrapeFinality(ctx context.Context, url, chain string) (FinalityCounts, error) {
+// scrapeNode reads chain's series from one node's metrics page at url.
+func scrapeNode(ctx context.Context, url, chain string) (nodeMetrics, error) {
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 	if err != nil {
-		return FinalityCounts{}, err
+		return nodeMetrics{}, err
 	}
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
-		return FinalityCounts{}, err
+		return nodeMetrics{}, err
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
-		return FinalityCounts{}, fmt.Errorf("GET %s: %s", url, resp.Status)
+		return nodeMetrics{}, fmt.Errorf("GET %s: %s", url, resp.Status)
 	}
 	var p expfmt.TextParser
 	families, err := p.TextToMetricFamilies(resp.Body)
 	if err != nil {
-		return FinalityCounts{}, fmt.Errorf("GET %s: %w", url, err)
+		return nodeMetrics{}, fmt.Errorf("GET %s: %w", url, err)
 	}
-	var out FinalityCounts
-	found := false
+	var (
+		out   nodeMetrics
+		found bool
+	)
 	for name, fam := range families {
 		for _, m := range fam.GetMetric() {
 			if !hasLabel(m.GetLabel(), "chain", chain) {
@@ -176,22 +194,27 @@ func scrapeFinality(ctx context.Context, url, chain string) (FinalityCounts, err
 			case strings.HasSuffix(name, latencyMetric) && m.GetHistogram() != nil:
 				h := m.GetHistogram()
 				found = true
-				out.Count = h.GetSampleCount()
-				out.Bounds, out.Cumulative = nil, nil
+				f := &out.finality
+				f.Count = h.GetSampleCount()
+				f.Bounds, f.Cumulative = nil, nil
 				for _, b := range h.GetBucket() {
 					if math.IsInf(b.GetUpperBound(), 1) {
 						continue
 					}
-					out.Bounds = append(out.Bounds, b.GetUpperBound())
-					out.Cumulative = append(out.Cumulative, b.GetCumulativeCount())
+					f.Bounds = append(f.Bounds, b.GetUpperBound())
+					f.Cumulative = append(f.Cumulative, b.GetCumulativeCount())
 				}
 			case strings.HasSuffix(name, heightMetric) && m.GetGauge() != nil:
-				out.Blocks = uint64(m.GetGauge().GetValue())
+				out.finality.Blocks = uint64(m.GetGauge().GetValue())
+			case strings.HasSuffix(name, consensusSumMetric) && m.GetGauge() != nil:
+				out.consensus = time.Duration(m.GetGauge().GetValue())
+			case strings.HasSuffix(name, consensusCountMetric) && m.GetCounter() != nil:
+				out.accepted = uint64(m.GetCounter().GetValue())
 			}
 		}
 	}
 	if !found {
-		return FinalityCounts{}, fmt.Errorf("%w at %s (chain %s, a series ending in %s)", errNoFinalityMetrics, url, chain, latencyMetric)
+		return nodeMetrics{}, fmt.Errorf("%w at %s (chain %s, a series ending in %s)", errNoFinalityMetrics, url, chain, latencyMetric)
 	}
 	return out, nil
 }

@@ -38,9 +38,9 @@ func TestFinalityQuantile(t *testing.T) {
 	require.InDelta(float64(f.P50)/float64(100*time.Millisecond), f.P50PerBlock, 0.01)
 }
 
-// TestScrapeFinality reads the histogram and the height of one chain from
-// a node's metrics, ignoring another chain's series.
-func TestScrapeFinality(t *testing.T) {
+// TestScrapeNode reads the histogram, the height and the consensus time
+// of one chain from a node's metrics, ignoring another chain's series.
+func TestScrapeNode(t *testing.T) {
 	require := require.New(t)
 	const vm = "avalanche_spVM"
 	page := func(chain string, h0, h1, total, height int) string {
@@ -59,6 +59,12 @@ func TestScrapeFinality(t *testing.T) {
 # TYPE %[1]s_vm_schain_accepted_height gauge
 %[1]s_vm_schain_accepted_height{chain="%[2]s"} %[6]d
 %[1]s_vm_schain_accepted_height{chain="other"} 7
+# TYPE avalanche_snowman_blks_accepted_sum gauge
+avalanche_snowman_blks_accepted_sum{chain="%[2]s"} 3.5e+09
+avalanche_snowman_blks_accepted_sum{chain="other"} 1e+12
+# TYPE avalanche_snowman_blks_accepted_count counter
+avalanche_snowman_blks_accepted_count{chain="%[2]s"} %[6]d
+avalanche_snowman_blks_accepted_count{chain="other"} 9
 `, vm, chain, h0, h1, total, height)
 	}
 	var body atomic.Value
@@ -69,13 +75,16 @@ func TestScrapeFinality(t *testing.T) {
 	defer srv.Close()
 	ctx := context.Background()
 
-	got, err := scrapeFinality(ctx, srv.URL, "mine")
+	got, err := scrapeNode(ctx, srv.URL, "mine")
 	require.NoError(err)
-	require.Equal(FinalityCounts{Bounds: []float64{0.01, 0.02}, Cumulative: []uint64{3, 5}, Count: 6, Blocks: 42}, got)
+	require.Equal(nodeMetrics{
+		finality:  FinalityCounts{Bounds: []float64{0.01, 0.02}, Cumulative: []uint64{3, 5}, Count: 6, Blocks: 42},
+		consensus: 3500 * time.Millisecond, accepted: 42,
+	}, got)
 
-	_, err = scrapeFinality(ctx, srv.URL, "absent")
+	_, err = scrapeNode(ctx, srv.URL, "absent")
 	require.ErrorIs(err, errNoFinalityMetrics)
 	body.Store("garbage{")
-	_, err = scrapeFinality(ctx, srv.URL, "mine")
+	_, err = scrapeNode(ctx, srv.URL, "mine")
 	require.Error(err)
 }

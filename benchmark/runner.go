@@ -237,6 +237,10 @@ func (r *Runner) steady(ctx context.Context, rep *Report) {
 			u := &cpu[slot.System]
 			u.Used, u.Wall, u.Requests = u.Used+cpuAfter.Used-cpuBefore.Used, u.Wall+took, u.Requests+int(sum.Requests)
 			u.Blocks += cpuAfter.Height - min(cpuBefore.Height, cpuAfter.Height)
+			if cpuAfter.Accepted > cpuBefore.Accepted && cpuAfter.Consensus >= cpuBefore.Consensus {
+				u.Consensus += cpuAfter.Consensus - cpuBefore.Consensus
+				u.Decided += cpuAfter.Accepted - cpuBefore.Accepted
+			}
 			cpuRounds[slot.System]++
 		}
 		r.logf("   %s: %s req/s, %s ids/s, p50 %s, p99 %s, %d failed", t.Name, Thousands(sum.ReqPerSec), Thousands(sum.IDsPerSec), Duration(sum.P50), Duration(sum.P99), sum.Failures)

@@ -162,15 +162,18 @@ func (f *ticking) FinalityCounts(context.Context) (benchmark.FinalityCounts, err
 	return benchmark.FinalityCounts{Bounds: []float64{0.005, 0.01}, Cumulative: []uint64{0, n}, Count: n, Blocks: n}, nil
 }
 
-// metered is a CPU source whose every reading adds step.
+// metered is a CPU source whose every reading adds step, and five blocks
+// that each took decide from issue to acceptance.
 type metered struct {
-	reads int
-	step  time.Duration
+	reads  int
+	step   time.Duration
+	decide time.Duration
 }
 
 func (m *metered) CPUTime(context.Context) (benchmark.CPUReading, error) {
 	m.reads++
-	return benchmark.CPUReading{Used: time.Duration(m.reads) * m.step, Height: 5 * uint64(m.reads)}, nil
+	n := 5 * uint64(m.reads)
+	return benchmark.CPUReading{Used: time.Duration(m.reads) * m.step, Height: n, Consensus: time.Duration(n) * m.decide, Accepted: n}, nil
 }
 
 // TestRunnerReadsCPUAroundRounds: a target with a CPU source gets the CPU
@@ -181,7 +184,7 @@ func TestRunnerReadsCPUAroundRounds(t *testing.T) {
 	require := require.New(t)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	with, without := &metered{step: 300 * time.Millisecond}, &metered{step: 200 * time.Millisecond}
+	with, without := &metered{step: 300 * time.Millisecond, decide: 80 * time.Millisecond}, &metered{step: 200 * time.Millisecond, decide: 60 * time.Millisecond}
 	s := quick()
 	s.Failover = false
 	targets := []benchmark.Target{
@@ -207,12 +210,14 @@ func TestRunnerReadsCPUAroundRounds(t *testing.T) {
 	require.Equal(u.Used/time.Duration(u.Requests), u.PerRequest())
 	require.Equal(uint64(10), u.Blocks, "five blocks between the readings of each round")
 	require.Equal(60*time.Millisecond, u.PerBlock())
+	require.Equal(uint64(10), u.Decided)
+	require.Equal(80*time.Millisecond, u.PerDecision(), "blocks decided within its rounds only")
 	require.InDelta(u.Used.Seconds()/u.Wall.Seconds(), u.Cores(), 1e-9)
 	var out bytes.Buffer
 	require.NoError(benchmark.WriteTables(&out, rep))
-	require.Contains(out.String(), "| system | cores busy | CPU per request | requests | CPU per block | blocks | requests per block |")
+	require.Contains(out.String(), "| system | cores busy | CPU per request | requests | CPU per block | blocks | requests per block | issue → accept |")
 	require.Contains(out.String(), "| 60.00 ms | 10 |")
-	require.Contains(out.String(), "; per block 60.00 ms vs 40.00 ms: +50%.")
+	require.Contains(out.String(), "; per block 60.00 ms vs 40.00 ms: +50%; a block from issue to acceptance 80.0ms vs 60.0ms.")
 }
 
 // TestRunnerReadsFinalityAroundRounds: a target with a finality source gets

@@ -121,6 +121,10 @@ func writeFinality(b *strings.Builder, r *Report) {
 				fmt.Fprintf(b, "; per block %s vs %s: %s",
 					cpuText(sys.CPU.PerBlock()), cpuText(base.CPU.PerBlock()), change(sys.CPU.PerBlock(), base.CPU.PerBlock()))
 			}
+			if base.CPU.PerDecision() > 0 && sys.CPU.PerDecision() > 0 {
+				fmt.Fprintf(b, "; a block from issue to acceptance %s vs %s",
+					Duration(sys.CPU.PerDecision()), Duration(base.CPU.PerDecision()))
+			}
 		}
 		b.WriteString(".\n")
 	}
@@ -137,15 +141,18 @@ func writeCPU(b *strings.Builder, r *Report) {
 			continue
 		}
 		if first {
-			b.WriteString("\nCPU during the steady rounds: user and system time of the system's processes (S-Chain: every node and its plugin), over the requests answered in those rounds. On a shared machine this moves less than req/s.\n\n")
-			b.WriteString("| system | cores busy | CPU per request | requests | CPU per block | blocks | requests per block |\n| --- | ---: | ---: | ---: | ---: | ---: | ---: |\n")
+			b.WriteString("\nCPU during the steady rounds: user and system time of the system's processes (S-Chain: every node and its plugin), over the requests answered in those rounds. On a shared machine this moves less than req/s. Issue → accept is the mean time the first node's blocks spent in consensus (avalanchego's blks_accepted), from issue to acceptance.\n\n")
+			b.WriteString("| system | cores busy | CPU per request | requests | CPU per block | blocks | requests per block | issue → accept |\n| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n")
 			first = false
 		}
-		perBlock, reqPerBlock := "—", "—"
+		perBlock, reqPerBlock, decision := "—", "—", "—"
 		if u.Blocks > 0 {
 			perBlock, reqPerBlock = cpuText(u.PerBlock()), fmt.Sprintf("%.1f", float64(u.Requests)/float64(u.Blocks))
 		}
-		fmt.Fprintf(b, "| %s | %.2f | %s | %d | %s | %d | %s |\n", sys.Name, u.Cores(), cpuText(u.PerRequest()), u.Requests, perBlock, u.Blocks, reqPerBlock)
+		if u.Decided > 0 {
+			decision = Duration(u.PerDecision())
+		}
+		fmt.Fprintf(b, "| %s | %.2f | %s | %d | %s | %d | %s | %s |\n", sys.Name, u.Cores(), cpuText(u.PerRequest()), u.Requests, perBlock, u.Blocks, reqPerBlock, decision)
 	}
 }
 
