@@ -101,6 +101,10 @@ func writeFinality(b *strings.Builder, r *Report) {
 			b.WriteString("| system | blocks | block interval | accept → final p50 | p90 | p50 in block intervals |\n| --- | ---: | ---: | ---: | ---: | ---: |\n")
 			first = false
 		}
+		if f.Counts.Count == 0 { // no block of its rounds got a certificate
+			fmt.Fprintf(b, "| %s | %d | %s | none | none | — |\n", sys.Name, f.Blocks, Duration(f.BlockInterval))
+			continue
+		}
 		fmt.Fprintf(b, "| %s | %d | %s | %s | %s | %.2f |\n", sys.Name, f.Blocks, Duration(f.BlockInterval), Duration(f.P50), Duration(f.P90), f.P50PerBlock)
 	}
 	for _, base := range r.Systems {

@@ -63,3 +63,14 @@ func TestOwnerCountsAndBusiestNode(t *testing.T) {
 	require.Equal("a", BusiestNode([]string{"a", "b", "b", "a"}), "ties go to the first seen")
 	require.Empty(BusiestNode([]string{"", ""}))
 }
+
+// TestFinalityWithoutCertificates: a system whose rounds got no
+// certificate shows none, not a latency of zero.
+func TestFinalityWithoutCertificates(t *testing.T) {
+	rep := &Report{Settings: DefaultSettings(), Systems: []SystemReport{
+		{Name: "schain", SChain: true, Finality: NewFinality(FinalityCounts{Bounds: []float64{0.01}, Cumulative: []uint64{0}, Blocks: 20}, 2*time.Second)},
+	}}
+	var b strings.Builder
+	require.NoError(t, WriteTables(&b, rep))
+	require.Contains(t, b.String(), "| schain | 20 | 100ms | none | none | — |")
+}

@@ -50,6 +50,10 @@ type benchOptions struct {
 	schainFailover string
 	poolChunk      uint64
 	schainNodes    int
+	// certificates: the main S-Chain network makes finality certificates
+	// (off: an A/A run against schain-uncertified, the comparison's own
+	// scatter).
+	certificates bool
 	profileDir     string // CPU profiles of the S-Chain nodes and plugins (empty: none)
 	// schainRounds are the liveness round lengths whose failover is
 	// measured, one network each (the main network's own setting reuses its
@@ -144,7 +148,9 @@ sends the same requests to each plugin's own listener (getNode's
 directURI, chain config directAPI) instead of the node's API. Mode
 "uncertified" (schain-uncertified) is per-request on a second network,
 under <out>/uncertified, whose nodes make no finality certificates (chain
-config certificates: false): schain against it is what certificates cost.
+config certificates: false): schain against it is what certificates cost,
+and with --certificates=false (both networks without them) how far that
+comparison scatters when nothing differs.
 For each S-Chain system the report gives accept -> final latency (the
 nodes' certificate_latency_seconds) against the interval between blocks,
 and the CPU its nodes and plugins spent per request and per accepted block
@@ -197,6 +203,7 @@ Every process started is stopped at the end, also on error or Ctrl-C.`,
 	f.BoolVar(&o.schain, "schain", true, "run S-Chain (a fresh local network of --schain-nodes validators)")
 	f.StringSliceVar(&o.schainModes, "schain-modes", []string{modePerRequest, modePooled, modeBatched, modeBatchedDirect, modeUncertified}, "S-Chain write paths to measure: per-request, pooled, pooled-batched through the nodes' API; per-request-direct, pooled-direct, pooled-batched-direct the same through each plugin's direct API; uncertified: per-request on a second network without finality certificates")
 	f.Uint64Var(&o.poolChunk, "schain-pool-chunk", 0, "ids per reservation of an owner's id pool (0: the genesis default, 65,536)")
+	f.BoolVar(&o.certificates, "certificates", true, "the main S-Chain network makes finality certificates; false with --schain-modes per-request,uncertified compares two networks without them (an A/A run: how far schain against schain-uncertified scatters when nothing differs)")
 	f.IntVar(&o.schainNodes, "schain-nodes", localnet.DefaultNodes, "validators of each S-Chain network (2 to 16): with 4 or more, a certificate no longer needs the slowest one")
 	f.StringVar(&o.schainFailover, "schain-failover", modePooled, "the S-Chain mode whose failover phase runs (a network takes one kill; empty: none)")
 	f.StringVar(&o.profileDir, "profile-dir", "", "write CPU profiles of the S-Chain network's nodes and plugins there, every 10 s (see `schain network start --profile-dir`)")
@@ -441,6 +448,11 @@ func startBenchTargets(ctx context.Context, o benchOptions, progress io.Writer) 
 		cfg := localnet.DefaultConfig(o.buildDir)
 		cfg.RootDir, cfg.Progress = filepath.Join(o.out, "network"), progress
 		cfg.PoolChunk, cfg.ProfileDir, cfg.Nodes = o.poolChunk, o.profileDir, o.schainNodes
+		if !o.certificates {
+			cc := vmconfig.DefaultChainConfig()
+			cc.Certificates = false
+			cfg.ChainConfig = &cc
+		}
 		// The bench owns its root: stop and forget what an earlier run left.
 		_ = localnet.StopAll(ctx, cfg.RootDir, nil)
 		if err := os.RemoveAll(cfg.RootDir); err != nil {
@@ -495,6 +507,9 @@ func startBenchTargets(ctx context.Context, o benchOptions, progress io.Writer) 
 			t, err := schainTarget(ctx, sc, m, "schain")
 			if err != nil {
 				return nil, stop, err
+			}
+			if !o.certificates {
+				t.Finality = nil
 			}
 			if m == o.schainFailover {
 				t.FailoverAfter = o.schainAfter
