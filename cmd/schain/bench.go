@@ -50,11 +50,11 @@ type benchOptions struct {
 	schainFailover string
 	poolChunk      uint64
 	schainNodes    int
+	profileDir     string // CPU profiles of the S-Chain nodes and plugins (empty: none)
 	// certificates: the main S-Chain network makes finality certificates
 	// (off: an A/A run against schain-uncertified, the comparison's own
 	// scatter).
 	certificates bool
-	profileDir     string // CPU profiles of the S-Chain nodes and plugins (empty: none)
 	// schainRounds are the liveness round lengths whose failover is
 	// measured, one network each (the main network's own setting reuses its
 	// failover phase); livenessWindow is the load before each kill, watched
