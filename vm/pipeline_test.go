@@ -196,6 +196,7 @@ func TestPipelinedBuildsArePaced(t *testing.T) {
 
 	parent := nw.buildOn(0, nw.lastAccepted(0))
 	nw.deliver(parent, 10) // processing everywhere
+	require.NoError(nw.vms[0].SetPreferenceWithContext(ctx, parent.ID(), &snowblock.Context{PChainHeight: 10}), "the engine prefers what it verified")
 	nw.allocate(0, rk, 1)
 	began = time.Now()
 	msg, err = nw.vms[0].WaitForEvent(ctx)

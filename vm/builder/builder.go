@@ -337,8 +337,8 @@ func (b *Builder) holdUntil(d *chain.Draft) uint64 {
 }
 
 // paced returns once a block may be built on the preferred block: at once
-// when nothing is processing, the pipeline interval after the preferred
-// block's time when it is still processing (Pace), or with ctx's error.
+// when that block is accepted, the pipeline interval after its time when
+// it is still processing (Pace), or with ctx's error.
 func (b *Builder) paced(ctx context.Context) error {
 	b.mu.Lock()
 	interval := b.pipelineInterval
@@ -346,11 +346,8 @@ func (b *Builder) paced(ctx context.Context) error {
 	if interval <= 0 {
 		return nil
 	}
-	if n, _ := b.chain.Processing(ids.Empty); n == 0 {
-		return nil
-	}
-	ts, ok := b.chain.PreferredTimestamp()
-	if !ok {
+	ts, processing := b.chain.PreferredProcessing()
+	if !processing {
 		return nil
 	}
 	return b.waitUntil(ctx, ts+uint64(interval.Milliseconds()))

@@ -238,12 +238,13 @@ func (c *Chain) SeeHeight(h uint64) {
 	c.seeHeight(h)
 }
 
-// PreferredTimestamp is the time (unix milliseconds) of the block the
-// next one would be built on, and whether it is known.
-func (c *Chain) PreferredTimestamp() (uint64, bool) {
+// PreferredProcessing is the time (unix milliseconds) of the block the
+// next one would be built on, when that block is still processing (false:
+// the next block goes on an accepted one).
+func (c *Chain) PreferredProcessing() (uint64, bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	b, ok := c.find(c.preferred)
+	b, ok := c.processing[c.preferred]
 	if !ok {
 		return 0, false
 	}
