@@ -1,6 +1,7 @@
 package localnet
 
 import (
+	"fmt"
 	"testing"
 	"time"
 
@@ -25,7 +26,7 @@ func TestNodeFlags(t *testing.T) {
 	ct, err := compression.TypeFromString(flags[config.NetworkCompressionTypeKey])
 	require.NoError(err)
 	require.Equal(compression.TypeNone, ct)
-	require.Equal("12", flags[config.SnowCommitThresholdKey])
+	require.Equal(fmt.Sprint(Snow(4)["beta"]), flags[config.SnowCommitThresholdKey])
 
 	flags = nodeFlags(Snow(4), map[string]string{config.NetworkCompressionTypeKey: "zstd"})
 	require.Equal("zstd", flags[config.NetworkCompressionTypeKey])

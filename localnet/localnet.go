@@ -97,43 +97,50 @@ const defaultProfileEvery = 10 * time.Second
 const profileFiles = 360
 
 // Snow are the consensus parameters of a local network of nodes equal
-// validators: k=20, alphaPreference=11, alphaConfidence=12 (13 from four
-// validators on), beta=12.
+// validators: k=60, alphaPreference=33, alphaConfidence=37 and beta=6 (40
+// and 5 from four validators on), concurrentRepolls=beta.
 //
 // Avalanchego samples a poll's k validators by stake units without
-// replacement, so one validator can fill several places of one sample, and a
-// node's own vote counts as often as it samples itself. With the earlier
-// k=3, alpha=2, beta=3 on 3 nodes, a validator cut off from the others
-// sampled itself twice in a poll a quarter of the time and finalized its own
-// blocks alone, forking from the majority (found by the partition test,
-// TestX_Partition). With k=20 and alphaConfidence=12, a third of the stake
-// reaches 12 votes in a poll with probability 1.3%, twelve polls in a row
-// about 2e-23; two thirds of it (one node of three down) do in 81% of polls,
-// so the network keeps finalizing, after about 60 polls on average instead
-// of 12 (polls on loopback take milliseconds).
+// replacement, so one validator fills several places of one sample (about
+// k/n), and a node's own vote counts as often as it samples itself. What
+// a poll costs does not depend on k: it queries each sampled node once,
+// and its answer counts as many votes as it has places. Its cost is per
+// poll, and a block needs beta successful polls. So k is large, to make
+// the votes of a share of the stake concentrate around that share, and
+// beta small (TestSnow holds the figures below):
 //
-// From four validators on, the network can split in halves, and half the
-// stake reaches 12 of 20 votes in a quarter of the polls: twelve in a row
-// about 7e-8 (2e7 polls on average), so both halves could finalize, rarely.
-// alphaConfidence=13 makes that 3e-11 (4e10 polls, years of a split), while
-// three live validators of four still pass 90% of polls: twelve in a row
-// take 26 polls on average. 14 would make a split 1e-15 but take 80 polls
-// with one validator of four down, slowing every acceptance of a failover
-// (measured: the new owners accepted the block that opens the new
-// membership up to 0.7 s apart) (TestSnow).
+//   - A validator cut off from the others must never finalize alone: with
+//     the earlier k=3, alpha=2, beta=3 on 3 nodes, one sampled itself twice
+//     in a poll a quarter of the time and forked from the majority (found
+//     by the partition test, TestX_Partition). A third of the stake passes
+//     a poll of 60 at 37 votes with probability 7e-6, six in a row 8e-32.
+//   - Of two validators left after a removal, one alone must practically
+//     never finalize: half the stake passes 4.6% of polls, six in a row
+//     1e-8 (6.5e-8 with the earlier k=20, alpha 12, beta 12).
+//   - From four validators on, a network split in halves must not finalize
+//     on both sides: at alphaConfidence 40, half the stake passes 0.67% of
+//     polls, five in a row 1.4e-11 (7e10 polls on average, years of a
+//     split; 2.7e-11 with the earlier k=20, alpha 13, beta 12).
+//   - With one validator down the others keep finalizing: two of three
+//     pass 83% of polls (six in a row after 12 polls on average, 61
+//     before), three of four 95% (five in a row after 6 polls, 26 before:
+//     every acceptance of a failover waited on that).
 //
-// concurrentRepolls=12 (= beta, its bound) keeps as many polls in flight as
-// a block needs successes: a block's polls overlap instead of running four
-// at a time, so acceptance takes about one poll round trip instead of
-// three (under load a round trip is tens of milliseconds, the largest part
-// of a per-request allocation's latency). It is not a safety parameter (k,
-// alpha and beta are); on a few validators the extra queries are cheap.
+// And with every validator up a block is decided after beta polls: 6 or 5
+// instead of 12, each a query to and an answer from every other node.
+//
+// concurrentRepolls = beta (its bound) keeps as many polls in flight as
+// a block needs successes: a block's polls overlap instead of running a
+// few at a time, so acceptance takes about one poll round trip (under
+// load a round trip is tens of milliseconds, the largest part of a
+// per-request allocation's latency). It is not a safety parameter (k,
+// alpha and beta are).
 func Snow(nodes int) map[string]any {
-	alphaConfidence := 12
+	alphaConfidence, beta := 37, 6
 	if nodes >= 4 {
-		alphaConfidence = 13
+		alphaConfidence, beta = 40, 5
 	}
-	return map[string]any{"k": 20, "alphaPreference": 11, "alphaConfidence": alphaConfidence, "beta": 12, "concurrentRepolls": 12}
+	return map[string]any{"k": 60, "alphaPreference": 33, "alphaConfidence": alphaConfidence, "beta": beta, "concurrentRepolls": beta}
 }
 
 // RoundDuration and LivenessRounds are the local network's liveness rule:
