@@ -22,10 +22,10 @@ type CPUReading struct {
 	Used   time.Duration
 	Height uint64
 	// Consensus is the time the first node's accepted blocks spent from
-	// issue to acceptance, summed over the Accepted ones (blockchains
+	// issue to acceptance, summed over the Decided ones (blockchains
 	// whose engine reports it; zero otherwise).
 	Consensus time.Duration
-	Accepted  uint64
+	Decided   uint64
 }
 
 // CPUUse is what a system's processes spent during its steady rounds.
@@ -98,5 +98,5 @@ func (c *SChainCluster) CPUTime(ctx context.Context) (CPUReading, error) {
 	if err != nil {
 		return CPUReading{}, fmt.Errorf("%s: %w", c.NodeName(nd.NodeID), err)
 	}
-	return CPUReading{Used: used, Height: m.finality.Blocks, Consensus: m.consensus, Accepted: m.accepted}, nil
+	return CPUReading{Used: used, Height: m.finality.Blocks, Consensus: m.consensus, Decided: m.decided}, nil
 }

@@ -134,7 +134,7 @@ type nodeMetrics struct {
 	// from issue to acceptance, summed over the accepted ones (zero when
 	// the node does not export it).
 	consensus time.Duration
-	accepted  uint64
+	decided   uint64
 }
 
 // FinalityCounts implements FinalitySource: every node's
@@ -209,7 +209,7 @@ func scrapeNode(ctx context.Context, url, chain string) (nodeMetrics, error) {
 			case strings.HasSuffix(name, consensusSumMetric) && m.GetGauge() != nil:
 				out.consensus = time.Duration(m.GetGauge().GetValue())
 			case strings.HasSuffix(name, consensusCountMetric) && m.GetCounter() != nil:
-				out.accepted = uint64(m.GetCounter().GetValue())
+				out.decided = uint64(m.GetCounter().GetValue())
 			}
 		}
 	}

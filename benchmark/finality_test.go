@@ -79,7 +79,7 @@ avalanche_snowman_blks_accepted_count{chain="other"} 9
 	require.NoError(err)
 	require.Equal(nodeMetrics{
 		finality:  FinalityCounts{Bounds: []float64{0.01, 0.02}, Cumulative: []uint64{3, 5}, Count: 6, Blocks: 42},
-		consensus: 3500 * time.Millisecond, accepted: 42,
+		consensus: 3500 * time.Millisecond, decided: 42,
 	}, got)
 
 	_, err = scrapeNode(ctx, srv.URL, "absent")

@@ -237,9 +237,9 @@ func (r *Runner) steady(ctx context.Context, rep *Report) {
 			u := &cpu[slot.System]
 			u.Used, u.Wall, u.Requests = u.Used+cpuAfter.Used-cpuBefore.Used, u.Wall+took, u.Requests+int(sum.Requests)
 			u.Blocks += cpuAfter.Height - min(cpuBefore.Height, cpuAfter.Height)
-			if cpuAfter.Accepted > cpuBefore.Accepted && cpuAfter.Consensus >= cpuBefore.Consensus {
+			if cpuAfter.Decided > cpuBefore.Decided && cpuAfter.Consensus >= cpuBefore.Consensus {
 				u.Consensus += cpuAfter.Consensus - cpuBefore.Consensus
-				u.Decided += cpuAfter.Accepted - cpuBefore.Accepted
+				u.Decided += cpuAfter.Decided - cpuBefore.Decided
 			}
 			cpuRounds[slot.System]++
 		}

@@ -173,7 +173,7 @@ type metered struct {
 func (m *metered) CPUTime(context.Context) (benchmark.CPUReading, error) {
 	m.reads++
 	n := 5 * uint64(m.reads)
-	return benchmark.CPUReading{Used: time.Duration(m.reads) * m.step, Height: n, Consensus: time.Duration(n) * m.decide, Accepted: n}, nil
+	return benchmark.CPUReading{Used: time.Duration(m.reads) * m.step, Height: n, Consensus: time.Duration(n) * m.decide, Decided: n}, nil
 }
 
 // TestRunnerReadsCPUAroundRounds: a target with a CPU source gets the CPU

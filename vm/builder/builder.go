@@ -337,8 +337,12 @@ func (b *Builder) holdUntil(d *chain.Draft) uint64 {
 }
 
 // paced returns once a block may be built on the preferred block: at once
-// when that block is accepted, the pipeline interval after its time when
-// it is still processing (Pace), or with ctx's error.
+// when that block is already accepted, the pipeline interval after its
+// time when it is still processing (Pace), or with ctx's error. An
+// acceptance during the wait does not end it: under load blocks then come
+// at the interval's cadence. Waking early, once the block was accepted
+// and as much work was back as it carried, made more, smaller blocks and
+// did not pay (docs/performance.md, "Where certificates' loss sits").
 func (b *Builder) paced(ctx context.Context) error {
 	b.mu.Lock()
 	interval := b.pipelineInterval
