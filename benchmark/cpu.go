@@ -26,6 +26,9 @@ type CPUReading struct {
 	// whose engine reports it; zero otherwise).
 	Consensus time.Duration
 	Decided   uint64
+	// Txs is the transactions the first node accepted so far (zero
+	// when the system has none).
+	Txs uint64
 }
 
 // CPUUse is what a system's processes spent during its steady rounds.
@@ -44,6 +47,9 @@ type CPUUse struct {
 	// decide, or for another reason.
 	Consensus time.Duration `json:"consensus_ns,omitempty"`
 	Decided   uint64        `json:"decided,omitempty"`
+	// Txs is the transactions accepted on the first node during the
+	// rounds: with Requests, how many requests one signature carried.
+	Txs uint64 `json:"txs,omitempty"`
 }
 
 // PerDecision is the mean time a block spent from issue to acceptance
@@ -98,5 +104,5 @@ func (c *SChainCluster) CPUTime(ctx context.Context) (CPUReading, error) {
 	if err != nil {
 		return CPUReading{}, fmt.Errorf("%s: %w", c.NodeName(nd.NodeID), err)
 	}
-	return CPUReading{Used: used, Height: m.finality.Blocks, Consensus: m.consensus, Decided: m.decided}, nil
+	return CPUReading{Used: used, Height: m.finality.Blocks, Consensus: m.consensus, Decided: m.decided, Txs: m.txs}, nil
 }

@@ -125,6 +125,8 @@ const (
 	// accepted block to accepting it, summed, and their number.
 	consensusSumMetric   = "_snowman_blks_accepted_sum"
 	consensusCountMetric = "_snowman_blks_accepted_count"
+	// The VM's accepted transactions, one series per kind.
+	txsMetric = "_vm_schain_accepted_txs_total"
 )
 
 // nodeMetrics is what the bench reads from one node for an S-Chain chain.
@@ -135,6 +137,8 @@ type nodeMetrics struct {
 	// the node does not export it).
 	consensus time.Duration
 	decided   uint64
+	// txs is the transactions the node accepted, every kind summed.
+	txs uint64
 }
 
 // FinalityCounts implements FinalitySource: every node's
@@ -210,6 +214,8 @@ func scrapeNode(ctx context.Context, url, chain string) (nodeMetrics, error) {
 				out.consensus = time.Duration(m.GetGauge().GetValue())
 			case strings.HasSuffix(name, consensusCountMetric) && m.GetCounter() != nil:
 				out.decided = uint64(m.GetCounter().GetValue())
+			case strings.HasSuffix(name, txsMetric) && m.GetCounter() != nil:
+				out.txs += uint64(m.GetCounter().GetValue())
 			}
 		}
 	}

@@ -65,6 +65,10 @@ avalanche_snowman_blks_accepted_sum{chain="other"} 1e+12
 # TYPE avalanche_snowman_blks_accepted_count counter
 avalanche_snowman_blks_accepted_count{chain="%[2]s"} %[6]d
 avalanche_snowman_blks_accepted_count{chain="other"} 9
+# TYPE %[1]s_vm_schain_accepted_txs_total counter
+%[1]s_vm_schain_accepted_txs_total{chain="%[2]s",kind="allocate"} 30
+%[1]s_vm_schain_accepted_txs_total{chain="%[2]s",kind="heartbeat"} 12
+%[1]s_vm_schain_accepted_txs_total{chain="other",kind="allocate"} 500
 `, vm, chain, h0, h1, total, height)
 	}
 	var body atomic.Value
@@ -79,7 +83,7 @@ avalanche_snowman_blks_accepted_count{chain="other"} 9
 	require.NoError(err)
 	require.Equal(nodeMetrics{
 		finality:  FinalityCounts{Bounds: []float64{0.01, 0.02}, Cumulative: []uint64{3, 5}, Count: 6, Blocks: 42},
-		consensus: 3500 * time.Millisecond, decided: 42,
+		consensus: 3500 * time.Millisecond, decided: 42, txs: 42,
 	}, got)
 
 	_, err = scrapeNode(ctx, srv.URL, "absent")

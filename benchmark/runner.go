@@ -237,6 +237,7 @@ func (r *Runner) steady(ctx context.Context, rep *Report) {
 			u := &cpu[slot.System]
 			u.Used, u.Wall, u.Requests = u.Used+cpuAfter.Used-cpuBefore.Used, u.Wall+took, u.Requests+int(sum.Requests)
 			u.Blocks += cpuAfter.Height - min(cpuBefore.Height, cpuAfter.Height)
+			u.Txs += cpuAfter.Txs - min(cpuBefore.Txs, cpuAfter.Txs)
 			if cpuAfter.Decided > cpuBefore.Decided && cpuAfter.Consensus >= cpuBefore.Consensus {
 				u.Consensus += cpuAfter.Consensus - cpuBefore.Consensus
 				u.Decided += cpuAfter.Decided - cpuBefore.Decided

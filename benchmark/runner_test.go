@@ -3,6 +3,7 @@ package benchmark_test
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"testing"
 	"time"
 
@@ -163,7 +164,8 @@ func (f *ticking) FinalityCounts(context.Context) (benchmark.FinalityCounts, err
 }
 
 // metered is a CPU source whose every reading adds step, and five blocks
-// that each took decide from issue to acceptance.
+// that each took decide from issue to acceptance and carried two
+// transactions.
 type metered struct {
 	reads  int
 	step   time.Duration
@@ -173,7 +175,7 @@ type metered struct {
 func (m *metered) CPUTime(context.Context) (benchmark.CPUReading, error) {
 	m.reads++
 	n := 5 * uint64(m.reads)
-	return benchmark.CPUReading{Used: time.Duration(m.reads) * m.step, Height: n, Consensus: time.Duration(n) * m.decide, Decided: n}, nil
+	return benchmark.CPUReading{Used: time.Duration(m.reads) * m.step, Height: n, Consensus: time.Duration(n) * m.decide, Decided: n, Txs: 2 * n}, nil
 }
 
 // TestRunnerReadsCPUAroundRounds: a target with a CPU source gets the CPU
@@ -212,11 +214,13 @@ func TestRunnerReadsCPUAroundRounds(t *testing.T) {
 	require.Equal(60*time.Millisecond, u.PerBlock())
 	require.Equal(uint64(10), u.Decided)
 	require.Equal(80*time.Millisecond, u.PerDecision(), "blocks decided within its rounds only")
+	require.Equal(uint64(20), u.Txs, "the transactions of its rounds' blocks")
 	require.InDelta(u.Used.Seconds()/u.Wall.Seconds(), u.Cores(), 1e-9)
 	var out bytes.Buffer
 	require.NoError(benchmark.WriteTables(&out, rep))
-	require.Contains(out.String(), "| system | cores busy | CPU per request | requests | CPU per block | blocks | requests per block | issue → accept |")
+	require.Contains(out.String(), "| system | cores busy | CPU per request | requests | CPU per block | blocks | requests per block | requests per transaction | issue → accept |")
 	require.Contains(out.String(), "| 60.00 ms | 10 |")
+	require.Contains(out.String(), fmt.Sprintf(" | %.1f | %.1f | 80.0ms |\n", float64(u.Requests)/10, float64(u.Requests)/20), "requests per block, per transaction")
 	require.Contains(out.String(), "; per block 60.00 ms vs 40.00 ms: +50%; a block from issue to acceptance 80.0ms vs 60.0ms.")
 }
 

@@ -145,18 +145,21 @@ func writeCPU(b *strings.Builder, r *Report) {
 			continue
 		}
 		if first {
-			b.WriteString("\nCPU during the steady rounds: user and system time of the system's processes (S-Chain: every node and its plugin), over the requests answered in those rounds. On a shared machine this moves less than req/s. Issue → accept is the mean time the first node's blocks spent in consensus (avalanchego's blks_accepted), from issue to acceptance.\n\n")
-			b.WriteString("| system | cores busy | CPU per request | requests | CPU per block | blocks | requests per block | issue → accept |\n| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n")
+			b.WriteString("\nCPU during the steady rounds: user and system time of the system's processes (S-Chain: every node and its plugin), over the requests answered in those rounds. On a shared machine this moves less than req/s. Issue → accept is the mean time the first node's blocks spent in consensus (avalanchego's blks_accepted), from issue to acceptance. Requests per transaction: how many requests one owner's signature carried, each transaction verified once by every other validator.\n\n")
+			b.WriteString("| system | cores busy | CPU per request | requests | CPU per block | blocks | requests per block | requests per transaction | issue → accept |\n| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n")
 			first = false
 		}
-		perBlock, reqPerBlock, decision := "—", "—", "—"
+		perBlock, reqPerBlock, reqPerTx, decision := "—", "—", "—", "—"
 		if u.Blocks > 0 {
 			perBlock, reqPerBlock = cpuText(u.PerBlock()), fmt.Sprintf("%.1f", float64(u.Requests)/float64(u.Blocks))
+		}
+		if u.Txs > 0 {
+			reqPerTx = fmt.Sprintf("%.1f", float64(u.Requests)/float64(u.Txs))
 		}
 		if u.Decided > 0 {
 			decision = Duration(u.PerDecision())
 		}
-		fmt.Fprintf(b, "| %s | %.2f | %s | %d | %s | %d | %s | %s |\n", sys.Name, u.Cores(), cpuText(u.PerRequest()), u.Requests, perBlock, u.Blocks, reqPerBlock, decision)
+		fmt.Fprintf(b, "| %s | %.2f | %s | %d | %s | %d | %s | %s | %s |\n", sys.Name, u.Cores(), cpuText(u.PerRequest()), u.Requests, perBlock, u.Blocks, reqPerBlock, reqPerTx, decision)
 	}
 }
 
