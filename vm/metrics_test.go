@@ -15,6 +15,25 @@ import (
 	"github.com/s-chain/schain/vm"
 )
 
+// labelled is one series of a counter family: the one whose label is value.
+func labelled(t *testing.T, reg *prometheus.Registry, name, label, value string) float64 {
+	mfs, err := reg.Gather()
+	require.NoError(t, err)
+	for _, mf := range mfs {
+		if mf.GetName() != name {
+			continue
+		}
+		for _, m := range mf.GetMetric() {
+			for _, l := range m.GetLabel() {
+				if l.GetName() == label && l.GetValue() == value {
+					return m.GetCounter().GetValue()
+				}
+			}
+		}
+	}
+	return 0
+}
+
 // gathered sums every series of a metric family (counter, gauge or
 // histogram sample count).
 func gathered(t *testing.T, reg *prometheus.Registry, name string) float64 {

@@ -13,6 +13,7 @@ import (
 	"github.com/ava-labs/avalanchego/ids"
 	snowblock "github.com/ava-labs/avalanchego/snow/engine/snowman/block"
 	"github.com/ava-labs/avalanchego/snow/validators"
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/s-chain/schain/txs"
@@ -268,6 +269,92 @@ func TestGroupCommit(t *testing.T) {
 	}
 	require.Less(len(txIDs), callers, "concurrent calls were batched under fewer signatures")
 	require.Equal(len(txIDs), nw.vms[0].Mempool().Len())
+}
+
+// TestGroupCommitWaitsForReturningClients: callers answered at an accept
+// are expected back. Their next requests, arriving further apart than the
+// window, are signed as one transaction, and the group closes once the
+// last of them is back, not at groupCommitReturnMs. Clients that do not
+// come back delay groups for two accepts at most; then a lone request
+// waits the window only.
+func TestGroupCommitWaitsForReturningClients(t *testing.T) {
+	require := require.New(t)
+	ctx := context.Background()
+	nw := newNetWith(t, 3, []byte(`{"timestamp": 1000, "mempool": {"maxTxs": 16, "maxBytes": 1048576}, "groupCommitWindowMs": 2, "groupCommitReturnMs": 1000}`))
+	nw.ready(10)
+	w := nw.vms[0].Writer()
+	r := nw.rangeOf(0, "rc")
+	closed := func(reason string) float64 { return labelled(t, nw.regs[0], "group_commits_total", "closed", reason) }
+
+	// Six clients, each with a request waited for until accepted.
+	const clients = 6
+	first := make(chan writer.Submitted, clients)
+	for range clients {
+		go func() {
+			sub, err := w.AllocateOne(ctx, txs.AllocateEntry{Range: r, Count: 1})
+			assert.NoError(t, err)
+			first <- sub
+		}()
+	}
+	answered := make(chan error, clients)
+	for range clients {
+		sub := <-first
+		go func() {
+			_, err := w.WaitReceipt(ctx, sub.TxID)
+			answered <- err
+		}()
+	}
+	require.Eventually(func() bool { return gathered(t, nw.regs[0], "receipt_waits") == clients }, 10*time.Second, time.Millisecond,
+		"every client waits before the accept answers it")
+	_, err := nw.round(0, 10)
+	require.NoError(err)
+	for range clients {
+		require.NoError(<-answered)
+	}
+	require.Zero(nw.vms[0].Mempool().Len())
+
+	// They come back 20 ms apart, ten times the window: one group.
+	before := closed("returned")
+	next := make(chan writer.Submitted, clients)
+	for range clients {
+		go func() {
+			sub, err := w.AllocateOne(ctx, txs.AllocateEntry{Range: r, Count: 1})
+			assert.NoError(t, err)
+			next <- sub
+		}()
+		time.Sleep(20 * time.Millisecond)
+	}
+	tx := (<-next).TxID
+	for range clients - 1 {
+		require.Equal(tx, (<-next).TxID, "the returning clients' requests share one transaction")
+	}
+	require.Equal(before+1, closed("returned"), "closed when the last was back, not at the bound")
+	require.Equal(1, nw.vms[0].Mempool().Len())
+
+	// Until the next accept they are expected, and the accept after it
+	// still remembers them: a request on its own waits for them up to the
+	// bound.
+	_, err = nw.round(0, 10)
+	require.NoError(err)
+	_, err = w.AllocateOne(ctx, txs.AllocateEntry{Range: r, Count: 1})
+	require.NoError(err)
+	require.Equal(1.0, closed("bound"))
+
+	// One more accept without them: nobody is expected, and a lone
+	// request waits the window only. Asking about decided transactions
+	// does not count as a client answered.
+	_, err = nw.round(0, 10)
+	require.NoError(err)
+	for range clients {
+		rc, err := w.WaitReceipt(ctx, tx)
+		require.NoError(err)
+		require.Equal(api.StatusAccepted, rc.Status)
+	}
+	window := closed("window")
+	_, err = w.AllocateOne(ctx, txs.AllocateEntry{Range: r, Count: 1})
+	require.NoError(err)
+	require.Equal(window+1, closed("window"))
+	require.Equal(1.0, closed("bound"))
 }
 
 func TestRepinOnEpochChange(t *testing.T) {

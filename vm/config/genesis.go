@@ -39,6 +39,16 @@ type Genesis struct {
 	// GroupCommitWindowMs is how long the owner collects concurrent
 	// allocate requests before signing them as one transaction.
 	GroupCommitWindowMs uint64 `json:"groupCommitWindowMs"`
+	// GroupCommitReturnMs is how long, from its first request, a group
+	// may keep collecting while the clients this owner answered at the
+	// last accepted block have not all come back (0: never past the
+	// window). Closed-loop clients send their next request when answered,
+	// so they return in a burst after each accept; a group that waits for
+	// them signs one transaction where the window alone signed several,
+	// and every other validator verifies one signature instead of several.
+	// A group closes as soon as they are back, so a lone client waits only
+	// the window.
+	GroupCommitReturnMs uint64 `json:"groupCommitReturnMs"`
 	// GroupCommitMaxEntries bounds one group (at most txLimits.maxEntries).
 	GroupCommitMaxEntries int `json:"groupCommitMaxEntries"`
 	// MaxWaitMs bounds how long a "wait" request blocks.
@@ -102,6 +112,7 @@ func DefaultGenesis() Genesis {
 		SignatureCache:    65_536,
 
 		GroupCommitWindowMs:   2,
+		GroupCommitReturnMs:   40,
 		GroupCommitMaxEntries: 256,
 		MaxWaitMs:             30_000,
 		TrackedTxs:            16_384,
@@ -177,6 +188,8 @@ func (g *Genesis) Verify() error {
 		return fmt.Errorf("%w: validatorSetCache must be at least 1 and signatureCache not negative", ErrBadGenesis)
 	case g.GroupCommitWindowMs > 1000:
 		return fmt.Errorf("%w: groupCommitWindowMs %d is above 1000: callers would wait too long", ErrBadGenesis, g.GroupCommitWindowMs)
+	case g.GroupCommitReturnMs > 1000:
+		return fmt.Errorf("%w: groupCommitReturnMs %d is above 1000: callers would wait too long", ErrBadGenesis, g.GroupCommitReturnMs)
 	case g.GroupCommitMaxEntries < 1 || g.GroupCommitMaxEntries > g.TxLimits.MaxEntries:
 		return fmt.Errorf("%w: groupCommitMaxEntries %d not in [1, txLimits.maxEntries=%d]", ErrBadGenesis, g.GroupCommitMaxEntries, g.TxLimits.MaxEntries)
 	case g.MaxWaitMs == 0 || g.TrackedTxs < 1:
@@ -223,6 +236,11 @@ func (g *Genesis) FailoverBound() time.Duration {
 // GroupCommitWindow as a duration.
 func (g *Genesis) GroupCommitWindow() time.Duration {
 	return time.Duration(g.GroupCommitWindowMs) * time.Millisecond
+}
+
+// GroupCommitReturn as a duration.
+func (g *Genesis) GroupCommitReturn() time.Duration {
+	return time.Duration(g.GroupCommitReturnMs) * time.Millisecond
 }
 
 // MaxWait as a duration.

@@ -27,6 +27,7 @@ func TestParseGenesis(t *testing.T) {
 		"mempool too small":      `{"mempool": {"maxTxs": 1, "maxBytes": 10}}`,
 		"zero skew":              `{"maxTimeSkewMs": 0}`,
 		"window too long":        `{"groupCommitWindowMs": 5000}`,
+		"return wait too long":   `{"groupCommitReturnMs": 1001}`,
 		"group above tx entries": `{"groupCommitMaxEntries": 100000}`,
 		"no wait bound":          `{"maxWaitMs": 0}`,
 		"short epochs":           `{"epochDurationMs": 10}`,

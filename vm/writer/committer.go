@@ -33,8 +33,8 @@ type intentResult struct {
 }
 
 // AllocateOne queues one allocate request for group commit: concurrent
-// requests arriving within the group-commit window are signed together as
-// one transaction (one BLS signature, verified once by every validator).
+// requests are signed together as one transaction (one BLS signature,
+// verified once by every validator; runCommitter says which).
 func (w *Writer) AllocateOne(ctx context.Context, entry txs.AllocateEntry) (Submitted, error) {
 	if err := w.checkOwned(ctx, []string{entry.Range}); err != nil {
 		return Submitted{}, err
@@ -91,11 +91,29 @@ func (w *Writer) checkOwned(ctx context.Context, ranges []string) error {
 	}
 }
 
-// runCommitter collects intents into groups bounded by entries and by the
-// window, and signs each group as one transaction.
+// Why a group closed (the group_commits_total label).
+const (
+	closedWindow   = "window"
+	closedReturned = "returned"
+	closedBound    = "bound"
+	closedFull     = "full"
+	closedStopping = "stopping"
+)
+
+// runCommitter collects intents into groups and signs each group as one
+// transaction. A group closes when it is full; or once the window has
+// passed and it holds as many requests as callers were answered since the
+// last accept (or in the period before, if more: expected); or at
+// groupCommitReturnMs from its first request. Closed-loop clients come
+// back in a burst after each accept, spread over more than the window on a
+// busy node; waiting for them signs one transaction where the window alone
+// signed several, and each transaction costs every other validator a BLS
+// verification. A lone client, the only one answered, waits the window
+// only.
 func (w *Writer) runCommitter(ctx context.Context) {
 	defer close(w.committerDone)
 	window := w.genesis.GroupCommitWindow()
+	bound := max(window, w.genesis.GroupCommitReturn())
 	for {
 		var first intent
 		select {
@@ -105,21 +123,44 @@ func (w *Writer) runCommitter(ctx context.Context) {
 			return
 		}
 		group := []intent{first}
+		in := func() bool { return int64(len(group)) >= w.expected() }
 		timer := time.NewTimer(window)
+		waited, closed := false, closedFull // waited: the window has passed
 	collect:
 		for len(group) < w.genesis.GroupCommitMaxEntries {
 			select {
 			case it := <-w.intents:
 				group = append(group, it)
+				if waited && in() {
+					closed = closedReturned
+					break collect
+				}
 			case <-timer.C:
-				break collect
+				switch {
+				case waited:
+					closed = closedBound
+					break collect
+				case in() || bound == window:
+					closed = closedWindow
+					break collect
+				}
+				waited = true
+				timer.Reset(bound - window)
 			case <-ctx.Done():
+				closed = closedStopping
 				break collect
 			}
 		}
 		timer.Stop()
+		w.metrics.groups.WithLabelValues(closed).Inc()
 		w.commitGroup(ctx, group)
 	}
+}
+
+// expected is how many requests a group waits for: the callers answered
+// since the last accept, or in the period before it if more.
+func (w *Writer) expected() int64 {
+	return max(w.answered.Load(), w.answeredBefore.Load())
 }
 
 func (w *Writer) drainIntents() {

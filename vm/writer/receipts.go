@@ -120,6 +120,9 @@ var ErrWaitTimeout = errcode.New(errcode.Timeout, "wait_timeout", "writer: trans
 func (w *Writer) WaitReceipt(ctx context.Context, txID ids.ID) (*api.ReceiptReply, error) {
 	ctx, cancel := context.WithTimeout(ctx, w.genesis.MaxWait())
 	defer cancel()
+	w.metrics.receiptWaits.Inc()
+	defer w.metrics.receiptWaits.Dec()
+	waited := false
 	for {
 		changed := w.tracker.wait()
 		rc, err := w.Receipt(txID)
@@ -131,6 +134,13 @@ func (w *Writer) WaitReceipt(ctx context.Context, txID ids.ID) (*api.ReceiptRepl
 			txID = *rc.ReplacedBy
 			continue
 		case rc.Status == api.StatusAccepted || rc.Status == api.StatusRejected:
+			if waited {
+				// Answered by a decision: a closed-loop client sends its
+				// next request now (runCommitter waits for it). One asking
+				// after the fact is not counted, so asking about old
+				// transactions delays no group.
+				w.answered.Add(1)
+			}
 			return rc, nil
 		}
 		select {
@@ -138,5 +148,6 @@ func (w *Writer) WaitReceipt(ctx context.Context, txID ids.ID) (*api.ReceiptRepl
 		case <-ctx.Done():
 			return nil, fmt.Errorf("%w: %s is %s (%w)", ErrWaitTimeout, txID, rc.Status, ctx.Err())
 		}
+		waited = true
 	}
 }

@@ -110,6 +110,16 @@ type Writer struct {
 	// too; 0: none): every accept up to that height re-pins the ones that
 	// missed their block.
 	boundThrough atomic.Uint64
+	// answered counts the waiting callers answered (their transaction
+	// decided) since the last accept, answeredBefore those of the period
+	// before it: closed-loop clients, who send their next request once
+	// answered. A group keeps collecting until as many requests as the
+	// larger of the two are in, for up to groupCommitReturnMs
+	// (runCommitter). The period before covers requests that arrive before
+	// this node's own accept (clients answered by a faster node). Clients
+	// that leave are forgotten at the second accept after their answers,
+	// so they delay groups for that long at most, each by the bound.
+	answered, answeredBefore atomic.Int64
 
 	intents       chan intent
 	stop          context.CancelFunc
@@ -196,6 +206,7 @@ func (w *Writer) Accepted(b *chain.Block, inForce *execute.Membership, changed b
 	}
 	w.mempool.Signal()
 	w.metrics.mempoolDepth.Set(float64(w.mempool.Len()))
+	w.answeredBefore.Store(w.answered.Swap(0)) // before the waiters this accept answers count themselves
 	w.tracker.wake()
 }
 
@@ -305,6 +316,8 @@ type metrics struct {
 	openingWaits prometheus.Gauge       // requests waiting for the block that opens their range's move here
 	bound        prometheus.Counter     // this node's transactions bound to the block that moves their ranges here
 	boundMissed  prometheus.Counter     // of those, the ones that missed that block (re-signed or rejected)
+	groups       *prometheus.CounterVec // signed groups, by why they closed
+	receiptWaits prometheus.Gauge       // callers waiting for a transaction's decision
 }
 
 func newMetrics(reg prometheus.Registerer) (*metrics, error) {
@@ -318,8 +331,10 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 		openingWaits: prometheus.NewGauge(prometheus.GaugeOpts{Name: "opening_waits", Help: "requests waiting for the block that opens a membership in which this node owns their range"}),
 		bound:        prometheus.NewCounter(prometheus.CounterOpts{Name: "bound_writes_total", Help: "transactions this node signed bound to the block that moves their ranges here"}),
 		boundMissed:  prometheus.NewCounter(prometheus.CounterOpts{Name: "bound_writes_missed_total", Help: "bound transactions of this node that missed their block (then re-signed or rejected)"}),
+		receiptWaits: prometheus.NewGauge(prometheus.GaugeOpts{Name: "receipt_waits", Help: "callers waiting for a transaction's decision (writes with wait, waitReceipt, pool refills)"}),
+		groups:       prometheus.NewCounterVec(prometheus.CounterOpts{Name: "group_commits_total", Help: "allocate groups signed as one transaction, by why they closed: window (nobody else expected), returned (the clients answered at the last accept are back), bound (groupCommitReturnMs passed), full, stopping"}, []string{"closed"}),
 	}
-	for _, c := range []prometheus.Collector{m.mempoolDepth, m.refused, m.pooled, m.openingWaits, m.bound, m.boundMissed} {
+	for _, c := range []prometheus.Collector{m.mempoolDepth, m.refused, m.pooled, m.openingWaits, m.bound, m.boundMissed, m.groups, m.receiptWaits} {
 		if err := reg.Register(c); err != nil {
 			return nil, err
 		}
