@@ -285,16 +285,20 @@ func TestGroupCommitWaitsForReturningClients(t *testing.T) {
 	w := nw.vms[0].Writer()
 	r := nw.rangeOf(0, "rc")
 	closed := func(reason string) float64 { return labelled(t, nw.regs[0], "group_commits_total", "closed", reason) }
+	// request sends one allocation of r and hands its submission to out.
+	request := func(out chan<- writer.Submitted) {
+		go func() {
+			sub, err := w.AllocateOne(ctx, txs.AllocateEntry{Range: r, Count: 1})
+			assert.NoError(t, err)
+			out <- sub
+		}()
+	}
 
 	// Six clients, each with a request waited for until accepted.
 	const clients = 6
 	first := make(chan writer.Submitted, clients)
 	for range clients {
-		go func() {
-			sub, err := w.AllocateOne(ctx, txs.AllocateEntry{Range: r, Count: 1})
-			assert.NoError(t, err)
-			first <- sub
-		}()
+		request(first)
 	}
 	answered := make(chan error, clients)
 	for range clients {
@@ -317,12 +321,8 @@ func TestGroupCommitWaitsForReturningClients(t *testing.T) {
 	before := closed("returned")
 	next := make(chan writer.Submitted, clients)
 	for range clients {
-		go func() {
-			sub, err := w.AllocateOne(ctx, txs.AllocateEntry{Range: r, Count: 1})
-			assert.NoError(t, err)
-			next <- sub
-		}()
-		time.Sleep(20 * time.Millisecond)
+		request(next)
+		time.Sleep(20 * time.Millisecond) // the spacing under test, not a wait for a condition
 	}
 	tx := (<-next).TxID
 	for range clients - 1 {

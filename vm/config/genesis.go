@@ -40,14 +40,15 @@ type Genesis struct {
 	// allocate requests before signing them as one transaction.
 	GroupCommitWindowMs uint64 `json:"groupCommitWindowMs"`
 	// GroupCommitReturnMs is how long, from its first request, a group
-	// may keep collecting while the clients this owner answered at the
-	// last accepted block have not all come back (0: never past the
-	// window). Closed-loop clients send their next request when answered,
-	// so they return in a burst after each accept; a group that waits for
-	// them signs one transaction where the window alone signed several,
-	// and every other validator verifies one signature instead of several.
-	// A group closes as soon as they are back, so a lone client waits only
-	// the window.
+	// may keep collecting past the window while it holds fewer requests
+	// than the callers this owner answered since its last accept, or in
+	// the period before it if more (0: never past the window).
+	// Closed-loop clients send their next request when answered, so they
+	// return in a burst after each accept; a group that waits for them
+	// signs one transaction where the window alone signed several, and
+	// every other validator verifies one signature instead of several. A
+	// group closes as soon as they are in, so a lone client waits only the
+	// window.
 	GroupCommitReturnMs uint64 `json:"groupCommitReturnMs"`
 	// GroupCommitMaxEntries bounds one group (at most txLimits.maxEntries).
 	GroupCommitMaxEntries int `json:"groupCommitMaxEntries"`
