@@ -124,8 +124,8 @@ func DefaultChainConfig() ChainConfig {
 // (genesis groupCommitReturnMs), a block cost about 40% less CPU, and at
 // 90 ms the network served 1.4x the requests it served at 120 ms without
 // that wait, at a p50 below 100 ms; 80 ms lowered the p50 by another 5 ms
-// but cost certificates more (0.91-0.92x of the requests against
-// 0.945-0.95x). A lone request on a quiet chain does not wait.
+// but cost certificates more (0.86-0.93x of the requests in four runs,
+// against 0.94-0.95x). A lone request on a quiet chain does not wait.
 const DefaultPipelineIntervalMs = 90
 
 // maxPipelineIntervalMs bounds the pacing: a longer one only adds latency.
