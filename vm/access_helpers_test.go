@@ -87,23 +87,8 @@ func (an *authNet) url(i int) string {
 
 // rejects reads api_rejects_total{reason, token} of VM i.
 func (an *authNet) rejects(i int, reason, token string) float64 {
-	mfs, err := an.regs[i].Gather()
-	require.NoError(an.t, err)
-	for _, mf := range mfs {
-		if mf.GetName() != "api_rejects_total" {
-			continue
-		}
-		for _, m := range mf.GetMetric() {
-			labels := map[string]string{}
-			for _, l := range m.GetLabel() {
-				labels[l.GetName()] = l.GetValue()
-			}
-			if labels["reason"] == reason && labels["token"] == token {
-				return m.GetCounter().GetValue()
-			}
-		}
-	}
-	return 0
+	v, _ := series(an.t, an.regs[i], "api_rejects_total", map[string]string{"reason": reason, "token": token})
+	return v
 }
 
 // tokenFor returns a fresh token and its chain config entry.

@@ -387,20 +387,13 @@ func TestFloodDoesNotStarveOtherTokens(t *testing.T) {
 	}
 }
 
-// pending reads api_pending{token="alpha"} of VM i.
+// pending reads api_pending{token="alpha"} of VM i (-1: no such series).
 func pending(an *authNet, i int) int {
-	mfs, err := an.regs[i].Gather()
-	require.NoError(an.t, err)
-	for _, mf := range mfs {
-		if mf.GetName() == "api_pending" {
-			for _, m := range mf.GetMetric() {
-				if m.GetLabel()[0].GetValue() == "alpha" {
-					return int(m.GetGauge().GetValue())
-				}
-			}
-		}
+	v, ok := series(an.t, an.regs[i], "api_pending", map[string]string{"token": "alpha"})
+	if !ok {
+		return -1
 	}
-	return -1
+	return int(v)
 }
 
 func mustJSON(t *testing.T, method string, params any) []byte {

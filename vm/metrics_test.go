@@ -15,8 +15,9 @@ import (
 	"github.com/s-chain/schain/vm"
 )
 
-// labelled is one series of a counter family: the one whose label is value.
-func labelled(t *testing.T, reg *prometheus.Registry, name, label, value string) float64 {
+// series is the value of the one series of family name (a counter or a
+// gauge) whose labels include every pair of want, and whether there is one.
+func series(t testing.TB, reg *prometheus.Registry, name string, want map[string]string) (float64, bool) {
 	mfs, err := reg.Gather()
 	require.NoError(t, err)
 	for _, mf := range mfs {
@@ -24,14 +25,22 @@ func labelled(t *testing.T, reg *prometheus.Registry, name, label, value string)
 			continue
 		}
 		for _, m := range mf.GetMetric() {
+			matched := 0
 			for _, l := range m.GetLabel() {
-				if l.GetName() == label && l.GetValue() == value {
-					return m.GetCounter().GetValue()
+				if v, ok := want[l.GetName()]; ok && v == l.GetValue() {
+					matched++
 				}
 			}
+			if matched < len(want) {
+				continue
+			}
+			if m.Gauge != nil {
+				return m.Gauge.GetValue(), true
+			}
+			return m.GetCounter().GetValue(), true
 		}
 	}
-	return 0
+	return 0, false
 }
 
 // gathered sums every series of a metric family (counter, gauge or

@@ -284,7 +284,10 @@ func TestGroupCommitWaitsForReturningClients(t *testing.T) {
 	nw.ready(10)
 	w := nw.vms[0].Writer()
 	r := nw.rangeOf(0, "rc")
-	closed := func(reason string) float64 { return labelled(t, nw.regs[0], "group_commits_total", "closed", reason) }
+	closed := func(reason string) float64 {
+		v, _ := series(t, nw.regs[0], "group_commits_total", map[string]string{"closed": reason})
+		return v
+	}
 	// request sends one allocation of r and hands its submission to out.
 	request := func(out chan<- writer.Submitted) {
 		go func() {
