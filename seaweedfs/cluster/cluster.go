@@ -20,7 +20,6 @@ import (
 	"fmt"
 	"io"
 	"maps"
-	"net"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -31,6 +30,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/s-chain/schain/internal/ports"
 	"github.com/s-chain/schain/seaweedfs/schainseq"
 	"github.com/s-chain/schain/shadow/seaweed"
 )
@@ -198,7 +198,7 @@ func Start(ctx context.Context, cfg Config) (*Cluster, error) {
 	if err != nil {
 		return nil, err
 	}
-	ports, err := freePorts(2*cfg.Masters + 2)
+	free, err := ports.Free(2*cfg.Masters + 2)
 	if err != nil {
 		return nil, err
 	}
@@ -213,9 +213,9 @@ func Start(ctx context.Context, cfg Config) (*Cluster, error) {
 	st := state{Weed: weed, Dir: dir, Mode: cfg.Mode, SChain: cfg.SChain, Sequencer: seqKeys,
 		VolumeSizeLimitMB: cfg.VolumeSizeLimitMB, MasterMilliCPUs: cfg.MasterMilliCPUs, Detach: cfg.Detach}
 	for i := range cfg.Masters {
-		st.Masters = append(st.Masters, &master{HTTP: ports[2*i], GRPC: ports[2*i+1]})
+		st.Masters = append(st.Masters, &master{HTTP: free[2*i], GRPC: free[2*i+1]})
 	}
-	st.Volume = &volume{HTTP: ports[2*cfg.Masters], GRPC: ports[2*cfg.Masters+1], Max: cfg.VolumeMax}
+	st.Volume = &volume{HTTP: free[2*cfg.Masters], GRPC: free[2*cfg.Masters+1], Max: cfg.VolumeMax}
 	c := &Cluster{state: st, out: cfg.Progress}
 	if c.out == nil {
 		c.out = io.Discard
@@ -725,27 +725,6 @@ func (c *Cluster) procs() []*proc {
 		out = append(out, &c.state.Volume.proc)
 	}
 	return out
-}
-
-// freePorts reserves n distinct free ports on 127.0.0.1 (held until all
-// are picked, then released for the processes to bind).
-func freePorts(n int) ([]int, error) {
-	var lns []net.Listener
-	defer func() {
-		for _, ln := range lns {
-			_ = ln.Close()
-		}
-	}()
-	ports := make([]int, n)
-	for i := range ports {
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			return nil, err
-		}
-		lns = append(lns, ln)
-		ports[i] = ln.Addr().(*net.TCPAddr).Port
-	}
-	return ports, nil
 }
 
 func sleepCtx(ctx context.Context, d time.Duration) error {

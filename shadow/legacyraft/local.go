@@ -9,6 +9,10 @@ import (
 	"strconv"
 	"sync"
 	"time"
+
+	"github.com/hashicorp/raft"
+
+	"github.com/s-chain/schain/internal/ports"
 )
 
 // LocalCluster is an n-node legacy allocator running in this process over
@@ -16,6 +20,7 @@ import (
 // `schain shadow run` and `make run`.
 type LocalCluster struct {
 	addrs  []string
+	held   []net.Listener
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
 	mu     sync.Mutex
@@ -24,32 +29,42 @@ type LocalCluster struct {
 
 // StartLocalCluster starts n nodes in mode under dir and waits until the
 // cluster answers an allocation (a leader exists and warmed up) or ctx ends.
+// Every port is bound before the nodes start and handed to them, so no
+// other listener or outgoing connection can take it in between.
 func StartLocalCluster(ctx context.Context, n int, mode Mode, dir string) (*LocalCluster, error) {
 	if n < 1 {
 		return nil, fmt.Errorf("legacyraft: a cluster needs at least one node, got %d", n)
 	}
-	base := DefaultConfig()
-	peers, err := LocalPeers(n, mode)
+	bound, err := bindLocalPeers(n, mode)
 	if err != nil {
 		return nil, err
 	}
+	peers := make([]Peer, n)
+	for i, b := range bound {
+		peers[i] = b.peer
+	}
+	base := DefaultConfig()
 	runCtx, cancel := context.WithCancel(context.Background())
 	c := &LocalCluster{cancel: cancel}
-	for i, p := range peers {
+	for _, b := range bound {
+		c.held = append(c.held, b.http)
+		c.held = append(c.held, b.raft...)
+	}
+	for _, b := range bound {
 		cfg := base
-		cfg.ID, cfg.Dir, cfg.Mode = p.ID, filepath.Join(dir, p.ID), mode
-		cfg.Bind, cfg.HTTPBind, cfg.Peers = p.RaftAddr, p.HTTPAddr, peers
+		cfg.ID, cfg.Dir, cfg.Mode = b.peer.ID, filepath.Join(dir, b.peer.ID), mode
+		cfg.Bind, cfg.HTTPBind, cfg.Peers = b.peer.RaftAddr, b.peer.HTTPAddr, peers
 		cfg.WarmUp = 0
-		c.addrs = append(c.addrs, p.HTTPAddr)
+		c.addrs = append(c.addrs, b.peer.HTTPAddr)
 		c.wg.Add(1)
-		go func(i int, cfg Config) {
+		go func(cfg Config, opts Options) {
 			defer c.wg.Done()
-			if err := Serve(runCtx, cfg, Options{}); err != nil {
+			if err := Serve(runCtx, cfg, opts); err != nil {
 				c.mu.Lock()
 				c.errs = append(c.errs, fmt.Errorf("%s: %w", cfg.ID, err))
 				c.mu.Unlock()
 			}
-		}(i, cfg)
+		}(cfg, Options{Listener: b.http, Transport: b.transport})
 	}
 	if err := NewClient(c.addrs, 2*time.Second).WaitReady(ctx); err != nil {
 		_ = c.Close()
@@ -60,28 +75,102 @@ func StartLocalCluster(ctx context.Context, n int, mode Mode, dir string) (*Loca
 
 // LocalPeers assigns n voters named legacy1..legacyN free raft and HTTP
 // ports on 127.0.0.1 (in ModeSlots, DefaultConfig().Groups consecutive raft
-// ports each), for a cluster in this process or in separate processes.
-// The ports are free when chosen, not reserved: start the nodes promptly.
+// ports each), for nodes in separate processes. The ports are free when
+// chosen, not reserved (see package ports): start the nodes promptly.
+// StartLocalCluster binds its ports instead.
 func LocalPeers(n int, mode Mode) ([]Peer, error) {
 	groups := 1
 	if mode == ModeSlots {
 		groups = DefaultConfig().Groups
 	}
+	sizes := make([]int, 0, 2*n)
+	for range n {
+		sizes = append(sizes, groups, 1)
+	}
+	firsts, err := ports.Runs(sizes...)
+	if err != nil {
+		return nil, fmt.Errorf("legacyraft: %w", err)
+	}
 	peers := make([]Peer, n)
 	for i := range peers {
-		raftPort, err := freePorts(groups)
-		if err != nil {
-			return nil, err
-		}
-		httpPort, err := freePorts(1)
-		if err != nil {
-			return nil, err
-		}
 		peers[i] = Peer{
 			ID:       "legacy" + strconv.Itoa(i+1),
-			RaftAddr: net.JoinHostPort("127.0.0.1", strconv.Itoa(raftPort)),
-			HTTPAddr: net.JoinHostPort("127.0.0.1", strconv.Itoa(httpPort)),
+			RaftAddr: net.JoinHostPort("127.0.0.1", strconv.Itoa(firsts[2*i])),
+			HTTPAddr: net.JoinHostPort("127.0.0.1", strconv.Itoa(firsts[2*i+1])),
 		}
+	}
+	return peers, nil
+}
+
+// boundPeer is a peer whose HTTP port and raft ports (one per group) are
+// already listening.
+type boundPeer struct {
+	peer Peer
+	http net.Listener
+	raft []net.Listener
+}
+
+func (b boundPeer) close() {
+	_ = b.http.Close()
+	for _, l := range b.raft {
+		_ = l.Close()
+	}
+}
+
+// transport is Options.Transport over the group's bound raft listener.
+func (b boundPeer) transport(group int, addr raft.ServerAddress) (raft.Transport, error) {
+	if group < 0 || group >= len(b.raft) {
+		return nil, fmt.Errorf("legacyraft: %s has %d bound raft ports, group %d asked for one", b.peer.ID, len(b.raft), group)
+	}
+	ln := b.raft[group]
+	if got := ln.Addr().String(); got != string(addr) {
+		return nil, fmt.Errorf("legacyraft: %s group %d: bound %s, config says %s", b.peer.ID, group, got, addr)
+	}
+	return raft.NewNetworkTransportWithLogger(boundStream{ln}, 3, 10*time.Second, logger(Options{})), nil
+}
+
+// boundStream is raft's stream layer over a listener bound beforehand.
+type boundStream struct{ net.Listener }
+
+func (s boundStream) Dial(addr raft.ServerAddress, timeout time.Duration) (net.Conn, error) {
+	return net.DialTimeout("tcp", string(addr), timeout)
+}
+
+// bindLocalPeers binds n voters' ports on 127.0.0.1: in ModeSlots,
+// DefaultConfig().Groups consecutive raft ports each (group g on port+g).
+func bindLocalPeers(n int, mode Mode) ([]boundPeer, error) {
+	groups := 1
+	if mode == ModeSlots {
+		groups = DefaultConfig().Groups
+	}
+	peers := make([]boundPeer, 0, n)
+	fail := func(err error) ([]boundPeer, error) {
+		for _, p := range peers {
+			p.close()
+		}
+		return nil, err
+	}
+	for i := 0; i < n; i++ {
+		rafts, err := listenConsecutive(groups)
+		if err != nil {
+			return fail(err)
+		}
+		https, err := listenConsecutive(1)
+		if err != nil {
+			for _, l := range rafts {
+				_ = l.Close()
+			}
+			return fail(err)
+		}
+		peers = append(peers, boundPeer{
+			peer: Peer{
+				ID:       "legacy" + strconv.Itoa(i+1),
+				RaftAddr: rafts[0].Addr().String(),
+				HTTPAddr: https[0].Addr().String(),
+			},
+			http: https[0],
+			raft: rafts,
+		})
 	}
 	return peers, nil
 }
@@ -93,36 +182,37 @@ func (c *LocalCluster) Addrs() []string { return c.addrs }
 func (c *LocalCluster) Close() error {
 	c.cancel()
 	c.wg.Wait()
+	// A node that failed before taking its listeners leaves them open.
+	for _, l := range c.held {
+		_ = l.Close()
+	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return errors.Join(c.errs...)
 }
 
-// freePorts finds k consecutive free ports on 127.0.0.1 (slots mode puts
-// group g on port+g) and returns the first.
-func freePorts(k int) (int, error) {
+// listenConsecutive listens on k consecutive free ports on 127.0.0.1.
+func listenConsecutive(k int) ([]net.Listener, error) {
 	for attempt := 0; attempt < 50; attempt++ {
 		ln, err := net.Listen("tcp", "127.0.0.1:0")
 		if err != nil {
-			return 0, err
+			return nil, err
 		}
 		first := ln.Addr().(*net.TCPAddr).Port
 		held := []net.Listener{ln}
-		ok := true
 		for g := 1; g < k; g++ {
 			l, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(first+g)))
 			if err != nil {
-				ok = false
 				break
 			}
 			held = append(held, l)
 		}
+		if len(held) == k {
+			return held, nil
+		}
 		for _, l := range held {
 			_ = l.Close()
 		}
-		if ok {
-			return first, nil
-		}
 	}
-	return 0, errors.New("legacyraft: no free consecutive ports on 127.0.0.1")
+	return nil, errors.New("legacyraft: no free consecutive ports on 127.0.0.1")
 }

@@ -2,6 +2,7 @@ package legacyraft
 
 import (
 	"io"
+	"net"
 
 	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/raft"
@@ -26,4 +27,9 @@ type Options struct {
 	Stores func(group int) (Stores, error)
 	// Logger receives raft and node logs; nil logs errors to stderr.
 	Logger hclog.Logger
+	// Listener, if set, is where Serve answers HTTP instead of listening on
+	// Config.HTTPBind; Serve closes it. A caller that binds its ports before
+	// starting nodes (StartLocalCluster) never loses one to another process
+	// between choosing and binding it.
+	Listener net.Listener
 }

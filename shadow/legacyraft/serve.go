@@ -19,9 +19,12 @@ var errRequestsInFlight = errors.New("legacyraft: HTTP requests still in flight 
 // Serve runs one node as a process would (`schain legacy serve`): raft on
 // cfg.Bind, the HTTP API on cfg.HTTPBind, until ctx is cancelled.
 func Serve(ctx context.Context, cfg Config, opts Options) error {
-	ln, err := net.Listen("tcp", cfg.HTTPBind)
-	if err != nil {
-		return fmt.Errorf("listen %s: %w", cfg.HTTPBind, err)
+	ln := opts.Listener
+	if ln == nil {
+		var err error
+		if ln, err = net.Listen("tcp", cfg.HTTPBind); err != nil {
+			return fmt.Errorf("listen %s: %w", cfg.HTTPBind, err)
+		}
 	}
 	n, err := New(cfg, opts)
 	if err != nil {

@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -17,6 +16,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/s-chain/schain/internal/ports"
 	"github.com/s-chain/schain/shadow"
 	"github.com/s-chain/schain/shadow/legacy"
 )
@@ -102,23 +102,11 @@ func startWeed(t *testing.T, bin, name string, args ...string) *weedProc {
 	return p
 }
 
-// freePorts reserves n distinct free 127.0.0.1 ports (all held until every
-// one is picked, then released for the processes to bind).
+// freePorts picks n distinct free 127.0.0.1 ports for weed processes.
 func freePorts(t *testing.T, n int) []int {
-	var lns []net.Listener
-	defer func() {
-		for _, ln := range lns {
-			_ = ln.Close()
-		}
-	}()
-	ports := make([]int, n)
-	for i := range ports {
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
-		require.NoError(t, err)
-		lns = append(lns, ln)
-		ports[i] = ln.Addr().(*net.TCPAddr).Port
-	}
-	return ports
+	got, err := ports.Free(n)
+	require.NoError(t, err)
+	return got
 }
 
 // hasFlag reports whether `weed <cmd> -h` documents -flag.
