@@ -41,8 +41,14 @@ func (c *SChainCluster) Pooled() *SChainCluster {
 }
 
 // PooledBatchesPerNode is how many allocateBatch exchanges the batched
-// view keeps in flight per node: a request waits only while all are busy.
-const PooledBatchesPerNode = 4
+// view keeps in flight per node: a request waits only while all are busy,
+// then rides the next exchange with every request that waited. One: on a
+// machine whose cores the nodes, plugins and clients share, an exchange
+// costs far more than a request in it, and fewer, larger exchanges serve
+// more. Through the direct API, 64 clients on four validators made 28,786
+// requests/s with one, 22,542 with two, 16,961 with four and 12,932 with
+// eight (docs/performance.md, "Exchanges in flight").
+const PooledBatchesPerNode = 1
 
 // PooledBatched is the pooled view through a router that coalesces
 // concurrent requests to one owner into allocateBatch exchanges

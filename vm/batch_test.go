@@ -3,9 +3,11 @@ package vm_test
 import (
 	"encoding/json"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/s-chain/schain/txs"
 	"github.com/s-chain/schain/vm/api"
 )
 
@@ -65,4 +67,63 @@ func TestAllocateBatch(t *testing.T) {
 	e = rpcCall(t, url, "allocateBatch", api.AllocateBatchArgs{Requests: make([]api.AllocateArgs, api.MaxBatch+1)}, &reply)
 	require.NotNil(e)
 	require.Equal(api.CodeInvalidParams, e.Code, "a batch above MaxBatch")
+}
+
+// TestBatchDoesNotQueueReservations: pooled requests of a batch whose
+// pools are empty wait for their reservations side by side, not one after
+// another, and a warm range's request is answered with them. Served in
+// turn, the second range's reservation would be signed only after the
+// first one's block, so a batch would cost one block per cold range and
+// hold every other range of the exchange behind each.
+func TestBatchDoesNotQueueReservations(t *testing.T) {
+	require := require.New(t)
+	nw := newNetWith(t, 3, poolGenesis)
+	nw.ready(10)
+	warm := nw.rangeOf(0, "warm")
+	coldA, coldB := nw.rangeOf(0, "cold-a"), nw.rangeOf(0, "cold-b")
+	nw.pooled(0, warm, 1, 1)
+
+	reqs := []api.AllocateArgs{
+		{Range: coldA, Count: 2, Pooled: true},
+		{Range: coldB, Count: 3, Pooled: true},
+		{Range: warm, Count: 1, Pooled: true},
+	}
+	done := make(chan api.AllocateBatchReply, 1)
+	go func() {
+		var reply api.AllocateBatchReply
+		if e := rpcCall(t, nw.server(0), "allocateBatch", api.AllocateBatchArgs{Requests: reqs}, &reply); e != nil {
+			t.Errorf("allocateBatch: %v", e)
+		}
+		done <- reply
+	}()
+	reserving := func() map[string]bool {
+		out := map[string]bool{}
+		for _, tx := range nw.vms[0].Mempool().All() {
+			if a, ok := tx.Unsigned.(*txs.AllocateTx); ok {
+				for _, e := range a.Entries {
+					out[e.Range] = true
+				}
+			}
+		}
+		return out
+	}
+	require.Eventually(func() bool {
+		r := reserving()
+		return r[coldA] && r[coldB]
+	}, 10*time.Second, 5*time.Millisecond, "both reservations are pending before any block")
+	_, err := nw.round(0, 10)
+	require.NoError(err)
+
+	var reply api.AllocateBatchReply
+	select {
+	case reply = <-done:
+	case <-time.After(10 * time.Second):
+		require.FailNow("the batch was not answered after its reservations' block")
+	}
+	require.Len(reply.Results, len(reqs))
+	for i, r := range reply.Results {
+		require.Nil(r.Error, "request %d", i)
+		require.True(r.Reply.Pooled)
+		require.Equal(reqs[i].Count, r.Reply.Count)
+	}
 }

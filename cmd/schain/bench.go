@@ -142,7 +142,7 @@ S-Chain is measured on one network through each --schain-modes write path:
 accepted), "pooled" (schain-pooled: ids the owner had reserved and
 committed in advance, answered at once) and "pooled-batched"
 (schain-batched: the same pooled requests, which the client coalesces per
-owner into allocateBatch exchanges, at most 4 in flight per node); each
+owner into allocateBatch exchanges, one in flight per node); each
 with "-direct" (schain-direct, schain-pooled-direct, schain-batched-direct)
 sends the same requests to each plugin's own listener (getNode's
 directURI, chain config directAPI) instead of the node's API. Mode

@@ -35,6 +35,7 @@ import (
 type Writes interface {
 	AllocateOne(ctx context.Context, entry txs.AllocateEntry) (writer.Submitted, error)
 	AllocatePooled(ctx context.Context, rangeKey string, count uint64) (writer.Pooled, error)
+	PoolHolds(rangeKey string, count uint64) bool
 	PutManifest(ctx context.Context, m txs.Manifest) (*txs.Tx, error)
 	Receipt(txID ids.ID) (*api.ReceiptReply, error)
 	WaitReceipt(ctx context.Context, txID ids.ID) (*api.ReceiptReply, error)
@@ -158,8 +159,9 @@ var ErrBadBatch = errcode.New(errcode.InvalidParams, "bad_batch", "rpc: allocate
 // allocate would alone. It exists because a pooled allocation costs almost
 // nothing in the VM: its price is the exchange (the node's HTTP server and
 // the HTTP-over-gRPC hop into the plugin), which a batch pays once. Pooled
-// requests are answered in order; the others run concurrently, so that the
-// owner's group commit signs them as one transaction.
+// requests their pools can answer are served in order; the others run
+// concurrently, so that the owner's group commit signs them as one
+// transaction and a reservation holds up only its own range's requests.
 func (s *Service) AllocateBatch(r *http.Request, args *api.AllocateBatchArgs, reply *api.AllocateBatchReply) error {
 	if n := len(args.Requests); n == 0 || n > api.MaxBatch {
 		return s.invalidParams(r, fmt.Errorf("%w: %d requests", ErrBadBatch, n))
@@ -175,7 +177,11 @@ func (s *Service) AllocateBatch(r *http.Request, args *api.AllocateBatchArgs, re
 			}
 			results[i].Reply = rep
 		}
-		if args.Requests[i].Pooled {
+		// A pooled request its pool can answer is served in turn, without
+		// a goroutine; one that waits for a reservation (a range's first
+		// request, a range that moved here) must not hold the batch's
+		// other ranges behind it, so it waits beside them.
+		if a := &args.Requests[i]; a.Pooled && s.s.writes.PoolHolds(a.Range, a.Count) {
 			one()
 			continue
 		}

@@ -127,6 +127,18 @@ func (w *Writer) AllocatePooled(ctx context.Context, rangeKey string, count uint
 	}
 }
 
+// PoolHolds reports whether rangeKey's pool holds count ids now, so that
+// AllocatePooled would answer from memory: a hint (another caller may take
+// them first) for a caller that serves several requests in turn and must
+// not make the others wait on one range's reservation.
+func (w *Writer) PoolHolds(rangeKey string, count uint64) bool {
+	p := w.pools
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	rp, ok := p.byKey[rangeKey]
+	return ok && rp.available() >= count
+}
+
 // get returns rangeKey's pool, creating it and evicting the least recently
 // used one beyond the limit (its ids are skipped). Called with p.mu held.
 func (p *pools) get(rangeKey string) *rangePool {
