@@ -32,7 +32,10 @@ type RouterConfig struct {
 	// PooledBatches, if positive, coalesces concurrent pooled allocations
 	// (without a wait) sent to one node into allocateBatch exchanges, at
 	// most this many at once per node: a request waits only while all of
-	// them are busy. Zero sends each request on its own.
+	// them are busy. Zero sends each request on its own. One serves the
+	// most where clients and nodes share cores: an exchange costs far more
+	// than a request in it, and requests that wait ride the next exchange
+	// together (docs/performance.md, "Exchanges in flight").
 	PooledBatches int
 }
 
