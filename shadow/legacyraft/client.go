@@ -21,9 +21,11 @@ var (
 
 // Client talks to a legacyraft cluster over HTTP, the way an S3 gateway
 // talks to SeaweedFS masters: it sticks to a node that answers, moves to the
-// next node when one is unreachable, and follows a not-leader hint once. It
-// does not retry a reachable cluster's "unavailable" answers: the shadow
-// comparison must see them. It is safe for concurrent use.
+// next node when one is unreachable, follows a not-leader hint once, and
+// moves to the leader a follower forwarded its request to (when that is one
+// of its addresses), so that it pays the follower's hop once, not on every
+// request. It does not retry a reachable cluster's "unavailable" answers:
+// the shadow comparison must see them. It is safe for concurrent use.
 type Client struct {
 	addrs []string
 	hc    *http.Client
@@ -45,10 +47,13 @@ func NewClient(addrs []string, timeout time.Duration) *Client {
 // Allocate implements legacy.Allocator.
 func (c *Client) Allocate(ctx context.Context, rangeKey string, count uint64) (legacy.Result, error) {
 	var res legacy.Result
-	err := c.try(ctx, func(addr string) error {
-		var err error
-		res, err = callAllocate(ctx, c.hc, addr, rangeKey, count, false)
-		return err
+	err := c.try(ctx, func(addr string) (string, error) {
+		var (
+			leader string
+			err    error
+		)
+		res, leader, err = callAllocate(ctx, c.hc, addr, rangeKey, count, false)
+		return leader, err
 	})
 	return res, err
 }
@@ -80,20 +85,22 @@ func (c *Client) WaitReady(ctx context.Context) error {
 // leader it kills.
 func (c *Client) Status(ctx context.Context, addr string) (Status, error) {
 	var s Status
-	err := call(ctx, c.hc, addr, pathStatus, nil, false, &s)
+	_, err := call(ctx, c.hc, addr, pathStatus, nil, false, &s)
 	return s, err
 }
 
 // ReportWritten implements legacy.WriteReporter.
 func (c *Client) ReportWritten(ctx context.Context, rangeKey string, maxWritten uint64) error {
-	return c.try(ctx, func(addr string) error {
+	return c.try(ctx, func(addr string) (string, error) {
 		return callWritten(ctx, c.hc, addr, rangeKey, maxWritten, false)
 	})
 }
 
 // try runs op on the preferred node, then on the hinted leader or the other
-// nodes, at most len(addrs)+1 times.
-func (c *Client) try(ctx context.Context, op func(addr string) error) error {
+// nodes, at most len(addrs)+1 times. op returns the leader a follower
+// forwarded it to, which becomes the preferred node if it is one of addrs
+// (a node cannot point the client at an address it was not given).
+func (c *Client) try(ctx context.Context, op func(addr string) (leader string, err error)) error {
 	if len(c.addrs) == 0 {
 		return errNoAddrs
 	}
@@ -102,7 +109,11 @@ func (c *Client) try(ctx context.Context, op func(addr string) error) error {
 	c.mu.Unlock()
 	var err error
 	for range len(c.addrs) + 1 {
-		if err = op(addr); err == nil {
+		var leader string
+		if leader, err = op(addr); err == nil {
+			if slices.Contains(c.addrs, leader) {
+				addr = leader
+			}
 			c.mu.Lock()
 			c.preferred = addr
 			c.mu.Unlock()

@@ -73,15 +73,21 @@ func (n *Node) serveAllocate(w http.ResponseWriter, r *http.Request) {
 		writeError(w, fmt.Errorf("%w: count: %w", legacy.ErrRejected, err))
 		return
 	}
-	var res legacy.Result
+	var (
+		res    legacy.Result
+		leader string
+	)
 	if r.Header.Get(headerForwarded) != "" {
 		res, err = n.AllocateLocal(r.Context(), q.Get("range"), count)
 	} else {
-		res, err = n.Allocate(r.Context(), q.Get("range"), count)
+		res, leader, err = n.allocateOrForward(r.Context(), q.Get("range"), count)
 	}
 	if err != nil {
 		writeError(w, err)
 		return
+	}
+	if leader != "" {
+		w.Header().Set(headerLeader, leader)
 	}
 	writeJSON(w, http.StatusOK, res)
 }
@@ -93,14 +99,18 @@ func (n *Node) serveWritten(w http.ResponseWriter, r *http.Request) {
 		writeError(w, fmt.Errorf("%w: max: %w", legacy.ErrRejected, err))
 		return
 	}
+	var leader string
 	if r.Header.Get(headerForwarded) != "" {
 		err = n.reportWrittenLocal(q.Get("range"), maxWritten)
 	} else {
-		err = n.ReportWritten(r.Context(), q.Get("range"), maxWritten)
+		leader, err = n.reportOrForward(r.Context(), q.Get("range"), maxWritten)
 	}
 	if err != nil {
 		writeError(w, err)
 		return
+	}
+	if leader != "" {
+		w.Header().Set(headerLeader, leader)
 	}
 	w.WriteHeader(http.StatusNoContent)
 }

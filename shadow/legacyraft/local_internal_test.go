@@ -1,9 +1,12 @@
 package legacyraft
 
 import (
+	"context"
 	"net"
+	"slices"
 	"strconv"
 	"testing"
+	"time"
 
 	"github.com/hashicorp/raft"
 	"github.com/stretchr/testify/require"
@@ -43,4 +46,49 @@ func TestBoundPeersHoldTheirPortsUntilTheNodeTakesThem(t *testing.T) {
 		require.NoError(err, "closed with its peer")
 		require.NoError(l.Close())
 	}
+}
+
+// A client that starts at a follower pays the forward once: the follower
+// names the leader it forwarded to, and the client sends the next requests
+// there, as SeaweedFS clients follow the master leader. Before, the legacy
+// stand-in's throughput in `make bench` swung 3x between runs, by whether
+// the client's first address happened to be the elected leader.
+func TestClientMovesToTheLeaderAFollowerForwardedTo(t *testing.T) {
+	require := require.New(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	c, err := StartLocalCluster(ctx, 3, ModeSeaweedFS, t.TempDir())
+	require.NoError(err)
+	defer func() { require.NoError(c.Close()) }()
+	addrs := c.Addrs()
+	probe := NewClient(addrs, 2*time.Second)
+	var leader string
+	require.Eventually(func() bool {
+		s, err := probe.Status(ctx, addrs[0])
+		leader = s.LeaderHTTP
+		return err == nil && slices.Contains(addrs, leader)
+	}, 10*time.Second, 10*time.Millisecond, "a leader is known")
+	var followers []string
+	for _, a := range addrs {
+		if a != leader {
+			followers = append(followers, a)
+		}
+	}
+
+	cl := NewClient(append(slices.Clone(followers), leader), 2*time.Second)
+	_, err = cl.Allocate(ctx, "r", 1)
+	require.NoError(err)
+	require.Equal(leader, cl.preferred, "moved to the leader after one forwarded allocation")
+	_, err = cl.Allocate(ctx, "r", 1)
+	require.NoError(err)
+	require.Equal(leader, cl.preferred)
+
+	wr := NewClient(append(slices.Clone(followers), leader), 2*time.Second)
+	require.NoError(wr.ReportWritten(ctx, "r", 1))
+	require.Equal(leader, wr.preferred, "a forwarded report moves it too")
+
+	alone := NewClient(followers[:1], 2*time.Second)
+	_, err = alone.Allocate(ctx, "r", 1)
+	require.NoError(err)
+	require.Equal(followers[0], alone.preferred, "a leader outside the client's addresses is not followed")
 }

@@ -111,18 +111,25 @@ func (n *Node) Config() Config { return n.cfg }
 // group, and otherwise forwards it to the leader with a bounded timeout. If
 // forwarding fails it returns a *legacy.NotLeaderError carrying the hint.
 func (n *Node) Allocate(ctx context.Context, rangeKey string, count uint64) (legacy.Result, error) {
+	res, _, err := n.allocateOrForward(ctx, rangeKey, count)
+	return res, err
+}
+
+// allocateOrForward is Allocate, also returning the leader a forwarded
+// request was served by ("" when this node served it).
+func (n *Node) allocateOrForward(ctx context.Context, rangeKey string, count uint64) (legacy.Result, string, error) {
 	res, err := n.AllocateLocal(ctx, rangeKey, count)
 	var nl *legacy.NotLeaderError
 	if !errors.As(err, &nl) || nl.LeaderHint == "" || nl.LeaderID == n.cfg.ID {
-		return res, err
+		return res, "", err
 	}
 	fctx, cancel := context.WithTimeout(ctx, n.cfg.ForwardTimeout)
 	defer cancel()
-	res, ferr := callAllocate(fctx, n.client, nl.LeaderHint, rangeKey, count, true)
+	res, _, ferr := callAllocate(fctx, n.client, nl.LeaderHint, rangeKey, count, true)
 	if ferr != nil {
-		return legacy.Result{}, &legacy.NotLeaderError{LeaderID: nl.LeaderID, LeaderHint: nl.LeaderHint, Cause: ferr}
+		return legacy.Result{}, "", &legacy.NotLeaderError{LeaderID: nl.LeaderID, LeaderHint: nl.LeaderHint, Cause: ferr}
 	}
-	return res, nil
+	return res, nl.LeaderHint, nil
 }
 
 // AllocateLocal serves the allocation only if this node leads the
@@ -141,17 +148,24 @@ func (n *Node) AllocateLocal(ctx context.Context, rangeKey string, count uint64)
 // ReportWritten feeds the highest key written for a range, like a volume
 // server heartbeat, forwarding it to the leader when needed.
 func (n *Node) ReportWritten(ctx context.Context, rangeKey string, maxWritten uint64) error {
+	_, err := n.reportOrForward(ctx, rangeKey, maxWritten)
+	return err
+}
+
+// reportOrForward is ReportWritten, also returning the leader a forwarded
+// report went to ("" when this node applied it).
+func (n *Node) reportOrForward(ctx context.Context, rangeKey string, maxWritten uint64) (string, error) {
 	err := n.mode.reportWritten(rangeKey, maxWritten)
 	var nl *legacy.NotLeaderError
 	if !errors.As(err, &nl) || nl.LeaderHint == "" || nl.LeaderID == n.cfg.ID {
-		return err
+		return "", err
 	}
 	fctx, cancel := context.WithTimeout(ctx, n.cfg.ForwardTimeout)
 	defer cancel()
-	if ferr := callWritten(fctx, n.client, nl.LeaderHint, rangeKey, maxWritten, true); ferr != nil {
-		return &legacy.NotLeaderError{LeaderID: nl.LeaderID, LeaderHint: nl.LeaderHint, Cause: ferr}
+	if _, ferr := callWritten(fctx, n.client, nl.LeaderHint, rangeKey, maxWritten, true); ferr != nil {
+		return "", &legacy.NotLeaderError{LeaderID: nl.LeaderID, LeaderHint: nl.LeaderHint, Cause: ferr}
 	}
-	return nil
+	return nl.LeaderHint, nil
 }
 
 // reportWrittenLocal applies a forwarded report without forwarding again.

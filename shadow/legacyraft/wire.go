@@ -21,7 +21,12 @@ const (
 	// headerForwarded marks a request forwarded by a follower; the receiver
 	// serves it locally or fails, so forwarding never loops.
 	headerForwarded = "X-Legacy-Forwarded"
-	maxBody         = 1 << 16
+	// headerLeader is set by a follower that forwarded a request: the
+	// leader's address, where the client sends its next requests, as
+	// SeaweedFS clients follow the master leader instead of paying a
+	// follower's proxy hop on every assign.
+	headerLeader = "X-Legacy-Leader"
+	maxBody      = 1 << 16
 )
 
 // errTransport marks failures to reach a node at all, which a client may
@@ -66,47 +71,52 @@ func (w wireError) decode() error {
 	}
 }
 
-func callAllocate(ctx context.Context, hc *http.Client, addr, rangeKey string, count uint64, forwarded bool) (legacy.Result, error) {
+// callAllocate returns the answer and the leader a follower forwarded it
+// to ("" if addr served it).
+func callAllocate(ctx context.Context, hc *http.Client, addr, rangeKey string, count uint64, forwarded bool) (legacy.Result, string, error) {
 	q := url.Values{"range": {rangeKey}, "count": {strconv.FormatUint(count, 10)}}
 	var res legacy.Result
-	err := call(ctx, hc, addr, pathAllocate, q, forwarded, &res)
-	return res, err
+	leader, err := call(ctx, hc, addr, pathAllocate, q, forwarded, &res)
+	return res, leader, err
 }
 
-func callWritten(ctx context.Context, hc *http.Client, addr, rangeKey string, maxWritten uint64, forwarded bool) error {
+// callWritten returns the leader a follower forwarded the report to.
+func callWritten(ctx context.Context, hc *http.Client, addr, rangeKey string, maxWritten uint64, forwarded bool) (string, error) {
 	q := url.Values{"range": {rangeKey}, "max": {strconv.FormatUint(maxWritten, 10)}}
 	return call(ctx, hc, addr, pathWritten, q, forwarded, nil)
 }
 
-// call POSTs to addr and decodes a JSON answer into out (if non-nil). Any
-// transport failure is ErrUnavailable: the request may not have arrived.
-func call(ctx context.Context, hc *http.Client, addr, path string, q url.Values, forwarded bool, out any) error {
+// call POSTs to addr and decodes a JSON answer into out (if non-nil); it
+// returns the answer's headerLeader. Any transport failure is
+// ErrUnavailable: the request may not have arrived.
+func call(ctx context.Context, hc *http.Client, addr, path string, q url.Values, forwarded bool, out any) (string, error) {
 	u := url.URL{Scheme: "http", Host: addr, Path: path, RawQuery: q.Encode()}
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, u.String(), nil)
 	if err != nil {
-		return fmt.Errorf("%w: %w", legacy.ErrRejected, err)
+		return "", fmt.Errorf("%w: %w", legacy.ErrRejected, err)
 	}
 	if forwarded {
 		req.Header.Set(headerForwarded, "1")
 	}
 	resp, err := hc.Do(req)
 	if err != nil {
-		return fmt.Errorf("%w: %w: %w", legacy.ErrUnavailable, errTransport, err)
+		return "", fmt.Errorf("%w: %w: %w", legacy.ErrUnavailable, errTransport, err)
 	}
 	defer resp.Body.Close()
 	body := io.LimitReader(resp.Body, maxBody)
 	if resp.StatusCode/100 != 2 {
 		var we wireError
 		if err := json.NewDecoder(body).Decode(&we); err != nil {
-			return fmt.Errorf("%w: http %d", legacy.ErrUnavailable, resp.StatusCode)
+			return "", fmt.Errorf("%w: http %d", legacy.ErrUnavailable, resp.StatusCode)
 		}
-		return we.decode()
+		return "", we.decode()
 	}
+	leader := resp.Header.Get(headerLeader)
 	if out == nil {
-		return nil
+		return leader, nil
 	}
 	if err := json.NewDecoder(body).Decode(out); err != nil {
-		return fmt.Errorf("%w: decode %s answer: %w", legacy.ErrUnavailable, path, err)
+		return "", fmt.Errorf("%w: decode %s answer: %w", legacy.ErrUnavailable, path, err)
 	}
-	return nil
+	return leader, nil
 }
