@@ -2,6 +2,7 @@ package legacyraft
 
 import (
 	"context"
+	"fmt"
 	"net"
 	"slices"
 	"strconv"
@@ -55,40 +56,74 @@ func TestBoundPeersHoldTheirPortsUntilTheNodeTakesThem(t *testing.T) {
 // the client's first address happened to be the elected leader.
 func TestClientMovesToTheLeaderAFollowerForwardedTo(t *testing.T) {
 	require := require.New(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	c, err := StartLocalCluster(ctx, 3, ModeSeaweedFS, t.TempDir())
 	require.NoError(err)
 	defer func() { require.NoError(c.Close()) }()
 	addrs := c.Addrs()
 	probe := NewClient(addrs, 2*time.Second)
-	var leader string
-	require.Eventually(func() bool {
-		s, err := probe.Status(ctx, addrs[0])
-		leader = s.LeaderHTTP
-		return err == nil && slices.Contains(addrs, leader)
-	}, 10*time.Second, 10*time.Millisecond, "a leader is known")
-	var followers []string
-	for _, a := range addrs {
-		if a != leader {
-			followers = append(followers, a)
+	leader := func() string {
+		for _, a := range addrs {
+			if s, err := probe.Status(ctx, a); err == nil && slices.Contains(addrs, s.LeaderHTTP) {
+				return s.LeaderHTTP
+			}
 		}
+		return ""
+	}
+	// steady runs check with the leader known before and after it; an
+	// election in between (a loaded machine can miss a heartbeat) makes the
+	// check say nothing, so it is run again.
+	steady := func(name string, check func(leader string, followers []string) error) {
+		var err error
+		require.Eventually(func() bool {
+			before := leader()
+			if before == "" {
+				return false
+			}
+			var followers []string
+			for _, a := range addrs {
+				if a != before {
+					followers = append(followers, a)
+				}
+			}
+			err = check(before, followers)
+			return leader() == before
+		}, 30*time.Second, 50*time.Millisecond, "%s: the leader kept changing", name)
+		require.NoError(err, name)
+	}
+	prefers := func(cl *Client, want, why string) error {
+		if got := cl.preferred; got != want {
+			return fmt.Errorf("%s: prefers %s, want %s", why, got, want)
+		}
+		return nil
 	}
 
-	cl := NewClient(append(slices.Clone(followers), leader), 2*time.Second)
-	_, err = cl.Allocate(ctx, "r", 1)
-	require.NoError(err)
-	require.Equal(leader, cl.preferred, "moved to the leader after one forwarded allocation")
-	_, err = cl.Allocate(ctx, "r", 1)
-	require.NoError(err)
-	require.Equal(leader, cl.preferred)
-
-	wr := NewClient(append(slices.Clone(followers), leader), 2*time.Second)
-	require.NoError(wr.ReportWritten(ctx, "r", 1))
-	require.Equal(leader, wr.preferred, "a forwarded report moves it too")
-
-	alone := NewClient(followers[:1], 2*time.Second)
-	_, err = alone.Allocate(ctx, "r", 1)
-	require.NoError(err)
-	require.Equal(followers[0], alone.preferred, "a leader outside the client's addresses is not followed")
+	steady("allocate", func(leader string, followers []string) error {
+		cl := NewClient(append(slices.Clone(followers), leader), 2*time.Second)
+		if _, err := cl.Allocate(ctx, "r", 1); err != nil {
+			return err
+		}
+		if err := prefers(cl, leader, "moved to the leader after one forwarded allocation"); err != nil {
+			return err
+		}
+		if _, err := cl.Allocate(ctx, "r", 1); err != nil {
+			return err
+		}
+		return prefers(cl, leader, "stays with the leader")
+	})
+	steady("report", func(leader string, followers []string) error {
+		wr := NewClient(append(slices.Clone(followers), leader), 2*time.Second)
+		if err := wr.ReportWritten(ctx, "r", 1); err != nil {
+			return err
+		}
+		return prefers(wr, leader, "a forwarded report moves it too")
+	})
+	steady("outside", func(_ string, followers []string) error {
+		alone := NewClient(followers[:1], 2*time.Second)
+		if _, err := alone.Allocate(ctx, "r", 1); err != nil {
+			return err
+		}
+		return prefers(alone, followers[0], "a leader outside the client's addresses is not followed")
+	})
 }
