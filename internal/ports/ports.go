@@ -10,7 +10,7 @@
 // whoever asks for them by number, so this package picks there, from a
 // random start so that parallel pickers rarely meet. It is not a
 // reservation: start the processes promptly. A caller in this process
-// should bind its listeners itself and keep them instead.
+// keeps the listeners instead (Listen).
 package ports
 
 import (
@@ -41,33 +41,52 @@ func Free(n int) ([]int, error) {
 // Runs returns, for each size k, the first of k consecutive free ports on
 // 127.0.0.1; no port is in two runs.
 func Runs(sizes ...int) ([]int, error) {
-	var held []net.Listener
-	defer func() {
-		for _, l := range held {
-			_ = l.Close()
-		}
-	}()
-	firsts := make([]int, 0, len(sizes))
-	for _, k := range sizes {
-		first, lns, err := freeRun(k)
-		if err != nil {
-			return nil, err
-		}
-		held = append(held, lns...)
-		firsts = append(firsts, first)
+	runs, err := Listen(sizes...)
+	if err != nil {
+		return nil, err
+	}
+	firsts := make([]int, len(runs))
+	for i, run := range runs {
+		firsts[i] = run[0].Addr().(*net.TCPAddr).Port
+		Close(run)
 	}
 	return firsts, nil
 }
 
+// Listen is Runs for a caller in this process: each run's listeners stay
+// bound, to be served or closed by the caller, so no port can be taken
+// between choosing and using it.
+func Listen(sizes ...int) ([][]net.Listener, error) {
+	runs := make([][]net.Listener, 0, len(sizes))
+	for _, k := range sizes {
+		lns, err := freeRun(k)
+		if err != nil {
+			for _, run := range runs {
+				Close(run)
+			}
+			return nil, err
+		}
+		runs = append(runs, lns)
+	}
+	return runs, nil
+}
+
+// Close closes every listener of a run.
+func Close(run []net.Listener) {
+	for _, l := range run {
+		_ = l.Close()
+	}
+}
+
 // freeRun finds k consecutive free ports and returns them still bound, so
 // a caller picking several runs never gets the same port twice.
-func freeRun(k int) (int, []net.Listener, error) {
+func freeRun(k int) ([]net.Listener, error) {
 	if k < 1 {
-		return 0, nil, fmt.Errorf("ports: asked for %d ports", k)
+		return nil, fmt.Errorf("ports: asked for %d ports", k)
 	}
 	top := ephemeralStart() - k
 	if top <= lowest {
-		return 0, nil, ErrNoneFree
+		return nil, ErrNoneFree
 	}
 	for attempt := 0; attempt < 200; attempt++ {
 		first := lowest + rand.IntN(top-lowest)
@@ -80,13 +99,11 @@ func freeRun(k int) (int, []net.Listener, error) {
 			held = append(held, l)
 		}
 		if len(held) == k {
-			return first, held, nil
+			return held, nil
 		}
-		for _, l := range held {
-			_ = l.Close()
-		}
+		Close(held)
 	}
-	return 0, nil, ErrNoneFree
+	return nil, ErrNoneFree
 }
 
 // ephemeralStart is the first port of the kernel's ephemeral range (Linux's

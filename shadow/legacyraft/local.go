@@ -20,7 +20,7 @@ import (
 // `schain shadow run` and `make run`.
 type LocalCluster struct {
 	addrs  []string
-	held   []net.Listener
+	bound  []boundPeer
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
 	mu     sync.Mutex
@@ -45,11 +45,7 @@ func StartLocalCluster(ctx context.Context, n int, mode Mode, dir string) (*Loca
 	}
 	base := DefaultConfig()
 	runCtx, cancel := context.WithCancel(context.Background())
-	c := &LocalCluster{cancel: cancel}
-	for _, b := range bound {
-		c.held = append(c.held, b.http)
-		c.held = append(c.held, b.raft...)
-	}
+	c := &LocalCluster{cancel: cancel, bound: bound}
 	for _, b := range bound {
 		cfg := base
 		cfg.ID, cfg.Dir, cfg.Mode = b.peer.ID, filepath.Join(dir, b.peer.ID), mode
@@ -79,27 +75,36 @@ func StartLocalCluster(ctx context.Context, n int, mode Mode, dir string) (*Loca
 // chosen, not reserved (see package ports): start the nodes promptly.
 // StartLocalCluster binds its ports instead.
 func LocalPeers(n int, mode Mode) ([]Peer, error) {
-	groups := 1
-	if mode == ModeSlots {
-		groups = DefaultConfig().Groups
-	}
-	sizes := make([]int, 0, 2*n)
-	for range n {
-		sizes = append(sizes, groups, 1)
-	}
-	firsts, err := ports.Runs(sizes...)
+	firsts, err := ports.Runs(localRuns(n, mode)...)
 	if err != nil {
 		return nil, fmt.Errorf("legacyraft: %w", err)
 	}
 	peers := make([]Peer, n)
 	for i := range peers {
-		peers[i] = Peer{
-			ID:       "legacy" + strconv.Itoa(i+1),
-			RaftAddr: net.JoinHostPort("127.0.0.1", strconv.Itoa(firsts[2*i])),
-			HTTPAddr: net.JoinHostPort("127.0.0.1", strconv.Itoa(firsts[2*i+1])),
-		}
+		peers[i] = localPeer(i, firsts[2*i], firsts[2*i+1])
 	}
 	return peers, nil
+}
+
+// localRuns are the port runs of n local voters: each its raft ports (one
+// per group, group g on port+g), then its HTTP port.
+func localRuns(n int, mode Mode) []int {
+	cfg := DefaultConfig()
+	cfg.Mode = mode
+	runs := make([]int, 0, 2*n)
+	for range n {
+		runs = append(runs, cfg.GroupCount(), 1)
+	}
+	return runs
+}
+
+// localPeer is voter i (legacy1..) with its first raft port and HTTP port.
+func localPeer(i, raftPort, httpPort int) Peer {
+	return Peer{
+		ID:       "legacy" + strconv.Itoa(i+1),
+		RaftAddr: net.JoinHostPort("127.0.0.1", strconv.Itoa(raftPort)),
+		HTTPAddr: net.JoinHostPort("127.0.0.1", strconv.Itoa(httpPort)),
+	}
 }
 
 // boundPeer is a peer whose HTTP port and raft ports (one per group) are
@@ -112,9 +117,7 @@ type boundPeer struct {
 
 func (b boundPeer) close() {
 	_ = b.http.Close()
-	for _, l := range b.raft {
-		_ = l.Close()
-	}
+	ports.Close(b.raft)
 }
 
 // transport is Options.Transport over the group's bound raft listener.
@@ -136,41 +139,21 @@ func (s boundStream) Dial(addr raft.ServerAddress, timeout time.Duration) (net.C
 	return net.DialTimeout("tcp", string(addr), timeout)
 }
 
-// bindLocalPeers binds n voters' ports on 127.0.0.1: in ModeSlots,
-// DefaultConfig().Groups consecutive raft ports each (group g on port+g).
+// bindLocalPeers binds n voters' ports on 127.0.0.1 (localRuns) and keeps
+// them bound.
 func bindLocalPeers(n int, mode Mode) ([]boundPeer, error) {
-	groups := 1
-	if mode == ModeSlots {
-		groups = DefaultConfig().Groups
+	runs, err := ports.Listen(localRuns(n, mode)...)
+	if err != nil {
+		return nil, fmt.Errorf("legacyraft: %w", err)
 	}
-	peers := make([]boundPeer, 0, n)
-	fail := func(err error) ([]boundPeer, error) {
-		for _, p := range peers {
-			p.close()
+	peers := make([]boundPeer, n)
+	for i := range peers {
+		raft, http := runs[2*i], runs[2*i+1][0]
+		peers[i] = boundPeer{
+			peer: localPeer(i, raft[0].Addr().(*net.TCPAddr).Port, http.Addr().(*net.TCPAddr).Port),
+			http: http,
+			raft: raft,
 		}
-		return nil, err
-	}
-	for i := 0; i < n; i++ {
-		rafts, err := listenConsecutive(groups)
-		if err != nil {
-			return fail(err)
-		}
-		https, err := listenConsecutive(1)
-		if err != nil {
-			for _, l := range rafts {
-				_ = l.Close()
-			}
-			return fail(err)
-		}
-		peers = append(peers, boundPeer{
-			peer: Peer{
-				ID:       "legacy" + strconv.Itoa(i+1),
-				RaftAddr: rafts[0].Addr().String(),
-				HTTPAddr: https[0].Addr().String(),
-			},
-			http: https[0],
-			raft: rafts,
-		})
 	}
 	return peers, nil
 }
@@ -183,36 +166,10 @@ func (c *LocalCluster) Close() error {
 	c.cancel()
 	c.wg.Wait()
 	// A node that failed before taking its listeners leaves them open.
-	for _, l := range c.held {
-		_ = l.Close()
+	for _, b := range c.bound {
+		b.close()
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return errors.Join(c.errs...)
-}
-
-// listenConsecutive listens on k consecutive free ports on 127.0.0.1.
-func listenConsecutive(k int) ([]net.Listener, error) {
-	for attempt := 0; attempt < 50; attempt++ {
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			return nil, err
-		}
-		first := ln.Addr().(*net.TCPAddr).Port
-		held := []net.Listener{ln}
-		for g := 1; g < k; g++ {
-			l, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(first+g)))
-			if err != nil {
-				break
-			}
-			held = append(held, l)
-		}
-		if len(held) == k {
-			return held, nil
-		}
-		for _, l := range held {
-			_ = l.Close()
-		}
-	}
-	return nil, errors.New("legacyraft: no free consecutive ports on 127.0.0.1")
 }
