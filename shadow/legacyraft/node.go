@@ -119,17 +119,32 @@ func (n *Node) Allocate(ctx context.Context, rangeKey string, count uint64) (leg
 // request was served by ("" when this node served it).
 func (n *Node) allocateOrForward(ctx context.Context, rangeKey string, count uint64) (legacy.Result, string, error) {
 	res, err := n.AllocateLocal(ctx, rangeKey, count)
+	leader, err := n.forward(ctx, err, func(ctx context.Context, addr string) (err error) {
+		res, _, err = callAllocate(ctx, n.client, addr, rangeKey, count, true)
+		return err
+	})
+	if err != nil {
+		return legacy.Result{}, "", err
+	}
+	return res, leader, nil
+}
+
+// forward sends a request this node answered with err to the leader when
+// err names one (another node): call carries it there, bounded by
+// ForwardTimeout. It returns that leader, or err itself when there is
+// nothing to forward; a failed forward is a *legacy.NotLeaderError carrying
+// the hint.
+func (n *Node) forward(ctx context.Context, err error, call func(ctx context.Context, addr string) error) (string, error) {
 	var nl *legacy.NotLeaderError
 	if !errors.As(err, &nl) || nl.LeaderHint == "" || nl.LeaderID == n.cfg.ID {
-		return res, "", err
+		return "", err
 	}
 	fctx, cancel := context.WithTimeout(ctx, n.cfg.ForwardTimeout)
 	defer cancel()
-	res, _, ferr := callAllocate(fctx, n.client, nl.LeaderHint, rangeKey, count, true)
-	if ferr != nil {
-		return legacy.Result{}, "", &legacy.NotLeaderError{LeaderID: nl.LeaderID, LeaderHint: nl.LeaderHint, Cause: ferr}
+	if ferr := call(fctx, nl.LeaderHint); ferr != nil {
+		return "", &legacy.NotLeaderError{LeaderID: nl.LeaderID, LeaderHint: nl.LeaderHint, Cause: ferr}
 	}
-	return res, nl.LeaderHint, nil
+	return nl.LeaderHint, nil
 }
 
 // AllocateLocal serves the allocation only if this node leads the
@@ -155,17 +170,10 @@ func (n *Node) ReportWritten(ctx context.Context, rangeKey string, maxWritten ui
 // reportOrForward is ReportWritten, also returning the leader a forwarded
 // report went to ("" when this node applied it).
 func (n *Node) reportOrForward(ctx context.Context, rangeKey string, maxWritten uint64) (string, error) {
-	err := n.mode.reportWritten(rangeKey, maxWritten)
-	var nl *legacy.NotLeaderError
-	if !errors.As(err, &nl) || nl.LeaderHint == "" || nl.LeaderID == n.cfg.ID {
-		return "", err
-	}
-	fctx, cancel := context.WithTimeout(ctx, n.cfg.ForwardTimeout)
-	defer cancel()
-	if _, ferr := callWritten(fctx, n.client, nl.LeaderHint, rangeKey, maxWritten, true); ferr != nil {
-		return "", &legacy.NotLeaderError{LeaderID: nl.LeaderID, LeaderHint: nl.LeaderHint, Cause: ferr}
-	}
-	return nl.LeaderHint, nil
+	return n.forward(ctx, n.mode.reportWritten(rangeKey, maxWritten), func(ctx context.Context, addr string) error {
+		_, err := callWritten(ctx, n.client, addr, rangeKey, maxWritten, true)
+		return err
+	})
 }
 
 // reportWrittenLocal applies a forwarded report without forwarding again.
