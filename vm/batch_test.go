@@ -127,3 +127,77 @@ func TestBatchDoesNotQueueReservations(t *testing.T) {
 		require.Equal(reqs[i].Count, r.Reply.Count)
 	}
 }
+
+// TestBatchOfOneColdRangeReservesOnce: what a hostile client gets from a
+// full batch naming cold ranges again and again. Its requests now wait side
+// by side, but one range still has at most one reservation in flight: the
+// batch costs one reservation per distinct range, not one per request, and
+// every request is answered with its own ids.
+func TestBatchOfOneColdRangeReservesOnce(t *testing.T) {
+	require := require.New(t)
+	nw := newNetWith(t, 3, poolGenesis)
+	nw.ready(10)
+	coldA, coldB := nw.rangeOf(0, "hostile-a"), nw.rangeOf(0, "hostile-b")
+	reqs := make([]api.AllocateArgs, api.MaxBatch)
+	for i := range reqs {
+		reqs[i] = api.AllocateArgs{Range: coldA, Count: 1, Pooled: true}
+		if i%2 == 1 {
+			reqs[i].Range = coldB
+		}
+	}
+	done := make(chan api.AllocateBatchReply, 1)
+	go func() {
+		var reply api.AllocateBatchReply
+		if e := rpcCall(t, nw.server(0), "allocateBatch", api.AllocateBatchArgs{Requests: reqs}, &reply); e != nil {
+			t.Errorf("allocateBatch: %v", e)
+		}
+		done <- reply
+	}()
+	reservations := func() map[string]int {
+		out := map[string]int{}
+		for _, tx := range nw.vms[0].Mempool().All() {
+			if a, ok := tx.Unsigned.(*txs.AllocateTx); ok {
+				for _, e := range a.Entries {
+					out[e.Range]++
+				}
+			}
+		}
+		return out
+	}
+	require.Eventually(func() bool {
+		r := reservations()
+		return r[coldA] > 0 && r[coldB] > 0
+	}, 10*time.Second, 5*time.Millisecond)
+	require.Equal(map[string]int{coldA: 1, coldB: 1}, reservations(), "one reservation per range in flight")
+
+	var reply api.AllocateBatchReply
+	deadline := time.Now().Add(20 * time.Second)
+	for answered := false; !answered; {
+		select {
+		case reply = <-done:
+			answered = true
+		case <-time.After(5 * time.Millisecond):
+			require.True(time.Now().Before(deadline), "the batch is still waiting")
+			if nw.vms[0].Mempool().Len() > 0 {
+				_, err := nw.round(0, 10)
+				require.NoError(err)
+			}
+		}
+	}
+	var ivs [][2]uint64
+	for i, r := range reply.Results {
+		require.Nil(r.Error, "request %d", i)
+		require.Equal(uint64(1), r.Reply.Count)
+		ivs = append(ivs, [2]uint64{r.Reply.Base, r.Reply.Base + 1})
+	}
+	var a, b [][2]uint64
+	for i, iv := range ivs {
+		if i%2 == 0 {
+			a = append(a, iv)
+		} else {
+			b = append(b, iv)
+		}
+	}
+	disjoint(t, a)
+	disjoint(t, b)
+}
