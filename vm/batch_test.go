@@ -88,28 +88,10 @@ func TestBatchDoesNotQueueReservations(t *testing.T) {
 		{Range: coldB, Count: 3, Pooled: true},
 		{Range: warm, Count: 1, Pooled: true},
 	}
-	done := make(chan api.AllocateBatchReply, 1)
-	go func() {
-		var reply api.AllocateBatchReply
-		if e := rpcCall(t, nw.server(0), "allocateBatch", api.AllocateBatchArgs{Requests: reqs}, &reply); e != nil {
-			t.Errorf("allocateBatch: %v", e)
-		}
-		done <- reply
-	}()
-	reserving := func() map[string]bool {
-		out := map[string]bool{}
-		for _, tx := range nw.vms[0].Mempool().All() {
-			if a, ok := tx.Unsigned.(*txs.AllocateTx); ok {
-				for _, e := range a.Entries {
-					out[e.Range] = true
-				}
-			}
-		}
-		return out
-	}
+	done := sendBatch(t, nw, 0, reqs)
 	require.Eventually(func() bool {
-		r := reserving()
-		return r[coldA] && r[coldB]
+		r := pendingEntries(nw, 0)
+		return r[coldA] > 0 && r[coldB] > 0
 	}, 10*time.Second, 5*time.Millisecond, "both reservations are pending before any block")
 	_, err := nw.round(0, 10)
 	require.NoError(err)
@@ -145,30 +127,12 @@ func TestBatchOfOneColdRangeReservesOnce(t *testing.T) {
 			reqs[i].Range = coldB
 		}
 	}
-	done := make(chan api.AllocateBatchReply, 1)
-	go func() {
-		var reply api.AllocateBatchReply
-		if e := rpcCall(t, nw.server(0), "allocateBatch", api.AllocateBatchArgs{Requests: reqs}, &reply); e != nil {
-			t.Errorf("allocateBatch: %v", e)
-		}
-		done <- reply
-	}()
-	reservations := func() map[string]int {
-		out := map[string]int{}
-		for _, tx := range nw.vms[0].Mempool().All() {
-			if a, ok := tx.Unsigned.(*txs.AllocateTx); ok {
-				for _, e := range a.Entries {
-					out[e.Range]++
-				}
-			}
-		}
-		return out
-	}
+	done := sendBatch(t, nw, 0, reqs)
 	require.Eventually(func() bool {
-		r := reservations()
+		r := pendingEntries(nw, 0)
 		return r[coldA] > 0 && r[coldB] > 0
 	}, 10*time.Second, 5*time.Millisecond)
-	require.Equal(map[string]int{coldA: 1, coldB: 1}, reservations(), "one reservation per range in flight")
+	require.Equal(map[string]int{coldA: 1, coldB: 1}, pendingEntries(nw, 0), "one reservation per range in flight")
 
 	var reply api.AllocateBatchReply
 	deadline := time.Now().Add(20 * time.Second)
@@ -200,4 +164,32 @@ func TestBatchOfOneColdRangeReservesOnce(t *testing.T) {
 	}
 	disjoint(t, a)
 	disjoint(t, b)
+}
+
+// sendBatch sends reqs to node i's allocateBatch in the background; the
+// reply arrives on the channel.
+func sendBatch(t *testing.T, nw *net, i int, reqs []api.AllocateArgs) <-chan api.AllocateBatchReply {
+	done := make(chan api.AllocateBatchReply, 1)
+	go func() {
+		var reply api.AllocateBatchReply
+		if e := rpcCall(t, nw.server(i), "allocateBatch", api.AllocateBatchArgs{Requests: reqs}, &reply); e != nil {
+			t.Errorf("allocateBatch: %v", e)
+		}
+		done <- reply
+	}()
+	return done
+}
+
+// pendingEntries counts the allocate entries per range pending in node
+// i's mempool.
+func pendingEntries(nw *net, i int) map[string]int {
+	out := map[string]int{}
+	for _, tx := range nw.vms[i].Mempool().All() {
+		if a, ok := tx.Unsigned.(*txs.AllocateTx); ok {
+			for _, e := range a.Entries {
+				out[e.Range]++
+			}
+		}
+	}
+	return out
 }
