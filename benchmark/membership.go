@@ -6,7 +6,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/s-chain/schain/vm/api"
+	"github.com/s-chain/schain/api"
 )
 
 // membershipPoll is how often a MembershipWatcher asks: several times per

@@ -7,9 +7,9 @@ import (
 
 	"github.com/ava-labs/avalanchego/ids"
 
+	"github.com/s-chain/schain/api"
 	"github.com/s-chain/schain/client"
 	"github.com/s-chain/schain/localnet"
-	"github.com/s-chain/schain/vm/api"
 )
 
 var (
@@ -182,7 +182,7 @@ func (c *SChainCluster) Owners(ctx context.Context, ranges []string) ([]string, 
 		if err != nil {
 			return nil, fmt.Errorf("owner of %s: %w", rk, err)
 		}
-		out[i] = c.NodeName(o.Owner)
+		out[i] = c.NodeName(ids.NodeID(o.Owner))
 	}
 	return out, nil
 }

@@ -10,9 +10,11 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/ava-labs/avalanchego/ids"
 	"github.com/ava-labs/avalanchego/utils/crypto/bls"
 	"github.com/ava-labs/avalanchego/utils/set"
 
+	"github.com/s-chain/schain/api"
 	"github.com/s-chain/schain/errcode"
 	"github.com/s-chain/schain/internal/wire"
 )
@@ -88,42 +90,51 @@ func Parse(b []byte) (*Certificate, error) {
 	return c, nil
 }
 
-// jsonCertificate is the API form: the statement's fields, the signer
-// bitset and the signature in 0x-prefixed hex.
-type jsonCertificate struct {
-	Statement
-	Signers   string `json:"signers"`
-	Signature string `json:"signature"`
+// API is the certificate as the API writes it.
+func (c *Certificate) API() api.Certificate {
+	return api.Certificate{
+		NetworkID: c.NetworkID, ChainID: api.ID(c.ChainID), Height: c.Height, BlockID: api.ID(c.BlockID),
+		StateRoot: api.ID(c.StateRoot), PChainHeight: c.PChainHeight,
+		Signers:   "0x" + hex.EncodeToString(c.Signers),
+		Signature: "0x" + hex.EncodeToString(c.Signature[:]),
+	}
+}
+
+// FromAPI reads a certificate the API wrote, checking its bounds.
+func FromAPI(a api.Certificate) (*Certificate, error) {
+	signers, err := decodeHex(a.Signers)
+	if err != nil {
+		return nil, fmt.Errorf("%w: signers: %w", ErrMalformed, err)
+	}
+	if len(signers) > MaxSignersBytes {
+		return nil, fmt.Errorf("%w: %d bytes", ErrSignersTooLong, len(signers))
+	}
+	sig, err := decodeHex(a.Signature)
+	if err != nil || len(sig) != bls.SignatureLen {
+		return nil, fmt.Errorf("%w: signature: want %d bytes of hex", ErrMalformed, bls.SignatureLen)
+	}
+	c := &Certificate{Statement: Statement{
+		NetworkID: a.NetworkID, ChainID: ids.ID(a.ChainID), Height: a.Height, BlockID: ids.ID(a.BlockID),
+		StateRoot: ids.ID(a.StateRoot), PChainHeight: a.PChainHeight,
+	}, Signers: signers}
+	copy(c.Signature[:], sig)
+	return c, nil
 }
 
 // MarshalJSON writes the API form.
-func (c Certificate) MarshalJSON() ([]byte, error) {
-	return json.Marshal(jsonCertificate{
-		Statement: c.Statement,
-		Signers:   "0x" + hex.EncodeToString(c.Signers),
-		Signature: "0x" + hex.EncodeToString(c.Signature[:]),
-	})
-}
+func (c Certificate) MarshalJSON() ([]byte, error) { return json.Marshal(c.API()) }
 
 // UnmarshalJSON reads the API form.
 func (c *Certificate) UnmarshalJSON(b []byte) error {
-	var j jsonCertificate
-	if err := json.Unmarshal(b, &j); err != nil {
+	var a api.Certificate
+	if err := json.Unmarshal(b, &a); err != nil {
 		return err
 	}
-	signers, err := decodeHex(j.Signers)
+	read, err := FromAPI(a)
 	if err != nil {
-		return fmt.Errorf("%w: signers: %w", ErrMalformed, err)
+		return err
 	}
-	if len(signers) > MaxSignersBytes {
-		return fmt.Errorf("%w: %d bytes", ErrSignersTooLong, len(signers))
-	}
-	sig, err := decodeHex(j.Signature)
-	if err != nil || len(sig) != bls.SignatureLen {
-		return fmt.Errorf("%w: signature: want %d bytes of hex", ErrMalformed, bls.SignatureLen)
-	}
-	*c = Certificate{Statement: j.Statement, Signers: signers}
-	copy(c.Signature[:], sig)
+	*c = *read
 	return nil
 }
 

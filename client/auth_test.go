@@ -12,9 +12,9 @@ import (
 	"github.com/ava-labs/avalanchego/ids"
 	"github.com/stretchr/testify/require"
 
+	"github.com/s-chain/schain/api"
+	"github.com/s-chain/schain/api/apitest"
 	"github.com/s-chain/schain/client"
-	"github.com/s-chain/schain/vm/api"
-	"github.com/s-chain/schain/vm/api/apitest"
 )
 
 // TestTokenSentAsBearerHeader: the token travels in the Authorization
@@ -38,7 +38,7 @@ func TestTokenSentAsBearerHeader(t *testing.T) {
 	t.Cleanup(srv.Close)
 	cfg := client.DefaultConfig()
 	cfg.Token = tok
-	c, err := client.New(srv.URL, ids.GenerateTestID().String(), cfg)
+	c, err := client.New(srv.URL, api.ID(ids.GenerateTestID()).String(), cfg)
 	require.NoError(err)
 	_, err = c.Allocate(testCtx(t), api.AllocateArgs{Range: "r", Count: 1})
 	require.NoError(err)
@@ -51,7 +51,7 @@ func TestTokenSentAsBearerHeader(t *testing.T) {
 	}
 
 	// No token: no header.
-	c, err = client.New(srv.URL, ids.GenerateTestID().String(), client.DefaultConfig())
+	c, err = client.New(srv.URL, api.ID(ids.GenerateTestID()).String(), client.DefaultConfig())
 	require.NoError(err)
 	_, _ = c.GetNode(testCtx(t))
 	require.Empty(seen[2].Header.Get("Authorization"))
@@ -107,5 +107,5 @@ func TestAccessErrorCodes(t *testing.T) {
 }
 
 func rpcErrAsClient(code int, data string) error {
-	return &client.Error{Code: code, Message: "m", Data: []byte(data)}
+	return &api.Error{Code: code, Message: "m", Data: []byte(data)}
 }

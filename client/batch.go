@@ -2,15 +2,14 @@ package client
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"sync"
 
-	"github.com/s-chain/schain/vm/api"
+	"github.com/s-chain/schain/api"
 )
 
 // AllocateBatch sends several allocate requests in one exchange
-// (allocateBatch): each result is the reply or the *Error that allocate
+// (allocateBatch): each result is the reply or the *api.Error that allocate
 // would have answered alone. The error is the exchange's own (transport,
 // a refused token, a malformed answer).
 func (c *Client) AllocateBatch(ctx context.Context, reqs []api.AllocateArgs) ([]api.AllocateResult, error) {
@@ -26,20 +25,6 @@ func (c *Client) AllocateBatch(ctx context.Context, reqs []api.AllocateArgs) ([]
 		return nil, fmt.Errorf("%w: allocateBatch at %s: %d results for %d requests", ErrMalformedResponse, c.uri, len(reply.Results), len(reqs))
 	}
 	return reply.Results, nil
-}
-
-// resultError turns a batch result's error object into the *Error a
-// single call would have returned, so that callers (the Router's retries,
-// IsNotOwner) treat both alike.
-func resultError(e *api.BatchError) error {
-	out := &Error{Code: e.Code, Message: e.Message}
-	if e.Data != nil {
-		raw, err := json.Marshal(e.Data)
-		if err == nil && string(raw) != "null" {
-			out.Data = raw
-		}
-	}
-	return out
 }
 
 // batcher coalesces concurrent allocations sent to one node into
@@ -145,7 +130,7 @@ func (b *batcher) exchange(ctx context.Context, batch []*queued) {
 		case err != nil:
 			q.reply <- batchAnswer{err: err}
 		case results[i].Error != nil:
-			q.reply <- batchAnswer{err: resultError(results[i].Error)}
+			q.reply <- batchAnswer{err: results[i].Error}
 		case results[i].Reply == nil:
 			q.reply <- batchAnswer{err: fmt.Errorf("%w: allocateBatch at %s: result %d has neither reply nor error", ErrMalformedResponse, b.c.uri, i)}
 		default:

@@ -11,7 +11,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/s-chain/schain/vm/api"
+	"github.com/s-chain/schain/api"
 )
 
 // TestBatcherCoalesces: while the only exchange slot is busy, requests
@@ -49,7 +49,7 @@ func TestBatcherCoalesces(t *testing.T) {
 			rep := api.AllocateBatchReply{}
 			for _, a := range args.Requests {
 				if a.Range == "bad" {
-					rep.Results = append(rep.Results, api.AllocateResult{Error: &api.BatchError{Code: api.CodeNotOwner, Message: "not mine", Data: api.NotOwnerData{Range: "bad"}}})
+					rep.Results = append(rep.Results, api.AllocateResult{Error: api.NewError(api.CodeNotOwner, "not mine", api.NotOwnerData{Range: "bad"})})
 					continue
 				}
 				rep.Results = append(rep.Results, api.AllocateResult{Reply: &api.AllocateReply{Pooled: true, Base: a.Count * 100, Count: a.Count}})

@@ -19,10 +19,8 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/ava-labs/avalanchego/ids"
-
+	"github.com/s-chain/schain/api"
 	"github.com/s-chain/schain/errcode"
-	"github.com/s-chain/schain/vm/api"
 )
 
 var (
@@ -161,7 +159,7 @@ func (c *Client) PutManifest(ctx context.Context, args api.PutManifestArgs) (*ap
 }
 
 // GetReceipt reports a transaction's status as this node knows it.
-func (c *Client) GetReceipt(ctx context.Context, txID ids.ID) (*api.ReceiptReply, error) {
+func (c *Client) GetReceipt(ctx context.Context, txID api.ID) (*api.ReceiptReply, error) {
 	reply := new(api.ReceiptReply)
 	return reply, c.call(ctx, "getReceipt", api.TxIDArgs{TxID: txID}, reply, false)
 }
@@ -200,14 +198,14 @@ func (c *Client) GetNode(ctx context.Context) (*api.NodeReply, error) {
 // WaitForReceipt waits until txID (or the transaction that replaced it) is
 // decided, on the node when the client has a token, else polling; see
 // Router.WaitForReceipt.
-func (c *Client) WaitForReceipt(ctx context.Context, txID ids.ID) (*api.ReceiptReply, error) {
+func (c *Client) WaitForReceipt(ctx context.Context, txID api.ID) (*api.ReceiptReply, error) {
 	return waitForReceipt(ctx, txID, DefaultRetry(), api.WaitAccepted, c.receiptOnce(api.WaitAccepted))
 }
 
 // WaitFinal waits until txID (or its replacement) is decided and, if
 // accepted, final (on the node when the client has a token, else polling):
 // the receipt then carries its certificate.
-func (c *Client) WaitFinal(ctx context.Context, txID ids.ID) (*api.ReceiptReply, error) {
+func (c *Client) WaitFinal(ctx context.Context, txID api.ID) (*api.ReceiptReply, error) {
 	return waitForReceipt(ctx, txID, DefaultRetry(), api.WaitFinal, c.receiptOnce(api.WaitFinal))
 }
 
@@ -215,7 +213,7 @@ func (c *Client) WaitFinal(ctx context.Context, txID ids.ID) (*api.ReceiptReply,
 // final with api.WaitFinal, waiting on the node for at most waitMs (0: the
 // node's maxWaitMs). It needs a write token; a wait that runs out answers
 // ErrTimeout (poll, or wait again).
-func (c *Client) WaitReceipt(ctx context.Context, txID ids.ID, until api.Wait, waitMs uint64) (*api.ReceiptReply, error) {
+func (c *Client) WaitReceipt(ctx context.Context, txID api.ID, until api.Wait, waitMs uint64) (*api.ReceiptReply, error) {
 	reply := new(api.ReceiptReply)
 	return reply, c.call(ctx, "waitReceipt", api.WaitReceiptArgs{TxID: txID, Wait: until, WaitMs: waitMs}, reply, true)
 }
@@ -231,8 +229,8 @@ const receiptWaitMs = 2_000
 // the client has a token, else a read. A wait the node refuses (the token,
 // too many in flight, a node without waitReceipt) or that ran out falls
 // back to a read, and the caller's back-off decides when to ask again.
-func (c *Client) receiptOnce(until api.Wait) func(context.Context, ids.ID) (*api.ReceiptReply, error) {
-	return func(ctx context.Context, txID ids.ID) (*api.ReceiptReply, error) {
+func (c *Client) receiptOnce(until api.Wait) func(context.Context, api.ID) (*api.ReceiptReply, error) {
+	return func(ctx context.Context, txID api.ID) (*api.ReceiptReply, error) {
 		if c.cfg.Token != "" {
 			rc, err := c.WaitReceipt(ctx, txID, until, receiptWaitMs)
 			if err == nil || !waitRefused(err) {
@@ -246,7 +244,7 @@ func (c *Client) receiptOnce(until api.Wait) func(context.Context, ids.ID) (*api
 // waitRefused: a waitReceipt that did not wait to the end, for a reason a
 // plain read gets around.
 func waitRefused(err error) bool {
-	var e *Error
+	var e *api.Error
 	return errors.Is(err, ErrTimeout) || errors.Is(err, ErrUnauthorized) || errors.Is(err, ErrTooManyRequests) ||
 		(errors.As(err, &e) && e.Code == int(errcode.MethodNotFound))
 }
@@ -274,11 +272,11 @@ type request struct {
 type response struct {
 	Version string          `json:"jsonrpc"`
 	Result  json.RawMessage `json:"result"`
-	Error   *Error          `json:"error"`
+	Error   *api.Error      `json:"error"`
 	ID      json.RawMessage `json:"id"`
 }
 
-// call runs one JSON-RPC exchange. Errors are an *Error (the node answered
+// call runs one JSON-RPC exchange. Errors are an *api.Error (the node answered
 // one), or wrap ErrTransport, ErrMalformedResponse, ErrResponseTooLarge, or
 // the caller's context error.
 func (c *Client) call(ctx context.Context, method string, params, result any, wait bool) error {

@@ -12,10 +12,9 @@ import (
 	"github.com/ava-labs/avalanchego/ids"
 	"github.com/stretchr/testify/require"
 
+	"github.com/s-chain/schain/api"
+	"github.com/s-chain/schain/api/apitest"
 	"github.com/s-chain/schain/client"
-	"github.com/s-chain/schain/txs"
-	"github.com/s-chain/schain/vm/api"
-	"github.com/s-chain/schain/vm/api/apitest"
 )
 
 func testCtx(t *testing.T) context.Context {
@@ -66,14 +65,14 @@ func TestClientMethods(t *testing.T) {
 	require.NoError(err)
 	require.Equal(api.StatusAccepted, rc.Status)
 
-	chunk := txs.Chunk{Range: "photos", ID: 105, Size: 3, Hash: ids.GenerateTestID()}
-	put, err := c.PutManifest(ctx, api.PutManifestArgs{Bucket: "photos", Key: "a.jpg", Size: 3, ContentHash: chunk.Hash, Chunks: []txs.Chunk{chunk}})
+	chunk := api.Chunk{Range: "photos", ID: 105, Size: 3, Hash: api.ID(ids.GenerateTestID())}
+	put, err := c.PutManifest(ctx, api.PutManifestArgs{Bucket: "photos", Key: "a.jpg", Size: 3, ContentHash: chunk.Hash, Chunks: []api.Chunk{chunk}})
 	require.NoError(err)
 	require.Nil(put.Receipt)
 
 	m, err := c.GetManifest(ctx, "photos", "a.jpg")
 	require.NoError(err)
-	require.Equal([]txs.Chunk{chunk}, m.Manifest.Chunks)
+	require.Equal([]api.Chunk{chunk}, m.Manifest.Chunks)
 
 	waited, err := c.WaitForReceipt(ctx, put.TxID)
 	require.NoError(err)

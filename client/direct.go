@@ -10,7 +10,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/s-chain/schain/vm/api"
+	"github.com/s-chain/schain/api"
 )
 
 // DirectURIs returns, for each node URI in order, the base URI at which the

@@ -10,8 +10,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/s-chain/schain/vm/api"
-	"github.com/s-chain/schain/vm/api/apitest"
+	"github.com/s-chain/schain/api"
+	"github.com/s-chain/schain/api/apitest"
 )
 
 // counted serves h and counts the requests it gets.

@@ -1,16 +1,14 @@
 package client
 
 import (
-	"encoding/json"
 	"errors"
-	"fmt"
 
 	"github.com/s-chain/schain/errcode"
 
-	"github.com/s-chain/schain/vm/api"
+	"github.com/s-chain/schain/api"
 )
 
-// Sentinels for errors.Is: the classes of package errcode. An *Error
+// Sentinels for errors.Is: the classes of package errcode. An *api.Error
 // matches the class of its code, so a caller can branch on the class
 // without a type assertion (errors.Is(err, client.ErrNotOwner)); the
 // transport sentinels classify failures that never produced a JSON-RPC
@@ -59,42 +57,20 @@ var (
 	ErrTxRejected = errors.New("transaction rejected")
 	// ErrNoRoute means the owner a node named is not one of the Router's
 	// endpoints (or the hint chain exceeded its bound); it wraps the
-	// NotOwner *Error so IsNotOwner still reports the owner.
+	// NotOwner *api.Error so IsNotOwner still reports the owner.
 	ErrNoRoute = errors.New("no route to owner")
 	// ErrWrongChain means an endpoint serves a different chain than the one
 	// the client was configured with.
 	ErrWrongChain = errors.New("endpoint serves another chain")
 )
 
-// Error is a JSON-RPC error answered by a node. Code is one of the api.Code*
-// constants (or a standard JSON-RPC code); Data is kept raw because its
-// shape depends on Code: use the Is* helpers to decode it.
-type Error struct {
-	Code    int             `json:"code"`
-	Message string          `json:"message"`
-	Data    json.RawMessage `json:"data,omitempty"`
-}
-
-// Error names the code so that a log line alone says what happened.
-func (e *Error) Error() string {
-	return fmt.Sprintf("%s (%d): %s", CodeName(e.Code), e.Code, e.Message)
-}
-
-// Is lets errors.Is(err, ErrNotOwner) and friends match by code.
-func (e *Error) Is(target error) bool {
-	return target == errcode.Code(e.Code).Class()
-}
-
-// Name is CodeName(e.Code).
-func (e *Error) Name() string { return CodeName(e.Code) }
-
 // CodeName is a stable lowercase identifier of a code, for messages and
 // machine output ("not_owner", "mempool_full", ...).
 func CodeName(code int) string { return errcode.Code(code).Name() }
 
-// AsError returns the node's *Error inside err, if any.
-func AsError(err error) (*Error, bool) {
-	var e *Error
+// AsError returns the node's answered error inside err, if any.
+func AsError(err error) (*api.Error, bool) {
+	var e *api.Error
 	ok := errors.As(err, &e)
 	return e, ok
 }
@@ -144,14 +120,8 @@ func IsRejected(err error) (api.RejectedData, bool) {
 // decodeData reports whether err carries code, decoding its data into v on a
 // best-effort basis: a missing or odd payload must not hide the code itself.
 func decodeData(err error, code int, v any) bool {
-	e, ok := AsError(err)
-	if !ok || e.Code != code {
-		return false
-	}
-	if len(e.Data) > 0 {
-		_ = json.Unmarshal(e.Data, v)
-	}
-	return true
+	e, _ := AsError(err)
+	return e.DataOf(code, v)
 }
 
 // retryable reports whether the same request may succeed later: the node is

@@ -8,12 +8,14 @@ import (
 
 	"github.com/ava-labs/avalanchego/ids"
 	"github.com/stretchr/testify/require"
+
+	"github.com/s-chain/schain/api"
 )
 
 func TestOwnerCacheBoundedAndEpochScoped(t *testing.T) {
 	require := require.New(t)
 	c := newOwnerCache(2)
-	a, b := ids.GenerateTestNodeID(), ids.GenerateTestNodeID()
+	a, b := api.NodeID(ids.GenerateTestNodeID()), api.NodeID(ids.GenerateTestNodeID())
 	_, ok := c.get("r1")
 	require.False(ok)
 
@@ -38,7 +40,7 @@ func TestOwnerCacheBoundedAndEpochScoped(t *testing.T) {
 	c.forget("r9")
 	_, ok = c.get("r9")
 	require.False(ok)
-	c.put("r8", 7, ids.EmptyNodeID)
+	c.put("r8", 7, api.NodeID{})
 	_, ok = c.get("r8")
 	require.False(ok, "an empty owner (no hint data) is not cached")
 }
@@ -52,7 +54,7 @@ func TestRetryDelayBounded(t *testing.T) {
 		require.GreaterOrEqual(t, d, nominal/2)
 		require.LessOrEqual(t, d, nominal)
 	}
-	full := &Error{Code: -32012, Data: []byte(`{"retryAfterMs":100000}`)}
+	full := &api.Error{Code: -32012, Data: []byte(`{"retryAfterMs":100000}`)}
 	require.Equal(t, 100*time.Millisecond, r.backoff(1, full), "RetryAfterMs is capped")
 	require.ErrorIs(t, Retry{}.Verify(), errBadRetry)
 }

@@ -4,7 +4,7 @@ import (
 	"container/list"
 	"sync"
 
-	"github.com/ava-labs/avalanchego/ids"
+	"github.com/s-chain/schain/api"
 )
 
 // ownerKey is one range at one P-chain height: an owner is only valid for
@@ -17,7 +17,7 @@ type ownerKey struct {
 
 type ownerEntry struct {
 	key   ownerKey
-	owner ids.NodeID
+	owner api.NodeID
 }
 
 // ownerCache is a bounded LRU of owners per (range, P-chain height) plus the newest
@@ -36,15 +36,15 @@ func newOwnerCache(size int) *ownerCache {
 }
 
 // get returns the cached owner of rangeKey at the newest P-chain height seen.
-func (c *ownerCache) get(rangeKey string) (ids.NodeID, bool) {
+func (c *ownerCache) get(rangeKey string) (api.NodeID, bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if !c.hasAny {
-		return ids.EmptyNodeID, false
+		return api.NodeID{}, false
 	}
 	el, ok := c.byKey[ownerKey{rangeKey, c.pChainHeight}]
 	if !ok {
-		return ids.EmptyNodeID, false
+		return api.NodeID{}, false
 	}
 	c.order.MoveToFront(el)
 	return el.Value.(*ownerEntry).owner, true
@@ -52,8 +52,8 @@ func (c *ownerCache) get(rangeKey string) (ids.NodeID, bool) {
 
 // put records an owner a node reported. A lagging node's older P-chain height is
 // dropped: lookups use the newest P-chain height, so it would only take room.
-func (c *ownerCache) put(rangeKey string, pChainHeight uint64, owner ids.NodeID) {
-	if owner == ids.EmptyNodeID || c.size <= 0 {
+func (c *ownerCache) put(rangeKey string, pChainHeight uint64, owner api.NodeID) {
+	if owner == (api.NodeID{}) || c.size <= 0 {
 		return
 	}
 	c.mu.Lock()

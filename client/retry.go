@@ -7,9 +7,7 @@ import (
 	"math/rand/v2"
 	"time"
 
-	"github.com/ava-labs/avalanchego/ids"
-
-	"github.com/s-chain/schain/vm/api"
+	"github.com/s-chain/schain/api"
 )
 
 // maxReplacements bounds how many re-pins WaitForReceipt follows; a chain of
@@ -108,10 +106,10 @@ func sleep(ctx context.Context, d time.Duration, last error) error {
 // waitForReceipt polls get until txID, or the transaction that replaced it,
 // is accepted or rejected. It returns the final receipt (and ErrTxRejected
 // if rejected); when ctx ends it returns the last receipt seen, if any.
-func waitForReceipt(ctx context.Context, txID ids.ID, retry Retry, until api.Wait,
-	get func(context.Context, ids.ID) (*api.ReceiptReply, error),
+func waitForReceipt(ctx context.Context, txID api.ID, retry Retry, until api.Wait,
+	get func(context.Context, api.ID) (*api.ReceiptReply, error),
 ) (*api.ReceiptReply, error) {
-	seen := map[ids.ID]bool{txID: true}
+	seen := map[api.ID]bool{txID: true}
 	var last *api.ReceiptReply
 	for attempt := 1; ; attempt++ {
 		rc, err := get(ctx, txID)

@@ -8,11 +8,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/s-chain/schain/state"
-
-	"github.com/ava-labs/avalanchego/ids"
-
-	"github.com/s-chain/schain/vm/api"
+	"github.com/s-chain/schain/api"
 )
 
 var errBadRouterConfig = errors.New("invalid router config")
@@ -64,7 +60,7 @@ type endpoint struct {
 	batch *batcher // nil unless RouterConfig.PooledBatches
 
 	mu        sync.Mutex
-	id        ids.NodeID // guarded by mu; valid if known
+	id        api.NodeID // guarded by mu; valid if known
 	known     bool       // guarded by mu
 	fails     int        // guarded by mu; consecutive transport failures
 	downUntil time.Time  // guarded by mu; skipped for reads until then
@@ -76,7 +72,7 @@ func (e *endpoint) down(now time.Time) bool {
 	return e.downUntil.After(now)
 }
 
-func (e *endpoint) nodeID() (ids.NodeID, bool) {
+func (e *endpoint) nodeID() (api.NodeID, bool) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	return e.id, e.known
@@ -93,7 +89,7 @@ func (e *endpoint) nodeID() (ids.NodeID, bool) {
 // twice. Router is safe for concurrent use.
 type Router struct {
 	nodes   []*endpoint
-	chainID ids.ID // checked against getNode when the configured chain is an ID, not an alias
+	chainID api.ID // checked against getNode when the configured chain is an ID, not an alias
 	checkID bool
 	cfg     RouterConfig
 	owners  *ownerCache
@@ -109,7 +105,7 @@ func NewRouter(nodeURIs []string, chainID string, cfg RouterConfig) (*Router, er
 		return nil, errNoEndpoint
 	}
 	r := &Router{cfg: cfg, owners: newOwnerCache(cfg.OwnerCacheSize)}
-	if id, err := ids.FromString(chainID); err == nil {
+	if id, err := api.ParseID(chainID); err == nil {
 		r.chainID, r.checkID = id, true
 	}
 	seen := make(map[string]bool, len(nodeURIs))
@@ -158,7 +154,7 @@ func (r *Router) Allocate(ctx context.Context, args api.AllocateArgs) (*api.Allo
 type Committed struct {
 	Reply   *api.AllocateReply
 	Receipt *api.ReceiptReply
-	Entry   state.ReceiptEntry
+	Entry   api.ReceiptEntry
 }
 
 // AllocateCommitted allocates through the range's owner and returns once
@@ -190,7 +186,7 @@ func (r *Router) allocateCommitted(ctx context.Context, args api.AllocateArgs) (
 	args.Pooled = false
 	rep, err := r.Allocate(ctx, args)
 	var late api.TimeoutData
-	if decodeData(err, api.CodeTimeout, &late) && late.TxID != ids.Empty {
+	if decodeData(err, api.CodeTimeout, &late) && late.TxID != (api.ID{}) {
 		// The owner's wait ran out: the transaction exists, so keep
 		// following it rather than signing another.
 		rep, err = &api.AllocateReply{TxID: late.TxID, Index: late.Index}, nil
@@ -218,7 +214,7 @@ func (r *Router) PutManifest(ctx context.Context, args api.PutManifestArgs) (*ap
 }
 
 // GetReceipt asks any healthy endpoint.
-func (r *Router) GetReceipt(ctx context.Context, txID ids.ID) (*api.ReceiptReply, error) {
+func (r *Router) GetReceipt(ctx context.Context, txID api.ID) (*api.ReceiptReply, error) {
 	return readAny(ctx, r, func(ctx context.Context, e *endpoint) (*api.ReceiptReply, error) {
 		return e.c.GetReceipt(ctx, txID)
 	})
@@ -265,13 +261,13 @@ func (r *Router) GetNode(ctx context.Context) (*api.NodeReply, error) {
 // transaction returns its receipt and an error wrapping ErrTxRejected. An
 // "unknown" transaction is polled too (it may not have been gossiped yet),
 // so ctx must carry the caller's patience.
-func (r *Router) WaitForReceipt(ctx context.Context, txID ids.ID) (*api.ReceiptReply, error) {
+func (r *Router) WaitForReceipt(ctx context.Context, txID api.ID) (*api.ReceiptReply, error) {
 	return r.waitReceipt(ctx, txID, api.WaitAccepted)
 }
 
 // WaitFinal is WaitForReceipt that also waits, for an accepted
 // transaction, until a finality certificate covers it.
-func (r *Router) WaitFinal(ctx context.Context, txID ids.ID) (*api.ReceiptReply, error) {
+func (r *Router) WaitFinal(ctx context.Context, txID api.ID) (*api.ReceiptReply, error) {
 	return r.waitReceipt(ctx, txID, api.WaitFinal)
 }
 
@@ -290,8 +286,8 @@ func (r *Router) GetBlock(ctx context.Context, height uint64) (*api.BlockReply, 
 	})
 }
 
-func (r *Router) waitReceipt(ctx context.Context, txID ids.ID, until api.Wait) (*api.ReceiptReply, error) {
-	return waitForReceipt(ctx, txID, r.cfg.Retry, until, func(ctx context.Context, id ids.ID) (*api.ReceiptReply, error) {
+func (r *Router) waitReceipt(ctx context.Context, txID api.ID, until api.Wait) (*api.ReceiptReply, error) {
+	return waitForReceipt(ctx, txID, r.cfg.Retry, until, func(ctx context.Context, id api.ID) (*api.ReceiptReply, error) {
 		return readOnce(ctx, r, func(ctx context.Context, e *endpoint) (*api.ReceiptReply, error) {
 			return e.c.receiptOnce(until)(ctx, id)
 		})
@@ -335,7 +331,7 @@ func (r *Router) route(ctx context.Context, rangeKey string) (*endpoint, error) 
 	return e, nil
 }
 
-func (r *Router) knownByID(id ids.NodeID) *endpoint {
+func (r *Router) knownByID(id api.NodeID) *endpoint {
 	for _, e := range r.nodes {
 		if nid, ok := e.nodeID(); ok && nid == id {
 			return e
@@ -347,7 +343,7 @@ func (r *Router) knownByID(id ids.NodeID) *endpoint {
 // findByID returns the endpoint of node id, learning unknown endpoints'
 // identities on the way. It returns (nil, nil) if no endpoint is id, and
 // the last learning failure if some endpoint could not say who it is.
-func (r *Router) findByID(ctx context.Context, id ids.NodeID) (*endpoint, error) {
+func (r *Router) findByID(ctx context.Context, id api.NodeID) (*endpoint, error) {
 	if e := r.knownByID(id); e != nil {
 		return e, nil
 	}

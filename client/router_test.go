@@ -9,10 +9,9 @@ import (
 	"github.com/ava-labs/avalanchego/ids"
 	"github.com/stretchr/testify/require"
 
+	"github.com/s-chain/schain/api"
+	"github.com/s-chain/schain/api/apitest"
 	"github.com/s-chain/schain/client"
-	"github.com/s-chain/schain/state"
-	"github.com/s-chain/schain/vm/api"
-	"github.com/s-chain/schain/vm/api/apitest"
 )
 
 // fastRouterConfig keeps back-offs in milliseconds so retry tests stay fast.
@@ -72,7 +71,7 @@ func TestRouterFollowsNotOwner(t *testing.T) {
 	require.Equal(1, f.Nodes[0].Count("allocate"))
 
 	f.SetOwner("hot", 2)
-	reply, err := r.PutManifest(ctx, api.PutManifestArgs{Bucket: "hot", Key: "k", ContentHash: ids.GenerateTestID()})
+	reply, err := r.PutManifest(ctx, api.PutManifestArgs{Bucket: "hot", Key: "k", ContentHash: api.ID(ids.GenerateTestID())})
 	require.NoError(err)
 	require.Equal(f.Nodes[2].ID, reply.Owner)
 	require.Equal(1, f.Nodes[0].Count("putManifest"), "the stale owner was asked once")
@@ -214,7 +213,7 @@ func TestRouterReadsSkipDeadNodes(t *testing.T) {
 func TestRouterWrongChain(t *testing.T) {
 	f := apitest.New(t, 1)
 	r := newRouter(t, f)
-	f.ReportChain(ids.GenerateTestID()) // what getNode reports from now on
+	f.ReportChain(api.ID(ids.GenerateTestID())) // what getNode reports from now on
 	_, err := r.GetNode(testCtx(t))
 	require.ErrorIs(t, err, client.ErrWrongChain)
 }
@@ -223,7 +222,7 @@ func TestWaitForReceipt(t *testing.T) {
 	require := require.New(t)
 	f := apitest.New(t, 2)
 	r := newRouter(t, f)
-	a, b, c := ids.GenerateTestID(), ids.GenerateTestID(), ids.GenerateTestID()
+	a, b, c := api.ID(ids.GenerateTestID()), api.ID(ids.GenerateTestID()), api.ID(ids.GenerateTestID())
 	f.AddReceipt(api.ReceiptReply{TxID: a, Status: api.StatusPending, ReplacedBy: &b}, 1)
 	f.AddReceipt(api.ReceiptReply{TxID: b, Status: api.StatusPending, ReplacedBy: &c}, 0)
 	f.AddReceipt(api.ReceiptReply{TxID: c, Status: api.StatusAccepted, Height: 9}, 3)
@@ -233,7 +232,7 @@ func TestWaitForReceipt(t *testing.T) {
 	require.Equal(c, rc.TxID)
 	require.Equal(api.StatusAccepted, rc.Status)
 
-	d := ids.GenerateTestID()
+	d := api.ID(ids.GenerateTestID())
 	f.AddReceipt(api.ReceiptReply{TxID: d, Status: api.StatusRejected, Error: "wrong epoch"}, 2)
 	rc, err = r.WaitForReceipt(testCtx(t), d)
 	require.ErrorIs(err, client.ErrTxRejected)
@@ -241,7 +240,7 @@ func TestWaitForReceipt(t *testing.T) {
 	require.Equal(api.StatusRejected, rc.Status)
 
 	// A loop of replacements is reported, not followed forever.
-	x, y := ids.GenerateTestID(), ids.GenerateTestID()
+	x, y := api.ID(ids.GenerateTestID()), api.ID(ids.GenerateTestID())
 	f.AddReceipt(api.ReceiptReply{TxID: x, Status: api.StatusPending, ReplacedBy: &y}, 0)
 	f.AddReceipt(api.ReceiptReply{TxID: y, Status: api.StatusPending, ReplacedBy: &x}, 0)
 	_, err = r.WaitForReceipt(testCtx(t), x)
@@ -250,7 +249,7 @@ func TestWaitForReceipt(t *testing.T) {
 	// Never decided: the context bounds the wait and the last receipt is kept.
 	ctx, cancel := context.WithTimeout(testCtx(t), 100*time.Millisecond)
 	defer cancel()
-	rc, err = r.WaitForReceipt(ctx, ids.GenerateTestID())
+	rc, err = r.WaitForReceipt(ctx, api.ID(ids.GenerateTestID()))
 	require.ErrorIs(err, context.DeadlineExceeded)
 	require.Equal(api.StatusUnknown, rc.Status)
 }
@@ -312,7 +311,7 @@ func TestAllocateCommitted(t *testing.T) {
 	r := newRouter(t, f)
 	first, err := r.AllocateCommitted(testCtx(t), api.AllocateArgs{Range: "photos", Count: 4, Floor: 10})
 	require.NoError(err)
-	require.Equal(state.ReceiptEntry{Range: "photos", Base: 10, Count: 4}, first.Entry)
+	require.Equal(api.ReceiptEntry{Range: "photos", Base: 10, Count: 4}, first.Entry)
 	require.Equal(api.StatusAccepted, first.Receipt.Status)
 	require.Equal(f.Nodes[1].ID, first.Reply.Owner)
 	next, err := r.AllocateCommitted(testCtx(t), api.AllocateArgs{Range: "photos", Count: 2})
@@ -324,7 +323,7 @@ func TestAllocateCommitted(t *testing.T) {
 	f.MoveDuringNextAllocate("photos", 0)
 	moved, err := r.AllocateCommitted(testCtx(t), api.AllocateArgs{Range: "photos", Count: 3})
 	require.NoError(err)
-	require.Equal(state.ReceiptEntry{Range: "photos", Base: 16, Count: 3}, moved.Entry)
+	require.Equal(api.ReceiptEntry{Range: "photos", Base: 16, Count: 3}, moved.Entry)
 	require.Equal(f.Nodes[0].ID, moved.Reply.Owner)
 }
 

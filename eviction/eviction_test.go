@@ -9,8 +9,8 @@ import (
 	"github.com/ava-labs/avalanchego/ids"
 	"github.com/stretchr/testify/require"
 
+	"github.com/s-chain/schain/api"
 	"github.com/s-chain/schain/subnet"
-	"github.com/s-chain/schain/vm/api"
 )
 
 const roundMs = 30_000
@@ -34,11 +34,11 @@ func membership() *api.MembershipReply {
 	return &api.MembershipReply{
 		Round: 100, RoundDurationMs: roundMs, LivenessRounds: 1,
 		Validators: []api.ValidatorLiveness{
-			{NodeID: live, Weight: 10, Member: true, FirstSeen: u(1), LastHeartbeat: u(100)},
-			{NodeID: gone2, Weight: 10, FirstSeen: u(1), LastHeartbeat: u(97)},
-			{NodeID: gone9, Weight: 10, FirstSeen: u(90)},
-			{NodeID: readded, Weight: 10, FirstSeen: u(1), LastHeartbeat: u(50)},
-			{NodeID: removed, Weight: 10, FirstSeen: u(1), LastHeartbeat: u(10)},
+			{NodeID: api.NodeID(live), Weight: 10, Member: true, FirstSeen: u(1), LastHeartbeat: u(100)},
+			{NodeID: api.NodeID(gone2), Weight: 10, FirstSeen: u(1), LastHeartbeat: u(97)},
+			{NodeID: api.NodeID(gone9), Weight: 10, FirstSeen: u(90)},
+			{NodeID: api.NodeID(readded), Weight: 10, FirstSeen: u(1), LastHeartbeat: u(50)},
+			{NodeID: api.NodeID(removed), Weight: 10, FirstSeen: u(1), LastHeartbeat: u(10)},
 		},
 	}
 }
@@ -157,7 +157,7 @@ func (c *fakeChain) GetMembership(context.Context) (*api.MembershipReply, error)
 	e := *c.epoch
 	e.Validators = nil
 	for _, v := range c.epoch.Validators {
-		if c.lagging || c.onPChain(v.NodeID) {
+		if c.lagging || c.onPChain(ids.NodeID(v.NodeID)) {
 			e.Validators = append(e.Validators, v)
 		}
 	}

@@ -6,7 +6,7 @@ import (
 
 	"github.com/ava-labs/avalanchego/ids"
 
-	"github.com/s-chain/schain/vm/api"
+	"github.com/s-chain/schain/api"
 )
 
 // ErrPolicy: the policy's parameters are out of range.

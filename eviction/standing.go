@@ -23,8 +23,8 @@ import (
 
 	"github.com/ava-labs/avalanchego/ids"
 
+	"github.com/s-chain/schain/api"
 	"github.com/s-chain/schain/subnet"
-	"github.com/s-chain/schain/vm/api"
 )
 
 // Standing is one validator as S-Chain's liveness records and the P-chain
@@ -75,7 +75,7 @@ func Assess(e *api.MembershipReply, f *subnet.Facts) []Standing {
 		return s
 	}
 	for _, v := range e.Validators {
-		s := get(v.NodeID)
+		s := get(ids.NodeID(v.NodeID))
 		s.Weight, s.InMembershipView, s.Member = v.Weight, true, v.Member
 		s.FirstSeen, s.LastHeartbeat = v.FirstSeen, v.LastHeartbeat
 		if v.LastHeartbeat != nil {
@@ -87,7 +87,7 @@ func Assess(e *api.MembershipReply, f *subnet.Facts) []Standing {
 	if f != nil {
 		starts = make(map[ids.NodeID]time.Time, len(f.Validators))
 		for _, v := range f.Validators {
-			s := get(v.NodeID)
+			s := get(ids.NodeID(v.NodeID))
 			s.OnPChain = true
 			starts[v.NodeID] = v.Start
 			if !s.InMembershipView {

@@ -8,8 +8,8 @@ import (
 
 	"github.com/ava-labs/avalanchego/ids"
 
+	"github.com/s-chain/schain/api"
 	"github.com/s-chain/schain/subnet"
-	"github.com/s-chain/schain/vm/api"
 )
 
 // Memberships gives S-Chain's current membership (client.Client and client.Router

@@ -30,9 +30,9 @@ import (
 	"github.com/ava-labs/avalanchego/vms/rpcchainvm/runtime/subprocess"
 	"github.com/stretchr/testify/require"
 
+	"github.com/s-chain/schain/api"
 	"github.com/s-chain/schain/txs/txstest"
 	"github.com/s-chain/schain/vm"
-	"github.com/s-chain/schain/vm/api"
 	"github.com/s-chain/schain/vm/config"
 )
 

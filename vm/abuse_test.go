@@ -15,7 +15,7 @@ import (
 	"github.com/ava-labs/avalanchego/ids"
 	"github.com/stretchr/testify/require"
 
-	"github.com/s-chain/schain/vm/api"
+	"github.com/s-chain/schain/api"
 	"github.com/s-chain/schain/vm/config"
 )
 
@@ -47,10 +47,10 @@ func TestAbusiveBurst(t *testing.T) {
 	require.NoError(err)
 	receipts := map[ids.ID]*api.ReceiptReply{}
 	for _, r := range before {
-		rc, err := an.vms[0].Writer().Receipt(r.TxID)
+		rc, err := an.vms[0].Writer().Receipt(ids.ID(r.TxID))
 		require.NoError(err)
 		require.Equal(api.StatusAccepted, rc.Status)
-		receipts[r.TxID] = rc
+		receipts[ids.ID(r.TxID)] = rc
 	}
 	const accepted = 1 + 2 + 3 + 4 + 5
 	root := an.vms[0].Chain().State()
@@ -176,7 +176,7 @@ func TestAbusiveBurst(t *testing.T) {
 			require.Equal(want, rc, "node %d: accepted receipt %s intact", i, id)
 		}
 	}
-	rc, err := an.vms[1].Writer().Receipt(during.TxID)
+	rc, err := an.vms[1].Writer().Receipt(ids.ID(during.TxID))
 	require.NoError(err)
 	require.Equal(api.StatusAccepted, rc.Status)
 	require.Equal(uint64(accepted), rc.Entries[during.Index].Base)

@@ -21,9 +21,9 @@ import (
 	"github.com/ava-labs/avalanchego/snow/snowtest"
 	"github.com/stretchr/testify/require"
 
+	"github.com/s-chain/schain/api"
 	"github.com/s-chain/schain/txs"
 	"github.com/s-chain/schain/vm"
-	"github.com/s-chain/schain/vm/api"
 	"github.com/s-chain/schain/vm/config"
 	"github.com/s-chain/schain/vm/rpc"
 )
@@ -75,7 +75,7 @@ func TestWriteAuthorization(t *testing.T) {
 		e, _ = authCall(t, url, auth, "allocateBatch", api.AllocateBatchArgs{Requests: []api.AllocateArgs{alloc}}, nil)
 		require.NotNil(e, name)
 		require.Equal(api.CodeUnauthorized, e.Code, "%s: a batch needs the token too", name)
-		e, _ = authCall(t, url, auth, "waitReceipt", api.WaitReceiptArgs{TxID: ids.GenerateTestID()}, nil)
+		e, _ = authCall(t, url, auth, "waitReceipt", api.WaitReceiptArgs{TxID: api.ID(ids.GenerateTestID())}, nil)
 		require.NotNil(e, name)
 		require.Equal(api.CodeUnauthorized, e.Code, "%s: a wait holds a request open: it needs the token too", name)
 	}
@@ -251,9 +251,9 @@ func TestLimits(t *testing.T) {
 
 	// Per-request content: entries (manifest chunks), range, bucket and key
 	// lengths, counts.
-	tooMany := api.PutManifestArgs{Bucket: mine, Key: "k", ContentHash: ids.ID{1}}
+	tooMany := api.PutManifestArgs{Bucket: mine, Key: "k", ContentHash: api.ID{1}}
 	for i := 0; i <= limits.MaxChunks; i++ {
-		tooMany.Chunks = append(tooMany.Chunks, txs.Chunk{Range: mine, ID: uint64(i), Size: 1})
+		tooMany.Chunks = append(tooMany.Chunks, api.Chunk{Range: mine, ID: uint64(i), Size: 1})
 		tooMany.Size++
 	}
 	for name, c := range map[string]struct {
@@ -307,7 +307,7 @@ func TestBoundedWait(t *testing.T) {
 		var d api.TimeoutData
 		require.NoError(json.Unmarshal(e.Data, &d))
 		require.Equal(uint64(c.bound/time.Millisecond), d.WaitMs)
-		require.True(an.vms[0].Mempool().Has(d.TxID), "the timeout names the pending transaction")
+		require.True(an.vms[0].Mempool().Has(ids.ID(d.TxID)), "the timeout names the pending transaction")
 	}
 }
 
@@ -381,7 +381,7 @@ func TestFloodDoesNotStarveOtherTokens(t *testing.T) {
 	e, _ := authCall(t, url, bearerOf(tokA), "allocate", api.AllocateArgs{Range: mine, Count: 1}, nil)
 	require.Nil(e, "alpha writes again once its calls returned")
 	for _, r := range got {
-		rc, err := an.vms[0].Writer().Receipt(r.TxID)
+		rc, err := an.vms[0].Writer().Receipt(ids.ID(r.TxID))
 		require.NoError(err)
 		require.Equal(api.StatusAccepted, rc.Status)
 	}

@@ -14,8 +14,8 @@ import (
 	snowblock "github.com/ava-labs/avalanchego/snow/engine/snowman/block"
 	"github.com/stretchr/testify/require"
 
+	"github.com/s-chain/schain/api"
 	"github.com/s-chain/schain/txs"
-	"github.com/s-chain/schain/vm/api"
 	"github.com/s-chain/schain/vm/builder"
 	"github.com/s-chain/schain/vm/chain"
 	"github.com/s-chain/schain/vm/execute"
@@ -468,7 +468,7 @@ func (a *adversary) finish() {
 			if rc.ReplacedBy != nil {
 				replaced = append(replaced, id)
 				a.stats["re-pinned request"]++
-				id = *rc.ReplacedBy
+				id = ids.ID(*rc.ReplacedBy)
 				continue
 			}
 			if rc.Status == api.StatusAccepted || rc.Status == api.StatusRejected {

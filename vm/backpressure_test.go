@@ -7,8 +7,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/s-chain/schain/api"
 	"github.com/s-chain/schain/txs"
-	"github.com/s-chain/schain/vm/api"
 )
 
 // TestMempoolFullOverRPC: a full pool answers allocate with MempoolFull and

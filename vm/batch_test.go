@@ -7,8 +7,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/s-chain/schain/api"
 	"github.com/s-chain/schain/txs"
-	"github.com/s-chain/schain/vm/api"
 )
 
 // TestAllocateBatch: each request of a batch is answered as allocate would

@@ -13,9 +13,9 @@ import (
 	snowblock "github.com/ava-labs/avalanchego/snow/engine/snowman/block"
 	"github.com/stretchr/testify/require"
 
+	"github.com/s-chain/schain/api"
 	"github.com/s-chain/schain/txs"
 	"github.com/s-chain/schain/vm"
-	"github.com/s-chain/schain/vm/api"
 	"github.com/s-chain/schain/vm/block"
 	"github.com/s-chain/schain/vm/builder"
 	"github.com/s-chain/schain/vm/chain"
@@ -363,7 +363,7 @@ func (nw *net) settle(proposer int, txID ids.ID) *api.ReceiptReply {
 		require.NoError(nw.t, err)
 		switch {
 		case rc.ReplacedBy != nil:
-			txID = *rc.ReplacedBy
+			txID = ids.ID(*rc.ReplacedBy)
 			continue
 		case rc.Status == api.StatusAccepted || rc.Status == api.StatusRejected:
 			return rc

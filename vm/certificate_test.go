@@ -21,11 +21,11 @@ import (
 	"github.com/stretchr/testify/require"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/s-chain/schain/api"
 	"github.com/s-chain/schain/certificate"
 	"github.com/s-chain/schain/txs"
 	"github.com/s-chain/schain/txs/txstest"
 	"github.com/s-chain/schain/vm"
-	"github.com/s-chain/schain/vm/api"
 	"github.com/s-chain/schain/vm/block"
 	"github.com/s-chain/schain/vm/certifier"
 	"github.com/s-chain/schain/vm/chain"
@@ -47,11 +47,21 @@ func (nw *net) certifiedUpTo(height uint64, skip ...int) {
 
 // verifyOffline checks a certificate the way a client does: against the
 // P-chain set at its height, with nothing of the node that served it.
-func (nw *net) verifyOffline(c *certificate.Certificate) certificate.Result {
+func (nw *net) verifyOffline(a *api.Certificate) certificate.Result {
+	c, err := certificate.FromAPI(*a)
+	require.NoError(nw.t, err)
 	vs := certificate.NewValidatorSet(subnetID, c.PChainHeight, nw.sets[c.PChainHeight])
 	res, err := certificate.Verify(c, 5, chainID, vs)
 	require.NoError(nw.t, err)
 	return res
+}
+
+// signed reports whether the validator at index i of the canonical set
+// signed a.
+func signed(t *testing.T, a api.Certificate, i int) bool {
+	c, err := certificate.FromAPI(a)
+	require.NoError(t, err)
+	return c.Signed(i)
 }
 
 // commit allocates once in node i's range name and has node i build the
@@ -88,7 +98,7 @@ func TestEveryAcceptedBlockBecomesFinal(t *testing.T) {
 	for _, id := range txIDs {
 		for i := range nw.vms {
 			var rc api.ReceiptReply
-			require.Nil(rpcCall(t, nw.server(i), "getReceipt", api.TxIDArgs{TxID: id}, &rc))
+			require.Nil(rpcCall(t, nw.server(i), "getReceipt", api.TxIDArgs{TxID: api.ID(id)}, &rc))
 			require.Equal(api.StatusAccepted, rc.Status)
 			require.True(rc.Final, "receipt of %s on node %d", id, i)
 			require.NotNil(rc.Certificate)
@@ -179,7 +189,7 @@ func TestCertificatesOff(t *testing.T) {
 	require.Zero(nw.vms[0].Certifier().Certified())
 	require.Zero(fromOff.Load(), "no pushes, no requests from the node without certificates")
 	var rc api.ReceiptReply
-	require.Nil(rpcCall(t, nw.server(0), "getReceipt", api.TxIDArgs{TxID: txID}, &rc))
+	require.Nil(rpcCall(t, nw.server(0), "getReceipt", api.TxIDArgs{TxID: api.ID(txID)}, &rc))
 	require.Equal(api.StatusAccepted, rc.Status)
 	require.False(rc.Final)
 	require.ErrorIs(nw.vms[0].Certifier().WaitFinal(ctx, last), certifier.ErrOff, "a wait for final is refused at once")
@@ -193,7 +203,7 @@ func TestCertificatesOff(t *testing.T) {
 	require.NoError(err)
 	require.Equal("off", details["certificates"])
 
-	require.Nil(rpcCall(t, nw.server(1), "getReceipt", api.TxIDArgs{TxID: txID}, &rc))
+	require.Nil(rpcCall(t, nw.server(1), "getReceipt", api.TxIDArgs{TxID: api.ID(txID)}, &rc))
 	require.True(rc.Final, "the others certify, with its signature or without")
 }
 
@@ -222,14 +232,14 @@ func TestWaitReceiptAnswersWhenFinal(t *testing.T) {
 			// On the owner, which knows the transaction from the start
 			// (another node may not have it from gossip yet, and answers
 			// an unknown transaction at once).
-			a.e = rpcCall(t, nw.server(0), "waitReceipt", api.WaitReceiptArgs{TxID: txID, Wait: wait, WaitMs: 20_000}, &a.rc)
+			a.e = rpcCall(t, nw.server(0), "waitReceipt", api.WaitReceiptArgs{TxID: api.ID(txID), Wait: wait, WaitMs: 20_000}, &a.rc)
 			ch <- a
 		}()
 	}
 	// A transaction this node does not know is answered at once, not
 	// waited for until the bound: the client asks elsewhere.
 	var unknown api.ReceiptReply
-	require.Nil(rpcCall(t, nw.server(1), "waitReceipt", api.WaitReceiptArgs{TxID: ids.GenerateTestID(), WaitMs: 5_000}, &unknown))
+	require.Nil(rpcCall(t, nw.server(1), "waitReceipt", api.WaitReceiptArgs{TxID: api.ID(ids.GenerateTestID()), WaitMs: 5_000}, &unknown))
 	require.Equal(api.StatusUnknown, unknown.Status)
 
 	// Both are waiting on the node: nothing answers before the block.
@@ -255,8 +265,8 @@ func TestWaitReceiptAnswersWhenFinal(t *testing.T) {
 
 // covers checks, from node i's blocks, that c's block descends from the
 // block at height that carries txID.
-func (nw *net) covers(i int, c *certificate.Certificate, height uint64, txID ids.ID) {
-	want := c.BlockID
+func (nw *net) covers(i int, c *api.Certificate, height uint64, txID ids.ID) {
+	want := ids.ID(c.BlockID)
 	for h := c.Height; ; h-- {
 		var br api.BlockReply
 		require.Nil(nw.t, rpcCall(nw.t, nw.server(i), "getBlock", api.HeightArgs{Height: h}, &br))
@@ -433,7 +443,7 @@ func TestNoCertificateWithoutASupermajority(t *testing.T) {
 	require.ErrorIs(err, certifier.ErrStalled)
 	require.Equal(before, nw.vms[0].Certifier().Certified(), "two of three equal validators are not more than 2/3")
 	var rc api.ReceiptReply
-	require.Nil(rpcCall(t, nw.server(0), "getReceipt", api.TxIDArgs{TxID: txID}, &rc))
+	require.Nil(rpcCall(t, nw.server(0), "getReceipt", api.TxIDArgs{TxID: api.ID(txID)}, &rc))
 	require.Equal(api.StatusAccepted, rc.Status)
 	require.False(rc.Final)
 	require.Nil(rc.Certificate)
@@ -442,7 +452,7 @@ func TestNoCertificateWithoutASupermajority(t *testing.T) {
 	nw.certifiedUpTo(last)
 	details, err := nw.vms[0].Certifier().Health()
 	require.NoError(err, "%v", details)
-	require.Nil(rpcCall(t, nw.server(0), "getReceipt", api.TxIDArgs{TxID: txID}, &rc))
+	require.Nil(rpcCall(t, nw.server(0), "getReceipt", api.TxIDArgs{TxID: api.ID(txID)}, &rc))
 	require.True(rc.Final)
 	nw.verifyOffline(rc.Certificate)
 }
@@ -487,7 +497,7 @@ func TestForgedSignaturesAreDropped(t *testing.T) {
 		require.NoError(err)
 		for j, v := range canonical.Validators {
 			if v.NodeIDs[0] == nw.keys[3].NodeID {
-				require.False(reply.Certificate.Signed(j), "the liar is not among the signers")
+				require.False(signed(t, reply.Certificate, j), "the liar is not among the signers")
 			}
 		}
 	}

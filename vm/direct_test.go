@@ -15,8 +15,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/stretchr/testify/require"
 
+	"github.com/s-chain/schain/api"
 	"github.com/s-chain/schain/vm"
-	"github.com/s-chain/schain/vm/api"
 	"github.com/s-chain/schain/vm/config"
 	"github.com/s-chain/schain/vm/rpc"
 )

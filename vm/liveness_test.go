@@ -14,10 +14,10 @@ import (
 	snowblock "github.com/ava-labs/avalanchego/snow/engine/snowman/block"
 	"github.com/stretchr/testify/require"
 
+	"github.com/s-chain/schain/api"
 	"github.com/s-chain/schain/pinning"
 	"github.com/s-chain/schain/txs"
 	"github.com/s-chain/schain/vm"
-	"github.com/s-chain/schain/vm/api"
 	"github.com/s-chain/schain/vm/builder"
 	"github.com/s-chain/schain/vm/chain"
 	"github.com/s-chain/schain/vm/config"
@@ -292,7 +292,7 @@ func TestMembershipChangeRepinsPendingWork(t *testing.T) {
 		if err != nil || rc.ReplacedBy == nil {
 			return false
 		}
-		replacement = *rc.ReplacedBy
+		replacement = ids.ID(*rc.ReplacedBy)
 		return nw.vms[0].Mempool().Has(replacement)
 	}, 10*time.Second, 10*time.Millisecond, "the owner re-signs its stale allocation")
 	b, err = nw.round(0, 10)

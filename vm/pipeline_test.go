@@ -11,8 +11,8 @@ import (
 	snowblock "github.com/ava-labs/avalanchego/snow/engine/snowman/block"
 	"github.com/stretchr/testify/require"
 
+	"github.com/s-chain/schain/api"
 	"github.com/s-chain/schain/txs"
-	"github.com/s-chain/schain/vm/api"
 	"github.com/s-chain/schain/vm/chain"
 	"github.com/s-chain/schain/vm/writer"
 )

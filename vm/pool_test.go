@@ -8,8 +8,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/s-chain/schain/api"
 	"github.com/s-chain/schain/txs"
-	"github.com/s-chain/schain/vm/api"
 	"github.com/s-chain/schain/vm/execute"
 	"github.com/s-chain/schain/vm/writer"
 )

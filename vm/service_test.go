@@ -16,8 +16,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/s-chain/schain/api"
 	"github.com/s-chain/schain/txs"
-	"github.com/s-chain/schain/vm/api"
 	"github.com/s-chain/schain/vm/chain"
 	"github.com/s-chain/schain/vm/execute"
 	"github.com/s-chain/schain/vm/writer"
@@ -77,7 +77,7 @@ func (nw *net) rangeOf(i int, salt string) string {
 		r := salt + "-" + string(rune('a'+k%26)) + string(rune('a'+k/26%26))
 		var reply api.OwnerReply
 		require.Nil(nw.t, rpcCall(nw.t, nw.server(0), "getOwner", api.RangeArgs{Range: r}, &reply))
-		if reply.Owner == nw.keys[i].NodeID {
+		if ids.NodeID(reply.Owner) == nw.keys[i].NodeID {
 			return r
 		}
 	}
@@ -173,7 +173,7 @@ func TestJSONRPC(t *testing.T) {
 	var rc api.ReceiptReply
 	require.Nil(rpcCall(t, url0, "getReceipt", api.TxIDArgs{TxID: first.TxID}, &rc))
 	require.Equal(api.StatusPending, rc.Status)
-	tx, ok := nw.vms[0].Mempool().Get(first.TxID)
+	tx, ok := nw.vms[0].Mempool().Get(ids.ID(first.TxID))
 	require.True(ok)
 	nw.gossip(0, tx)
 	_, err := nw.round(2, 10)
@@ -196,16 +196,16 @@ func TestJSONRPC(t *testing.T) {
 		require.Equal(uint64(10), ep.PChainHeight)
 		require.Len(ep.Members, 3)
 	}
-	require.Nil(rpcCall(t, url0, "getReceipt", api.TxIDArgs{TxID: ids.ID{'?'}}, &rc))
+	require.Nil(rpcCall(t, url0, "getReceipt", api.TxIDArgs{TxID: api.ID{'?'}}, &rc))
 	require.Equal(api.StatusUnknown, rc.Status)
 
 	// Manifests: one on allocated ids is readable from every node; one on an
 	// unallocated id is rejected by name.
-	obj := api.PutManifestArgs{Bucket: mine, Key: "k/1", Size: 5, ContentHash: ids.ID{7}, Chunks: []txs.Chunk{{Range: mine, ID: 101, Size: 5}}}
+	obj := api.PutManifestArgs{Bucket: mine, Key: "k/1", Size: 5, ContentHash: api.ID{7}, Chunks: []api.Chunk{{Range: mine, ID: 101, Size: 5}}}
 	var put api.PutManifestReply
 	require.Nil(rpcCall(t, url0, "putManifest", obj, &put))
 	bad := obj
-	bad.Key, bad.Chunks = "k/2", []txs.Chunk{{Range: mine, ID: 104, Size: 5}}
+	bad.Key, bad.Chunks = "k/2", []api.Chunk{{Range: mine, ID: 104, Size: 5}}
 	var badPut api.PutManifestReply
 	require.Nil(rpcCall(t, url0, "putManifest", bad, &badPut))
 	_, err = nw.round(0, 10)
@@ -388,7 +388,7 @@ func TestRepinOnEpochChange(t *testing.T) {
 		rc, err = nw.vms[0].Writer().Receipt(old.ID())
 		return err == nil && rc.ReplacedBy != nil
 	}, 10*time.Second, 5*time.Millisecond)
-	fresh, ok := nw.vms[0].Mempool().Get(*rc.ReplacedBy)
+	fresh, ok := nw.vms[0].Mempool().Get(ids.ID(*rc.ReplacedBy))
 	require.True(ok)
 	require.Equal(uint64(20), fresh.Unsigned.Head().PChainHeight)
 	require.False(nw.vms[0].Mempool().Has(old.ID()))

@@ -9,13 +9,11 @@ import (
 	"path/filepath"
 	"time"
 
-	"github.com/ava-labs/avalanchego/ids"
 	"github.com/spf13/cobra"
 
+	"github.com/s-chain/schain/api"
 	"github.com/s-chain/schain/client"
 	"github.com/s-chain/schain/localnet"
-	"github.com/s-chain/schain/txs"
-	"github.com/s-chain/schain/vm/api"
 )
 
 func newDemoCmd(g *globals) *cobra.Command {
@@ -58,13 +56,13 @@ type demoReport struct {
 
 type demoOwner struct {
 	Range string     `json:"range"`
-	Owner ids.NodeID `json:"owner"`
+	Owner api.NodeID `json:"owner"`
 }
 
 type demoAllocation struct {
 	Range     string     `json:"range"`
-	Owner     ids.NodeID `json:"owner"`
-	TxID      ids.ID     `json:"txID"`
+	Owner     api.NodeID `json:"owner"`
+	TxID      api.ID     `json:"txID"`
 	Base      uint64     `json:"base"`
 	Count     uint64     `json:"count"`
 	Height    uint64     `json:"height,omitempty"`
@@ -74,12 +72,12 @@ type demoAllocation struct {
 type demoManifest struct {
 	Bucket   string         `json:"bucket"`
 	Key      string         `json:"key"`
-	TxID     ids.ID         `json:"txID"`
+	TxID     api.ID         `json:"txID"`
 	ReadBack []demoReadBack `json:"readBack"`
 }
 
 type demoReadBack struct {
-	NodeID ids.NodeID `json:"nodeID"`
+	NodeID api.NodeID `json:"nodeID"`
 	Size   uint64     `json:"size"`
 	Chunks []uint64   `json:"chunkIDs"`
 }
@@ -93,9 +91,9 @@ func runDemo(ctx context.Context, g *globals, n *localnet.Network) error {
 	if err != nil {
 		return err
 	}
-	names := map[ids.NodeID]string{}
+	names := map[api.NodeID]string{}
 	for i, nd := range n.Nodes {
-		names[nd.NodeID] = fmt.Sprintf("node%d", i+1)
+		names[api.NodeID(nd.NodeID)] = fmt.Sprintf("node%d", i+1)
 	}
 
 	ep, err := r.GetMembership(ctx)
@@ -109,7 +107,7 @@ func runDemo(ctx context.Context, g *globals, n *localnet.Network) error {
 	}
 
 	fmt.Fprintf(w, "\n== owners (HRW over the membership's members)\n")
-	owned := map[ids.NodeID]string{}
+	owned := map[api.NodeID]string{}
 	for i := 0; i < 12 || len(owned) < len(n.Nodes); i++ {
 		rk := fmt.Sprintf("demo-bucket-%02d", i)
 		o, err := r.GetOwner(ctx, rk)
@@ -129,9 +127,9 @@ func runDemo(ctx context.Context, g *globals, n *localnet.Network) error {
 	}
 
 	fmt.Fprintf(w, "\n== allocations, each sent to its range's owner and waited for\n")
-	var txIDs []ids.ID
+	var txIDs []api.ID
 	for _, nd := range n.Nodes {
-		rk, ok := owned[nd.NodeID]
+		rk, ok := owned[api.NodeID(nd.NodeID)]
 		if !ok {
 			continue
 		}
@@ -152,7 +150,7 @@ func runDemo(ctx context.Context, g *globals, n *localnet.Network) error {
 	}
 
 	fmt.Fprintf(w, "\n== pooled allocations: answered from the owner's committed reservation, no consensus round per request\n")
-	if rk, ok := owned[n.Nodes[0].NodeID]; ok {
+	if rk, ok := owned[api.NodeID(n.Nodes[0].NodeID)]; ok {
 		for i := 0; i < 3; i++ {
 			began := time.Now()
 			res, err := r.Allocate(ctx, api.AllocateArgs{Range: rk, Count: 4, Pooled: true})
@@ -166,7 +164,7 @@ func runDemo(ctx context.Context, g *globals, n *localnet.Network) error {
 	}
 
 	fmt.Fprintf(w, "\n== a manifest on reserved ids, read back from every node\n")
-	bucket := owned[n.Nodes[0].NodeID]
+	bucket := owned[api.NodeID(n.Nodes[0].NodeID)]
 	res, err := r.Allocate(ctx, api.AllocateArgs{Range: bucket, Count: 2})
 	if err != nil {
 		return err
@@ -179,7 +177,7 @@ func runDemo(ctx context.Context, g *globals, n *localnet.Network) error {
 	content := []byte("hello, pinned writer")
 	sum := sha256.Sum256(content)
 	m := api.PutManifestArgs{Bucket: bucket, Key: "greetings/hello.txt", Size: uint64(len(content)), ContentHash: sum,
-		Chunks: []txs.Chunk{{Range: bucket, ID: base, Size: 10, Hash: sha256.Sum256(content[:10])}, {Range: bucket, ID: base + 1, Size: uint64(len(content) - 10), Hash: sha256.Sum256(content[10:])}}}
+		Chunks: []api.Chunk{{Range: bucket, ID: base, Size: 10, Hash: sha256.Sum256(content[:10])}, {Range: bucket, ID: base + 1, Size: uint64(len(content) - 10), Hash: sha256.Sum256(content[10:])}}}
 	put, err := r.PutManifest(ctx, m)
 	if err != nil {
 		return err
@@ -204,7 +202,7 @@ func runDemo(ctx context.Context, g *globals, n *localnet.Network) error {
 	}
 	unallocated := m
 	unallocated.Key = "greetings/bad.txt"
-	unallocated.Chunks = []txs.Chunk{{Range: bucket, ID: base + 1_000_000, Size: uint64(len(content)), Hash: sum}}
+	unallocated.Chunks = []api.Chunk{{Range: bucket, ID: base + 1_000_000, Size: uint64(len(content)), Hash: sum}}
 	bad, err := r.PutManifest(ctx, unallocated)
 	if err == nil {
 		var rc *api.ReceiptReply
@@ -221,7 +219,7 @@ func runDemo(ctx context.Context, g *globals, n *localnet.Network) error {
 	fmt.Fprintf(w, "\n== a non-owner refuses to write (no fallback writer)\n")
 	for _, c := range r.Clients() {
 		id := nodeOf(ctx, c)
-		if id == n.Nodes[0].NodeID {
+		if id == api.NodeID(n.Nodes[0].NodeID) {
 			continue
 		}
 		_, err := c.Allocate(ctx, api.AllocateArgs{Range: bucket, Count: 1})
@@ -287,10 +285,10 @@ func joinURIs(n *localnet.Network) string {
 	return s
 }
 
-func nodeOf(ctx context.Context, c *client.Client) ids.NodeID {
+func nodeOf(ctx context.Context, c *client.Client) api.NodeID {
 	info, err := c.GetNode(ctx)
 	if err != nil {
-		return ids.EmptyNodeID
+		return api.NodeID{}
 	}
 	return info.NodeID
 }

@@ -7,9 +7,10 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/s-chain/schain/api"
 	"github.com/s-chain/schain/client"
 	"github.com/s-chain/schain/errcode"
-	"github.com/s-chain/schain/vm/api"
+	"github.com/s-chain/schain/finality"
 )
 
 // Exit codes. exitCodes says what each means; the root command's help and
@@ -97,7 +98,7 @@ func describe(err error, g *globals) failure {
 		f.Name, f.ExitCode = "not_verified", exitNotVerified
 		_, reason := errcode.Of(err)
 		f.Line = fmt.Sprintf("not verified (%s): %v", reason, err)
-	case errors.Is(err, client.ErrNotFinal):
+	case errors.Is(err, finality.ErrNotFinal):
 		f.Name, f.ExitCode = "not_final", exitUnavailable
 		f.Line = fmt.Sprintf("not final: %v", err)
 	case isValidatorsError(err):

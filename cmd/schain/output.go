@@ -9,11 +9,7 @@ import (
 	"io"
 	"strings"
 
-	"github.com/ava-labs/avalanchego/ids"
-
-	"github.com/s-chain/schain/state"
-	"github.com/s-chain/schain/txs"
-	"github.com/s-chain/schain/vm/api"
+	"github.com/s-chain/schain/api"
 )
 
 // field is one "key: value" line of the readable output; keys may repeat
@@ -174,7 +170,7 @@ func receiptFields(rc *api.ReceiptReply) []field {
 
 // waitedFields shows the receipt a write waited for; its txID is shown only
 // when a re-pin replaced the transaction the node first answered with.
-func waitedFields(txID ids.ID, rc *api.ReceiptReply) []field {
+func waitedFields(txID api.ID, rc *api.ReceiptReply) []field {
 	fs := receiptFields(rc)
 	if rc.TxID == txID {
 		return fs[1:]
@@ -183,7 +179,7 @@ func waitedFields(txID ids.ID, rc *api.ReceiptReply) []field {
 	return fs
 }
 
-func entryString(e state.ReceiptEntry) string {
+func entryString(e api.ReceiptEntry) string {
 	if e.Bucket != "" {
 		s := fmt.Sprintf("manifest %q/%q", e.Bucket, e.Key)
 		if e.Deleted {
@@ -196,21 +192,22 @@ func entryString(e state.ReceiptEntry) string {
 
 // chunkString is the --chunk syntax, so a manifest's chunks can be pasted
 // back into put-manifest.
-func chunkString(c txs.Chunk) string {
+func chunkString(c api.Chunk) string {
 	return fmt.Sprintf("%s:%d:%d:%s", c.Range, c.ID, c.Size, c.Hash)
 }
 
 // parseID accepts an ID in CB58 (the API's form) or as 64 hex digits (what
 // sha256sum prints).
-func parseID(s string) (ids.ID, error) {
-	if len(s) == 2*ids.IDLen {
+func parseID(s string) (api.ID, error) {
+	var id api.ID
+	if len(s) == 2*len(id) {
 		if b, err := hex.DecodeString(s); err == nil {
-			return ids.ID(b), nil
+			return api.ID(b), nil
 		}
 	}
-	id, err := ids.FromString(s)
+	id, err := api.ParseID(s)
 	if err != nil {
-		return ids.Empty, fmt.Errorf("%q is neither CB58 nor 64 hex digits: %w", s, err)
+		return api.ID{}, fmt.Errorf("%q is neither CB58 nor 64 hex digits: %w", s, err)
 	}
 	return id, nil
 }

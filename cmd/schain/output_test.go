@@ -19,13 +19,12 @@ import (
 	"github.com/ava-labs/avalanchego/ids"
 	"github.com/stretchr/testify/require"
 
+	"github.com/s-chain/schain/api"
+	"github.com/s-chain/schain/api/apitest"
 	"github.com/s-chain/schain/benchmark"
 	"github.com/s-chain/schain/benchmark/benchmarktest"
 	"github.com/s-chain/schain/seaweedfs/schainseq"
-	"github.com/s-chain/schain/state"
 	"github.com/s-chain/schain/vm"
-	"github.com/s-chain/schain/vm/api"
-	"github.com/s-chain/schain/vm/api/apitest"
 )
 
 // requireOneDocument fails unless out is exactly one JSON object or list
@@ -62,8 +61,8 @@ func TestJSONOutputIsOneDocument(t *testing.T) {
 
 	// A receipt that stays pending for two polls, and a manifest's chunk.
 	pendingTx := ids.GenerateTestID()
-	f.AddReceipt(api.ReceiptReply{TxID: pendingTx, Status: api.StatusAccepted, Height: 3,
-		Entries: []state.ReceiptEntry{{Range: "photos", Base: 0, Count: 2}}}, 2)
+	f.AddReceipt(api.ReceiptReply{TxID: api.ID(pendingTx), Status: api.StatusAccepted, Height: 3,
+		Entries: []api.ReceiptEntry{{Range: "photos", Base: 0, Count: 2}}}, 2)
 	code, _, errOut := run(t, with("allocate", "--range", "photos", "--count", "8")...)
 	require.Equal(t, exitOK, code, errOut)
 

@@ -8,8 +8,8 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/s-chain/schain/api"
 	"github.com/s-chain/schain/client"
-	"github.com/s-chain/schain/vm/api"
 )
 
 func newReceiptCmd(g *globals) *cobra.Command {

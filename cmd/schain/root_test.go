@@ -12,8 +12,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/s-chain/schain/vm/api"
-	"github.com/s-chain/schain/vm/api/apitest"
+	"github.com/s-chain/schain/api"
+	"github.com/s-chain/schain/api/apitest"
 )
 
 // run executes the command line in-process and returns exit code and output.

@@ -12,11 +12,11 @@ import (
 	"github.com/ava-labs/avalanchego/ids"
 	"github.com/spf13/cobra"
 
+	"github.com/s-chain/schain/api"
 	"github.com/s-chain/schain/client"
 	"github.com/s-chain/schain/eviction"
 	"github.com/s-chain/schain/localnet"
 	"github.com/s-chain/schain/subnet"
-	"github.com/s-chain/schain/vm/api"
 )
 
 // keyFileEnv names the environment variable holding the path of the subnet
@@ -102,7 +102,7 @@ func (vf *validatorsFlags) open(ctx context.Context, g *globals) (*session, erro
 		if err != nil {
 			return nil, err
 		}
-		chainID = n.ChainID
+		chainID = ids.ID(n.ChainID)
 	}
 	if s.subnetID, err = subnet.SubnetOf(ctx, s.node, chainID); err != nil {
 		return nil, err

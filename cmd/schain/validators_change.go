@@ -257,7 +257,7 @@ func waitMembershipFollows(ctx context.Context, r *client.Router, p *subnet.Plan
 		if err == nil {
 			listed := false
 			for _, v := range e.Validators {
-				listed = listed || v.NodeID == p.NodeID
+				listed = listed || ids.NodeID(v.NodeID) == p.NodeID
 			}
 			if listed == (p.Action == subnet.Add) {
 				return nil

@@ -23,9 +23,9 @@ import (
 	avajson "github.com/ava-labs/avalanchego/utils/json"
 	papi "github.com/ava-labs/avalanchego/vms/platformvm/api"
 
+	"github.com/s-chain/schain/api"
+	"github.com/s-chain/schain/api/apitest"
 	"github.com/s-chain/schain/subnet"
-	"github.com/s-chain/schain/vm/api"
-	"github.com/s-chain/schain/vm/api/apitest"
 )
 
 // fakeNetwork is one node serving S-Chain's getMembership and getNode, the
@@ -63,11 +63,11 @@ func newFakeNetwork(t *testing.T) (*fakeNetwork, map[string]ids.NodeID) {
 		now: time.UnixMilli(round*roundMs + 5_000),
 		membership: api.MembershipReply{
 			PChainHeight: 40, Round: round, RoundDurationMs: roundMs, LivenessRounds: 1,
-			Members: []api.Member{{NodeID: n["live"], Weight: 100}},
+			Members: []api.Member{{NodeID: api.NodeID(n["live"]), Weight: 100}},
 			Validators: []api.ValidatorLiveness{
-				{NodeID: n["live"], Weight: 100, Member: true, FirstSeen: u64(1), LastHeartbeat: u64(round)},
-				{NodeID: n["dead"], Weight: 100, FirstSeen: u64(1), LastHeartbeat: u64(round - 4)},
-				{NodeID: n["gone"], Weight: 100, FirstSeen: u64(1), LastHeartbeat: u64(round - 9)},
+				{NodeID: api.NodeID(n["live"]), Weight: 100, Member: true, FirstSeen: u64(1), LastHeartbeat: u64(round)},
+				{NodeID: api.NodeID(n["dead"]), Weight: 100, FirstSeen: u64(1), LastHeartbeat: u64(round - 4)},
+				{NodeID: api.NodeID(n["gone"]), Weight: 100, FirstSeen: u64(1), LastHeartbeat: u64(round - 9)},
 			},
 		},
 	}
@@ -95,7 +95,7 @@ func newFakeNetwork(t *testing.T) (*fakeNetwork, map[string]ids.NodeID) {
 	}
 	serve("/ext/P", "platform", &fakePlatform{f})
 	serve("/ext/info", "info", &fakeInfo{})
-	f.uri, f.chainID = node.URI, schain.ChainID
+	f.uri, f.chainID = node.URI, ids.ID(schain.ChainID)
 	return f, n
 }
 

@@ -10,10 +10,11 @@ import (
 	"github.com/ava-labs/avalanchego/ids"
 	"github.com/spf13/cobra"
 
+	"github.com/s-chain/schain/api"
 	"github.com/s-chain/schain/certificate"
 	"github.com/s-chain/schain/client"
+	"github.com/s-chain/schain/finality"
 	"github.com/s-chain/schain/subnet"
-	"github.com/s-chain/schain/vm/api"
 )
 
 func newVerifyCmd(g *globals) *cobra.Command {
@@ -78,15 +79,21 @@ certificate or its proof does not check out (the reason is printed).`,
 						return err
 					}
 					if !rc.Final || rc.Certificate == nil {
-						return fmt.Errorf("%w: transaction %s is %s and no certificate covers it yet (retry, or pass --wait)", client.ErrNotFinal, txID, rc.Status)
+						return fmt.Errorf("%w: transaction %s is %s and no certificate covers it yet (retry, or pass --wait)", finality.ErrNotFinal, txID, rc.Status)
 					}
-					cert, target = rc.Certificate, rc.Height
+					if cert, err = certificate.FromAPI(*rc.Certificate); err != nil {
+						return verifyError{err}
+					}
+					target = rc.Height
 				} else {
 					reply, err := r.GetCertificate(ctx, height)
 					if err != nil {
 						return err
 					}
-					cert, target = &reply.Certificate, height
+					if cert, err = certificate.FromAPI(reply.Certificate); err != nil {
+						return verifyError{err}
+					}
+					target = height
 				}
 
 				vs, err := g.validatorSet(ctx, cert, chainID, pchain, setFile, networkID)
@@ -98,11 +105,11 @@ certificate or its proof does not check out (the reason is printed).`,
 						return err
 					}
 				}
-				var proof client.Proof
+				var proof finality.Proof
 				if rc != nil {
-					proof, err = client.ProveFinal(ctx, r.GetBlock, rc, vs.NetworkID, chainID, vs)
+					proof, err = finality.ProveReceipt(ctx, r.GetBlock, rc, vs.NetworkID, chainID, vs)
 				} else {
-					proof, _, err = client.ProveBlock(ctx, r.GetBlock, cert, target, vs.NetworkID, chainID, vs)
+					proof, _, err = finality.ProveBlock(ctx, r.GetBlock, cert, target, vs.NetworkID, chainID, vs)
 				}
 				if err != nil {
 					return verifyError{err}
@@ -149,7 +156,7 @@ func (g *globals) chainIDOf(ctx context.Context, r *client.Router) (ids.ID, erro
 	if err != nil {
 		return ids.Empty, err
 	}
-	return node.ChainID, nil
+	return ids.ID(node.ChainID), nil
 }
 
 // validatorSet is the set a certificate is checked against: from a file,

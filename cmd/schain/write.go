@@ -7,12 +7,10 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/ava-labs/avalanchego/ids"
 	"github.com/spf13/cobra"
 
+	"github.com/s-chain/schain/api"
 	"github.com/s-chain/schain/client"
-	"github.com/s-chain/schain/txs"
-	"github.com/s-chain/schain/vm/api"
 )
 
 var errChunkSyntax = errors.New("--chunk wants range:id:size:hash")
@@ -145,7 +143,7 @@ range (the bucket or one of its bands). Hashes are CB58 or 64 hex digits.`,
 
 // waitFor waits for a write's receipt as the flags ask: not at all, until
 // decided (wait) or until final too (final).
-func waitFor(ctx context.Context, r *client.Router, txID ids.ID, wait, final bool) (*api.ReceiptReply, error) {
+func waitFor(ctx context.Context, r *client.Router, txID api.ID, wait, final bool) (*api.ReceiptReply, error) {
 	switch {
 	case final:
 		return r.WaitFinal(ctx, txID)
@@ -157,10 +155,10 @@ func waitFor(ctx context.Context, r *client.Router, txID ids.ID, wait, final boo
 
 // parseChunk reads range:id:size:hash from the right, so a range may itself
 // contain colons.
-func parseChunk(s string) (txs.Chunk, error) {
+func parseChunk(s string) (api.Chunk, error) {
 	parts := strings.Split(s, ":")
 	if len(parts) < 4 {
-		return txs.Chunk{}, fmt.Errorf("%w, got %q", errChunkSyntax, s)
+		return api.Chunk{}, fmt.Errorf("%w, got %q", errChunkSyntax, s)
 	}
 	n := len(parts)
 	rng := strings.Join(parts[:n-3], ":")
@@ -168,7 +166,7 @@ func parseChunk(s string) (txs.Chunk, error) {
 	size, err2 := strconv.ParseUint(parts[n-2], 10, 64)
 	hash, err3 := parseID(parts[n-1])
 	if err := errors.Join(err1, err2, err3); err != nil || rng == "" {
-		return txs.Chunk{}, fmt.Errorf("%w, got %q: %v", errChunkSyntax, s, err)
+		return api.Chunk{}, fmt.Errorf("%w, got %q: %v", errChunkSyntax, s, err)
 	}
-	return txs.Chunk{Range: rng, ID: id, Size: size, Hash: hash}, nil
+	return api.Chunk{Range: rng, ID: id, Size: size, Hash: hash}, nil
 }

@@ -30,9 +30,9 @@ import (
 	"sync"
 	"time"
 
+	"github.com/s-chain/schain/api"
 	"github.com/s-chain/schain/client"
 	"github.com/s-chain/schain/seaweedfs/schainseq"
-	"github.com/s-chain/schain/vm/api"
 )
 
 // Bounds are the highest ids a side issued, and where they were seen.

@@ -297,8 +297,8 @@ func TestZ_ValidatorKill(t *testing.T) {
 	for _, v := range vols {
 		o, err := r.GetOwner(ctx, schainseq.KeyRange(pfx, v, 1))
 		require.NoError(err)
-		owners[v] = o.Owner
-		count[o.Owner]++
+		owners[v] = ids.NodeID(o.Owner)
+		count[ids.NodeID(o.Owner)]++
 	}
 	var victim ids.NodeID
 	for id, n := range count {

@@ -12,8 +12,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/s-chain/schain/api"
 	"github.com/s-chain/schain/seaweedfs/schaintest"
-	"github.com/s-chain/schain/vm/api"
 )
 
 // TestImportsOnlyStandardLibrary keeps the patch from touching SeaweedFS's

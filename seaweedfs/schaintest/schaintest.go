@@ -29,8 +29,7 @@ import (
 
 	avajson "github.com/ava-labs/avalanchego/utils/json"
 
-	"github.com/s-chain/schain/state"
-	"github.com/s-chain/schain/vm/api"
+	"github.com/s-chain/schain/api"
 )
 
 // Token is the write token the fake accepts.
@@ -41,8 +40,8 @@ const PoolChunk = 1024
 
 // Chain is the fake. Its methods are safe for concurrent use.
 type Chain struct {
-	ChainID ids.ID
-	NodeIDs []ids.NodeID
+	ChainID api.ID
+	NodeIDs []api.NodeID
 	URIs    []string
 	servers []*httptest.Server
 
@@ -50,8 +49,8 @@ type Chain struct {
 	down       map[int]bool
 	counters   map[string]uint64
 	pools      map[poolKey][2]uint64 // [next, end) of each owner's pool
-	receipts   map[ids.ID]api.ReceiptReply
-	accepted   map[ids.ID]time.Time // when each receipt was accepted
+	receipts   map[api.ID]api.ReceiptReply
+	accepted   map[api.ID]time.Time // when each receipt was accepted
 	finalAfter time.Duration
 	stalled    bool
 	maxWait    time.Duration // the node's bound of a wait (0: a minute)
@@ -83,12 +82,12 @@ type Allocation struct {
 // ranges at once (the real chain waits for a liveness round).
 func New(t testing.TB, n int) *Chain {
 	c := &Chain{
-		ChainID: ids.GenerateTestID(), down: map[int]bool{}, counters: map[string]uint64{},
-		pools: map[poolKey][2]uint64{}, receipts: map[ids.ID]api.ReceiptReply{}, accepted: map[ids.ID]time.Time{}, calls: map[string]int{},
+		ChainID: api.ID(ids.GenerateTestID()), down: map[int]bool{}, counters: map[string]uint64{},
+		pools: map[poolKey][2]uint64{}, receipts: map[api.ID]api.ReceiptReply{}, accepted: map[api.ID]time.Time{}, calls: map[string]int{},
 		owner: func(rng string, alive []int) int { return alive[crc32.ChecksumIEEE([]byte(rng))%uint32(len(alive))] },
 	}
 	for i := range n {
-		c.NodeIDs = append(c.NodeIDs, ids.GenerateTestNodeID())
+		c.NodeIDs = append(c.NodeIDs, api.NodeID(ids.GenerateTestNodeID()))
 		server := rpc.NewServer()
 		server.RegisterCodec(avajson.NewCodec(), "application/json")
 		if err := server.RegisterService(&service{c: c, i: i}, api.Service); err != nil {
@@ -339,15 +338,15 @@ func (s *service) Allocate(r *http.Request, args *api.AllocateArgs, reply *api.A
 		}
 		c.pools[k] = [2]uint64{p[0] + args.Count, p[1]}
 		c.issued = append(c.issued, Allocation{Range: args.Range, Base: p[0], Count: args.Count, Node: s.i, Pooled: true})
-		*reply = api.AllocateReply{TxID: ids.GenerateTestID(), Owner: c.NodeIDs[s.i], Pooled: true, Base: p[0], Count: args.Count}
+		*reply = api.AllocateReply{TxID: api.ID(ids.GenerateTestID()), Owner: c.NodeIDs[s.i], Pooled: true, Base: p[0], Count: args.Count}
 		return nil
 	}
 	base := max(c.counters[args.Range], args.Floor)
 	c.counters[args.Range] = base + args.Count
 	c.issued = append(c.issued, Allocation{Range: args.Range, Base: base, Count: args.Count, Node: s.i})
-	txID := ids.GenerateTestID()
+	txID := api.ID(ids.GenerateTestID())
 	rc := api.ReceiptReply{TxID: txID, Status: api.StatusAccepted, Height: 3,
-		Entries: []state.ReceiptEntry{{Range: "other", Base: 1, Count: 1}, {Range: args.Range, Base: base, Count: args.Count}}}
+		Entries: []api.ReceiptEntry{{Range: "other", Base: 1, Count: 1}, {Range: args.Range, Base: base, Count: args.Count}}}
 	c.receipts[txID] = rc
 	c.accepted[txID] = time.Now().Add(c.blockTime)
 	wait := c.blockTime

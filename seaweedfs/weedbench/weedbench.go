@@ -367,7 +367,7 @@ func validatorKill(ctx context.Context, env Env, s Settings, logf func(string, .
 		if err != nil {
 			return nil, err
 		}
-		owners[v] = o.Owner
+		owners[v] = ids.NodeID(o.Owner)
 		names = append(names, o.Owner.String())
 	}
 	victim := benchmark.BusiestNode(names)

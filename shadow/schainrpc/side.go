@@ -5,9 +5,9 @@ package schainrpc
 import (
 	"context"
 
+	"github.com/s-chain/schain/api"
 	"github.com/s-chain/schain/client"
 	"github.com/s-chain/schain/shadow"
-	"github.com/s-chain/schain/vm/api"
 )
 
 var _ shadow.SChain = (*Side)(nil)

@@ -13,8 +13,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/s-chain/schain/api"
 	"github.com/s-chain/schain/client"
-	"github.com/s-chain/schain/vm/api"
 )
 
 // TestAccessControl: every node got the network's token hash in its chain

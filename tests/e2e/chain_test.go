@@ -17,10 +17,9 @@ import (
 	"github.com/ava-labs/avalanchego/ids"
 	"github.com/stretchr/testify/require"
 
+	"github.com/s-chain/schain/api"
 	"github.com/s-chain/schain/client"
 	"github.com/s-chain/schain/localnet"
-	"github.com/s-chain/schain/txs"
-	"github.com/s-chain/schain/vm/api"
 )
 
 // ownedRanges finds n ranges with prefix owned by each node. Owners follow
@@ -39,8 +38,8 @@ func ownedRanges(ctx context.Context, t *testing.T, r *client.Router, prefix str
 			rk := fmt.Sprintf("%s-%04d", prefix, i)
 			o, err := r.GetOwner(ctx, rk)
 			require.NoError(t, err)
-			if len(out[o.Owner]) < n {
-				out[o.Owner] = append(out[o.Owner], rk)
+			if len(out[ids.NodeID(o.Owner)]) < n {
+				out[ids.NodeID(o.Owner)] = append(out[ids.NodeID(o.Owner)], rk)
 			}
 		}
 		if wholeMembership(ctx, t) == generation {
@@ -107,7 +106,7 @@ func agree(ctx context.Context, t *testing.T) (uint64, ids.ID) {
 			if err != nil {
 				return err
 			}
-			height, root = info.Height, info.StateRoot
+			height, root = info.Height, ids.ID(info.StateRoot)
 			seen = append(seen, fmt.Sprintf("%d/%s", info.Height, info.StateRoot))
 		}
 		for _, s := range seen[1:] {
@@ -165,7 +164,7 @@ func TestB_ConcurrentLoad(t *testing.T) {
 	const clients, perClient, ranges = 8, 500, 64
 	r := router(t)
 	type sub struct {
-		txID  ids.ID
+		txID  api.ID
 		index int
 		rk    string
 		count uint64
@@ -196,7 +195,7 @@ func TestB_ConcurrentLoad(t *testing.T) {
 		require.NoError(err)
 	}
 	submitted := time.Since(began)
-	receipts := map[ids.ID]*api.ReceiptReply{}
+	receipts := map[api.ID]*api.ReceiptReply{}
 	type iv struct{ lo, hi uint64 }
 	byRange := map[string][]iv{}
 	want := map[string]uint64{}
@@ -355,7 +354,7 @@ func TestC_Manifests(t *testing.T) {
 	base := rc.Entries[rep.Index].Base
 	body := []byte("0123456789abcdefghij")
 	m := api.PutManifestArgs{Bucket: bucket, Key: "dir/file.bin", Size: 20, ContentHash: sha256.Sum256(body),
-		Chunks: []txs.Chunk{{Range: bucket, ID: base, Size: 10}, {Range: bucket, ID: base + 1, Size: 10}}}
+		Chunks: []api.Chunk{{Range: bucket, ID: base, Size: 10}, {Range: bucket, ID: base + 1, Size: 10}}}
 	put, err := r.PutManifest(ctx, m)
 	require.NoError(err)
 	prc, err := r.WaitForReceipt(ctx, put.TxID)
@@ -370,7 +369,7 @@ func TestC_Manifests(t *testing.T) {
 	}
 	bad := m
 	bad.Key = "dir/bad.bin"
-	bad.Chunks = []txs.Chunk{{Range: bucket, ID: base + 50_000, Size: 20}}
+	bad.Chunks = []api.Chunk{{Range: bucket, ID: base + 50_000, Size: 20}}
 	bput, err := r.PutManifest(ctx, bad)
 	require.NoError(err)
 	brc, err := r.WaitForReceipt(ctx, bput.TxID)
@@ -431,7 +430,7 @@ func TestE_PChainHeightChange(t *testing.T) {
 	require.NoError(network.AdvancePChain(ctx))
 
 	type sub struct {
-		txID  ids.ID
+		txID  api.ID
 		index int
 		rk    string
 	}

@@ -16,11 +16,11 @@ import (
 	"github.com/ava-labs/avalanchego/ids"
 	"github.com/stretchr/testify/require"
 
+	"github.com/s-chain/schain/api"
 	"github.com/s-chain/schain/benchmark"
 	"github.com/s-chain/schain/certificate"
-	"github.com/s-chain/schain/client"
+	"github.com/s-chain/schain/finality"
 	"github.com/s-chain/schain/subnet"
-	"github.com/s-chain/schain/vm/api"
 )
 
 // TestH_Finality: every receipt of a run becomes final; each certificate
@@ -41,7 +41,7 @@ func TestH_Finality(t *testing.T) {
 
 	const workers, perWorker = 8, 6
 	type run struct {
-		txID     ids.ID
+		txID     api.ID
 		accepted time.Time
 		final    time.Duration
 	}
@@ -104,7 +104,7 @@ func TestH_Finality(t *testing.T) {
 			require.NoError(err)
 			sets[rc.Certificate.PChainHeight] = vs
 		}
-		proof, err := client.ProveFinal(ctx, r.GetBlock, rc, networkID, network.ChainID, vs)
+		proof, err := finality.ProveReceipt(ctx, r.GetBlock, rc, networkID, network.ChainID, vs)
 		require.NoError(err, "receipt %s", rn.txID)
 		require.True(certificate.Supermajority(proof.SignedWeight, proof.TotalWeight))
 	}
@@ -120,7 +120,7 @@ func TestH_Finality(t *testing.T) {
 		}
 		code, out, errOut := schainCLI(ctx, t, others, args...)
 		require.Equal(0, code, "schain verify: %s %s", out, errOut)
-		var proof client.Proof
+		var proof finality.Proof
 		require.NoError(json.Unmarshal([]byte(out), &proof))
 		require.Positive(proof.SignedWeight)
 	}

@@ -20,9 +20,9 @@ import (
 	"github.com/ava-labs/avalanchego/ids"
 	"github.com/stretchr/testify/require"
 
+	"github.com/s-chain/schain/api"
 	"github.com/s-chain/schain/client"
 	"github.com/s-chain/schain/localnet"
-	"github.com/s-chain/schain/vm/api"
 )
 
 // partitionChain is the iptables chain holding a partition's rules; it is
@@ -245,7 +245,7 @@ func TestX_Partition(t *testing.T) {
 			return ids.EmptyNodeID, err
 		}
 		record(c.Receipt)
-		return c.Reply.Owner, nil
+		return ids.NodeID(c.Reply.Owner), nil
 	}
 	for _, rk := range append(isolatedRanges, liveRanges...) {
 		_, err := allocate(ctx, all, rk)
@@ -271,7 +271,7 @@ func TestX_Partition(t *testing.T) {
 	}))
 
 	// The minority side: the isolated owner keeps taking writes.
-	var minorityTxs []ids.ID
+	var minorityTxs []api.ID
 	minority, stopMinority := context.WithCancel(ctx)
 	var wg sync.WaitGroup
 	wg.Add(1)
@@ -351,7 +351,7 @@ func TestX_Partition(t *testing.T) {
 			return err
 		}
 		for _, v := range ep.Validators {
-			if v.NodeID == victim.NodeID && !v.Member {
+			if ids.NodeID(v.NodeID) == victim.NodeID && !v.Member {
 				return errors.New("not a member yet")
 			}
 		}

@@ -15,11 +15,11 @@ import (
 	"github.com/ava-labs/avalanchego/ids"
 	"github.com/stretchr/testify/require"
 
-	"github.com/s-chain/schain/client"
+	"github.com/s-chain/schain/api"
 	"github.com/s-chain/schain/eviction"
+	"github.com/s-chain/schain/finality"
 	"github.com/s-chain/schain/localnet"
 	"github.com/s-chain/schain/subnet"
-	"github.com/s-chain/schain/vm/api"
 )
 
 // The tests of this file stop and kill nodes; the file sorts last so that
@@ -95,7 +95,7 @@ func TestZ_KillOwner(t *testing.T) {
 		issuedMu.Lock()
 		issued[rk] = append(issued[rk], [2]uint64{e.Base, e.Base + e.Count})
 		issuedMu.Unlock()
-		return rep.Owner, nil
+		return ids.NodeID(rep.Owner), nil
 	}
 	for _, rk := range deadRanges {
 		_, err := alloc(ctx, rk, 5)
@@ -177,7 +177,7 @@ func TestZ_KillOwner(t *testing.T) {
 	require.NoError(err)
 	require.Len(ep.Members, len(network.Nodes)-1)
 	for _, v := range ep.Validators {
-		require.Equal(v.NodeID != victim.NodeID, v.Member, "validator %s", v.NodeID)
+		require.Equal(ids.NodeID(v.NodeID) != victim.NodeID, v.Member, "validator %s", v.NodeID)
 	}
 
 	// With one validator of four dead the others hold more than 2/3 of the
@@ -199,7 +199,7 @@ func TestZ_KillOwner(t *testing.T) {
 	vs, err := subnet.ValidatorSetAt(ctx, pnode, network.SubnetID, rc.Certificate.PChainHeight)
 	require.NoError(err)
 	require.Len(vs.Validators, len(network.Nodes), "the dead validator is still in the P-chain's set")
-	proof, err := client.ProveFinal(ctx, r.GetBlock, rc, networkID, network.ChainID, vs)
+	proof, err := finality.ProveReceipt(ctx, r.GetBlock, rc, networkID, network.ChainID, vs)
 	require.NoError(err)
 	require.Less(proof.Signers, len(network.Nodes), "the dead validator did not sign")
 	t.Logf("a write accepted %s after the kill was final %s later: %d of %d validators signed",
@@ -269,7 +269,7 @@ func TestZ_KillOwner(t *testing.T) {
 			return err
 		}
 		for _, v := range e.Validators {
-			if v.NodeID == victim.NodeID {
+			if ids.NodeID(v.NodeID) == victim.NodeID {
 				return fmt.Errorf("membership at P-chain height %d still lists %s", e.PChainHeight, victim.NodeID)
 			}
 		}
@@ -340,7 +340,7 @@ func TestZ_KillOwner(t *testing.T) {
 			if err != nil {
 				return err
 			}
-			if o.Owner != victim.NodeID {
+			if ids.NodeID(o.Owner) != victim.NodeID {
 				return fmt.Errorf("range %s still owned by %s", rk, o.Owner)
 			}
 		}

@@ -21,8 +21,8 @@ import (
 	"github.com/gorilla/rpc/v2/json2"
 	"go.uber.org/zap"
 
+	"github.com/s-chain/schain/api"
 	"github.com/s-chain/schain/errcode"
-	"github.com/s-chain/schain/vm/api"
 	"github.com/s-chain/schain/vm/config"
 )
 

@@ -19,11 +19,11 @@ import (
 
 	avajson "github.com/ava-labs/avalanchego/utils/json"
 
+	"github.com/s-chain/schain/api"
 	"github.com/s-chain/schain/certificate"
 	"github.com/s-chain/schain/errcode"
 	"github.com/s-chain/schain/state"
 	"github.com/s-chain/schain/txs"
-	"github.com/s-chain/schain/vm/api"
 	"github.com/s-chain/schain/vm/block"
 	"github.com/s-chain/schain/vm/chain"
 	"github.com/s-chain/schain/vm/config"
@@ -197,13 +197,13 @@ func (s *Service) AllocateBatch(r *http.Request, args *api.AllocateBatchArgs, re
 }
 
 // batchError is the error object allocate would have answered with.
-func batchError(err error) *api.BatchError {
+func batchError(err error) *api.Error {
 	var je *json2.Error
 	if errors.As(err, &je) {
-		return &api.BatchError{Code: int(je.Code), Message: je.Message, Data: je.Data}
+		return api.NewError(int(je.Code), je.Message, je.Data)
 	}
 	code, _ := errcode.Of(err)
-	return &api.BatchError{Code: int(code), Message: err.Error()}
+	return api.NewError(int(code), err.Error(), nil)
 }
 
 func (s *Service) allocate(r *http.Request, args *api.AllocateArgs, reply *api.AllocateReply) error {
@@ -228,7 +228,7 @@ func (s *Service) allocate(r *http.Request, args *api.AllocateArgs, reply *api.A
 		if err != nil {
 			return rpcError(err)
 		}
-		*reply = api.AllocateReply{TxID: p.TxID, Index: p.Index, Owner: s.s.cfg.NodeID, Pooled: true, Base: p.Base, Count: p.Count}
+		*reply = api.AllocateReply{TxID: api.ID(p.TxID), Index: p.Index, Owner: api.NodeID(s.s.cfg.NodeID), Pooled: true, Base: p.Base, Count: p.Count}
 		if args.Wait == api.WaitFinal {
 			rc, err := s.wait(r.Context(), p.TxID, p.Index, args.WaitMs, args.Wait)
 			if err != nil {
@@ -243,7 +243,7 @@ func (s *Service) allocate(r *http.Request, args *api.AllocateArgs, reply *api.A
 		return rpcError(err)
 	}
 	//lint:ignore SA1019 the former field is sent for one release
-	*reply = api.AllocateReply{TxID: sub.TxID, Index: sub.Index, PChainHeight: sub.PChainHeight, Epoch: sub.PChainHeight, Owner: sub.Owner}
+	*reply = api.AllocateReply{TxID: api.ID(sub.TxID), Index: sub.Index, PChainHeight: sub.PChainHeight, Epoch: sub.PChainHeight, Owner: api.NodeID(sub.Owner)}
 	if args.Wait.Waits() {
 		rc, err := s.wait(r.Context(), sub.TxID, sub.Index, args.WaitMs, args.Wait)
 		if err != nil {
@@ -256,7 +256,13 @@ func (s *Service) allocate(r *http.Request, args *api.AllocateArgs, reply *api.A
 
 // PutManifest commits one manifest of a bucket this node owns.
 func (s *Service) PutManifest(r *http.Request, args *api.PutManifestArgs, reply *api.PutManifestReply) error {
-	m := txs.Manifest{Bucket: args.Bucket, Key: args.Key, Size: args.Size, ContentHash: args.ContentHash, Chunks: args.Chunks, Deleted: args.Deleted}
+	m := txs.Manifest{Bucket: args.Bucket, Key: args.Key, Size: args.Size, ContentHash: ids.ID(args.ContentHash), Deleted: args.Deleted}
+	if args.Chunks != nil {
+		m.Chunks = make([]txs.Chunk, len(args.Chunks))
+		for i, c := range args.Chunks {
+			m.Chunks[i] = txs.Chunk{Range: c.Range, ID: c.ID, Size: c.Size, Hash: ids.ID(c.Hash)}
+		}
+	}
 	if err := m.Verify(s.s.cfg.Genesis.TxLimits); err != nil {
 		return s.invalidParams(r, err)
 	}
@@ -266,7 +272,7 @@ func (s *Service) PutManifest(r *http.Request, args *api.PutManifestArgs, reply 
 	}
 	h := tx.Unsigned.Head()
 	//lint:ignore SA1019 the former field is sent for one release
-	*reply = api.PutManifestReply{TxID: tx.ID(), PChainHeight: h.PChainHeight, Epoch: h.PChainHeight, Owner: h.Owner}
+	*reply = api.PutManifestReply{TxID: api.ID(tx.ID()), PChainHeight: h.PChainHeight, Epoch: h.PChainHeight, Owner: api.NodeID(h.Owner)}
 	if args.Wait.Waits() {
 		rc, err := s.wait(r.Context(), tx.ID(), 0, args.WaitMs, args.Wait)
 		if err != nil {
@@ -302,7 +308,7 @@ func (s *Service) wait(ctx context.Context, txID ids.ID, index int, waitMs uint6
 		return nil, &json2.Error{
 			Code:    json2.ErrorCode(errcode.Timeout),
 			Message: fmt.Sprintf("%v (wait bound %v = min(waitMs, maxWaitMs); poll getReceipt, do not resend)", err, bound),
-			Data:    api.TimeoutData{TxID: txID, Index: index, WaitMs: uint64(bound / time.Millisecond)},
+			Data:    api.TimeoutData{TxID: api.ID(txID), Index: index, WaitMs: uint64(bound / time.Millisecond)},
 		}
 	}
 	if err != nil {
@@ -320,7 +326,7 @@ func (s *Service) invalidParams(r *http.Request, err error) error {
 
 // GetReceipt reports a transaction's status.
 func (s *Service) GetReceipt(_ *http.Request, args *api.TxIDArgs, reply *api.ReceiptReply) error {
-	rc, err := s.s.writes.Receipt(args.TxID)
+	rc, err := s.s.writes.Receipt(ids.ID(args.TxID))
 	if err != nil {
 		return rpcError(err)
 	}
@@ -342,7 +348,7 @@ func (s *Service) WaitReceipt(r *http.Request, args *api.WaitReceiptArgs, reply 
 	if until == api.WaitNone {
 		until = api.WaitAccepted
 	}
-	now, err := s.s.writes.Receipt(args.TxID)
+	now, err := s.s.writes.Receipt(ids.ID(args.TxID))
 	if err != nil {
 		return rpcError(err)
 	}
@@ -350,7 +356,7 @@ func (s *Service) WaitReceipt(r *http.Request, args *api.WaitReceiptArgs, reply 
 		*reply = *now
 		return nil
 	}
-	rc, err := s.wait(r.Context(), args.TxID, 0, args.WaitMs, until)
+	rc, err := s.wait(r.Context(), ids.ID(args.TxID), 0, args.WaitMs, until)
 	if err != nil {
 		return err
 	}
@@ -365,7 +371,8 @@ func (s *Service) finalize(rc *api.ReceiptReply) {
 		return
 	}
 	if cert, err := s.s.finality.Covering(rc.Height); err == nil {
-		rc.Final, rc.Certificate, rc.CertifiedBy = true, cert, cert.Height
+		a := cert.API()
+		rc.Final, rc.Certificate, rc.CertifiedBy = true, &a, cert.Height
 	}
 }
 
@@ -379,7 +386,7 @@ func (s *Service) GetCertificate(_ *http.Request, args *api.HeightArgs, reply *a
 	if err != nil {
 		return rpcError(err)
 	}
-	*reply = api.CertificateReply{Height: args.Height, Certificate: *cert}
+	*reply = api.CertificateReply{Height: args.Height, Certificate: cert.API()}
 	return nil
 }
 
@@ -390,7 +397,7 @@ func (s *Service) GetBlock(_ *http.Request, args *api.HeightArgs, reply *api.Blo
 	if err != nil {
 		return rpcError(err)
 	}
-	*reply = api.BlockReply{Height: b.Height, ID: b.ID(), Bytes: "0x" + hex.EncodeToString(b.Bytes())}
+	*reply = api.BlockReply{Height: b.Height, ID: api.ID(b.ID()), Bytes: "0x" + hex.EncodeToString(b.Bytes())}
 	return nil
 }
 
@@ -416,7 +423,13 @@ func (s *Service) GetManifest(_ *http.Request, args *api.ManifestArgs, reply *ap
 	if err != nil {
 		return rpcError(err)
 	}
-	reply.Manifest = *m
+	reply.Manifest = api.Manifest{Bucket: m.Bucket, Key: m.Key, Size: m.Size, ContentHash: api.ID(m.ContentHash), Deleted: m.Deleted}
+	if m.Chunks != nil {
+		reply.Manifest.Chunks = make([]api.Chunk, len(m.Chunks))
+		for i, c := range m.Chunks {
+			reply.Manifest.Chunks[i] = api.Chunk{Range: c.Range, ID: c.ID, Size: c.Size, Hash: api.ID(c.Hash)}
+		}
+	}
 	return nil
 }
 
@@ -431,7 +444,7 @@ func (s *Service) GetOwner(r *http.Request, args *api.RangeArgs, reply *api.Owne
 		return rpcError(err)
 	}
 	//lint:ignore SA1019 the former field is sent for one release
-	*reply = api.OwnerReply{Range: args.Range, Owner: e.Owner(args.Range), PChainHeight: e.Height(), Epoch: e.Height(), Fingerprint: e.Fingerprint()}
+	*reply = api.OwnerReply{Range: args.Range, Owner: api.NodeID(e.Owner(args.Range)), PChainHeight: e.Height(), Epoch: e.Height(), Fingerprint: api.ID(e.Fingerprint())}
 	return nil
 }
 
@@ -460,20 +473,20 @@ func (s *Service) membership(r *http.Request, reply *api.MembershipReply) error 
 	}
 	m := e.Record()
 	*reply = api.MembershipReply{
-		PChainHeight: e.Height(), Round: m.Round, Fingerprint: e.Fingerprint(),
+		PChainHeight: e.Height(), Round: m.Round, Fingerprint: api.ID(e.Fingerprint()),
 		Generation: m.Generation, Fallback: m.Fallback,
 		RoundDurationMs: s.s.cfg.Genesis.RoundDurationMs, LivenessRounds: s.s.cfg.Genesis.LivenessRounds,
 		//lint:ignore SA1019 the former field is sent for one release
 		EpochDurationMs: s.s.cfg.Genesis.RoundDurationMs, LivenessEpochs: s.s.cfg.Genesis.LivenessRounds,
-		NodeID: s.s.cfg.NodeID,
+		NodeID: api.NodeID(s.s.cfg.NodeID),
 	}
 	for _, mb := range e.Members() {
-		reply.Members = append(reply.Members, api.Member{NodeID: mb.NodeID, Weight: mb.Weight})
+		reply.Members = append(reply.Members, api.Member{NodeID: api.NodeID(mb.NodeID), Weight: mb.Weight})
 	}
 	accepted := s.s.reads.State()
 	for _, val := range v.Members() {
 		_, member := e.Weight(val.NodeID)
-		vl := api.ValidatorLiveness{NodeID: val.NodeID, Weight: val.Weight, Member: member}
+		vl := api.ValidatorLiveness{NodeID: api.NodeID(val.NodeID), Weight: val.Weight, Member: member}
 		rec, known, err := accepted.Liveness(val.NodeID)
 		if err != nil {
 			return rpcError(err)
@@ -492,7 +505,7 @@ func (s *Service) membership(r *http.Request, reply *api.MembershipReply) error 
 // GetNode identifies this node and its last accepted block.
 func (s *Service) GetNode(_ *http.Request, _ *api.Empty, reply *api.NodeReply) error {
 	last := s.s.reads.LastAccepted()
-	*reply = api.NodeReply{NodeID: s.s.cfg.NodeID, NetworkID: s.s.cfg.NetworkID, ChainID: s.s.cfg.ChainID, Height: last.Block.Height, StateRoot: last.StateRoot, DirectURI: s.s.DirectURI()}
+	*reply = api.NodeReply{NodeID: api.NodeID(s.s.cfg.NodeID), NetworkID: s.s.cfg.NetworkID, ChainID: api.ID(s.s.cfg.ChainID), Height: last.Block.Height, StateRoot: api.ID(last.StateRoot), DirectURI: s.s.DirectURI()}
 	return nil
 }
 
@@ -517,7 +530,7 @@ func rpcError(err error) error {
 		var noe *execute.NotOwnerError
 		if errors.As(err, &noe) {
 			//lint:ignore SA1019 the former field is sent for one release
-			e.Data = api.NotOwnerData{Range: noe.Range, Owner: noe.Owner, PChainHeight: noe.PChainHeight, Epoch: noe.PChainHeight}
+			e.Data = api.NotOwnerData{Range: noe.Range, Owner: api.NodeID(noe.Owner), PChainHeight: noe.PChainHeight, Epoch: noe.PChainHeight}
 		}
 	case errcode.NotReady, errcode.MempoolFull:
 		wait, ok := retryAfter[reason]

@@ -10,8 +10,8 @@ import (
 
 	"github.com/ava-labs/avalanchego/ids"
 
+	"github.com/s-chain/schain/api"
 	"github.com/s-chain/schain/txs"
-	"github.com/s-chain/schain/vm/api"
 )
 
 // ErrPoolRefill means the reservation that would refill a range's pool was
@@ -215,5 +215,5 @@ func (w *Writer) reserve(rangeKey string) (segment, error) {
 		return segment{}, fmt.Errorf("%w: reservation %s is %s: %s", ErrPoolRefill, rc.TxID, rc.Status, rc.Error)
 	}
 	e := rc.Entries[sub.Index]
-	return segment{next: e.Base, end: e.Base + e.Count, txID: rc.TxID, index: sub.Index}, nil
+	return segment{next: e.Base, end: e.Base + e.Count, txID: ids.ID(rc.TxID), index: sub.Index}, nil
 }

@@ -10,8 +10,8 @@ import (
 
 	"github.com/ava-labs/avalanchego/ids"
 
+	"github.com/s-chain/schain/api"
 	"github.com/s-chain/schain/state"
-	"github.com/s-chain/schain/vm/api"
 )
 
 // tracker remembers what happened to transactions this node saw but the
@@ -97,19 +97,24 @@ func (w *Writer) Receipt(txID ids.ID) (*api.ReceiptReply, error) {
 	rc, err := w.chain.State().Receipt(txID)
 	switch {
 	case err == nil:
-		return &api.ReceiptReply{TxID: txID, Status: api.StatusAccepted, Height: rc.Height, Entries: rc.Entries}, nil
+		entries := make([]api.ReceiptEntry, len(rc.Entries))
+		for i, e := range rc.Entries {
+			entries[i] = api.ReceiptEntry(e)
+		}
+		return &api.ReceiptReply{TxID: api.ID(txID), Status: api.StatusAccepted, Height: rc.Height, Entries: entries}, nil
 	case !errors.Is(err, state.ErrNotFound):
 		return nil, err
 	}
 	if reason, rejected, repl, replaced := w.tracker.lookup(txID); replaced {
-		return &api.ReceiptReply{TxID: txID, Status: api.StatusPending, ReplacedBy: &repl}, nil
+		next := api.ID(repl)
+		return &api.ReceiptReply{TxID: api.ID(txID), Status: api.StatusPending, ReplacedBy: &next}, nil
 	} else if rejected {
-		return &api.ReceiptReply{TxID: txID, Status: api.StatusRejected, Error: reason}, nil
+		return &api.ReceiptReply{TxID: api.ID(txID), Status: api.StatusRejected, Error: reason}, nil
 	}
 	if _, carried := w.chain.Processing(txID); carried || w.mempool.Has(txID) {
-		return &api.ReceiptReply{TxID: txID, Status: api.StatusPending}, nil
+		return &api.ReceiptReply{TxID: api.ID(txID), Status: api.StatusPending}, nil
 	}
-	return &api.ReceiptReply{TxID: txID, Status: api.StatusUnknown}, nil
+	return &api.ReceiptReply{TxID: api.ID(txID), Status: api.StatusUnknown}, nil
 }
 
 // ErrWaitTimeout is returned when a wait outlasts the genesis bound.
@@ -131,7 +136,7 @@ func (w *Writer) WaitReceipt(ctx context.Context, txID ids.ID) (*api.ReceiptRepl
 		}
 		switch {
 		case rc.ReplacedBy != nil:
-			txID = *rc.ReplacedBy
+			txID = ids.ID(*rc.ReplacedBy)
 			continue
 		case rc.Status == api.StatusAccepted || rc.Status == api.StatusRejected:
 			if waited {

@@ -1,4 +1,4 @@
-package client_test
+package finality_test
 
 import (
 	"context"
@@ -11,11 +11,11 @@ import (
 	"github.com/ava-labs/avalanchego/utils/crypto/bls"
 	"github.com/stretchr/testify/require"
 
+	"github.com/s-chain/schain/api"
 	"github.com/s-chain/schain/certificate"
-	"github.com/s-chain/schain/client"
+	"github.com/s-chain/schain/finality"
 	"github.com/s-chain/schain/txs"
 	"github.com/s-chain/schain/txs/txstest"
-	"github.com/s-chain/schain/vm/api"
 	"github.com/s-chain/schain/vm/block"
 )
 
@@ -78,18 +78,18 @@ func (c *provenChain) certify(h uint64) *certificate.Certificate {
 }
 
 func (c *provenChain) receipt(h, certifiedBy uint64) *api.ReceiptReply {
-	cert := c.certify(certifiedBy)
-	return &api.ReceiptReply{TxID: c.blocks[h-1].Txs[0].ID(), Status: api.StatusAccepted, Height: h, Final: true, CertifiedBy: certifiedBy, Certificate: cert}
+	cert := c.certify(certifiedBy).API()
+	return &api.ReceiptReply{TxID: api.ID(c.blocks[h-1].Txs[0].ID()), Status: api.StatusAccepted, Height: h, Final: true, CertifiedBy: certifiedBy, Certificate: &cert}
 }
 
 // source serves the chain's blocks, with swap's replacements.
-func (c *provenChain) source(swap map[uint64]*block.Block) client.BlockSource {
+func (c *provenChain) source(swap map[uint64]*block.Block) finality.BlockSource {
 	return func(_ context.Context, h uint64) (*api.BlockReply, error) {
 		b := c.blocks[h-1]
 		if s, ok := swap[h]; ok {
 			b = s
 		}
-		return &api.BlockReply{Height: h, ID: b.ID(), Bytes: "0x" + hex.EncodeToString(b.Bytes())}, nil
+		return &api.BlockReply{Height: h, ID: api.ID(b.ID()), Bytes: "0x" + hex.EncodeToString(b.Bytes())}, nil
 	}
 }
 
@@ -97,36 +97,36 @@ func TestProveFinal(t *testing.T) {
 	ctx := context.Background()
 	c := newProvenChain(t, 6)
 
-	p, err := client.ProveFinal(ctx, c.source(nil), c.receipt(4, 4), 5, proofChain, c.set)
+	p, err := finality.ProveReceipt(ctx, c.source(nil), c.receipt(4, 4), 5, proofChain, c.set)
 	require.NoError(t, err)
 	require.Zero(t, p.Walked)
 	require.Equal(t, uint64(30), p.SignedWeight)
 
-	p, err = client.ProveFinal(ctx, c.source(nil), c.receipt(2, 6), 5, proofChain, c.set)
+	p, err = finality.ProveReceipt(ctx, c.source(nil), c.receipt(2, 6), 5, proofChain, c.set)
 	require.NoError(t, err, "a certificate above covers the blocks below")
 	require.Equal(t, 4, p.Walked)
 
 	// A node substituting another block in between breaks the links.
 	other := newProvenChain(t, 6)
-	_, err = client.ProveFinal(ctx, c.source(map[uint64]*block.Block{4: other.blocks[3]}), c.receipt(2, 6), 5, proofChain, c.set)
-	require.ErrorIs(t, err, client.ErrBrokenProof)
+	_, err = finality.ProveReceipt(ctx, c.source(map[uint64]*block.Block{4: other.blocks[3]}), c.receipt(2, 6), 5, proofChain, c.set)
+	require.ErrorIs(t, err, finality.ErrBrokenProof)
 
 	// A receipt naming a transaction its block does not carry.
 	rc := c.receipt(3, 5)
-	rc.TxID = c.blocks[1].Txs[0].ID()
-	_, err = client.ProveFinal(ctx, c.source(nil), rc, 5, proofChain, c.set)
-	require.ErrorIs(t, err, client.ErrBrokenProof)
+	rc.TxID = api.ID(c.blocks[1].Txs[0].ID())
+	_, err = finality.ProveReceipt(ctx, c.source(nil), rc, 5, proofChain, c.set)
+	require.ErrorIs(t, err, finality.ErrBrokenProof)
 
 	// A certificate below the receipt covers nothing.
 	rc = c.receipt(5, 3)
-	_, err = client.ProveFinal(ctx, c.source(nil), rc, 5, proofChain, c.set)
-	require.ErrorIs(t, err, client.ErrBrokenProof)
+	_, err = finality.ProveReceipt(ctx, c.source(nil), rc, 5, proofChain, c.set)
+	require.ErrorIs(t, err, finality.ErrBrokenProof)
 
 	// Another validator set, another chain, no certificate.
-	_, err = client.ProveFinal(ctx, c.source(nil), c.receipt(4, 4), 5, proofChain, other.set)
+	_, err = finality.ProveReceipt(ctx, c.source(nil), c.receipt(4, 4), 5, proofChain, other.set)
 	require.ErrorIs(t, err, certificate.ErrBadSignature)
-	_, err = client.ProveFinal(ctx, c.source(nil), c.receipt(4, 4), 5, ids.ID{'x'}, c.set)
+	_, err = finality.ProveReceipt(ctx, c.source(nil), c.receipt(4, 4), 5, ids.ID{'x'}, c.set)
 	require.ErrorIs(t, err, certificate.ErrWrongChain)
-	_, err = client.ProveFinal(ctx, c.source(nil), &api.ReceiptReply{Status: api.StatusAccepted, Height: 4}, 5, proofChain, c.set)
-	require.ErrorIs(t, err, client.ErrNotFinal)
+	_, err = finality.ProveReceipt(ctx, c.source(nil), &api.ReceiptReply{Status: api.StatusAccepted, Height: 4}, 5, proofChain, c.set)
+	require.ErrorIs(t, err, finality.ErrNotFinal)
 }

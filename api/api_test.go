@@ -6,7 +6,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/s-chain/schain/vm/api"
+	"github.com/s-chain/schain/api"
 )
 
 // TestWaitJSON: wait reads a boolean or a name, writes what older nodes

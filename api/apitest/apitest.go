@@ -24,9 +24,8 @@ import (
 
 	avajson "github.com/ava-labs/avalanchego/utils/json"
 
-	"github.com/s-chain/schain/state"
+	"github.com/s-chain/schain/api"
 	"github.com/s-chain/schain/txs"
-	"github.com/s-chain/schain/vm/api"
 )
 
 // NetworkID is the network every fake node reports.
@@ -34,19 +33,19 @@ const NetworkID = 1337
 
 // Net is the fake network. Ranges not given an owner belong to node 0.
 type Net struct {
-	ChainID ids.ID
+	ChainID api.ID
 	Nodes   []*Node // immutable after New
 
 	mu         sync.Mutex
 	height     uint64                  // the P-chain height answers carry; guarded by mu
-	owners     map[string]ids.NodeID   // guarded by mu
+	owners     map[string]api.NodeID   // guarded by mu
 	counters   map[string]uint64       // guarded by mu
-	manifests  map[string]txs.Manifest // guarded by mu
-	receipts   map[ids.ID]*receipt     // guarded by mu
+	manifests  map[string]api.Manifest // guarded by mu
+	receipts   map[api.ID]*receipt     // guarded by mu
 	txSeq      uint64                  // guarded by mu
 	token      string                  // guarded by mu; "" accepts any write
 	membership *api.MembershipReply    // guarded by mu; nil: one made from the nodes
-	reported   ids.ID                  // guarded by mu; the chain getNode reports (ChainID if empty)
+	reported   api.ID                  // guarded by mu; the chain getNode reports (ChainID if empty)
 	moves      map[string]int          // guarded by mu; range → node its next allocation's owner change moves it to
 }
 
@@ -58,7 +57,7 @@ type receipt struct {
 
 // Node is one fake node.
 type Node struct {
-	ID  ids.NodeID
+	ID  api.NodeID
 	URI string
 	net *Net
 	mux *http.ServeMux
@@ -83,12 +82,12 @@ func (n *Node) SetDirectURI(uri string) {
 // height 7 until SetOwner moves a range.
 func New(t testing.TB, n int) *Net {
 	f := &Net{
-		ChainID: ids.GenerateTestID(), height: 7,
-		owners: map[string]ids.NodeID{}, counters: map[string]uint64{},
-		manifests: map[string]txs.Manifest{}, receipts: map[ids.ID]*receipt{},
+		ChainID: api.ID(ids.GenerateTestID()), height: 7,
+		owners: map[string]api.NodeID{}, counters: map[string]uint64{},
+		manifests: map[string]api.Manifest{}, receipts: map[api.ID]*receipt{},
 	}
 	for range n {
-		node := &Node{net: f, ID: ids.GenerateTestNodeID(), inject: map[string][]error{}, calls: map[string]int{}, mux: http.NewServeMux()}
+		node := &Node{net: f, ID: api.NodeID(ids.GenerateTestNodeID()), inject: map[string][]error{}, calls: map[string]int{}, mux: http.NewServeMux()}
 		server := rpc.NewServer()
 		server.RegisterCodec(avajson.NewCodec(), "application/json")
 		if err := server.RegisterService(&Service{n: node}, api.Service); err != nil {
@@ -113,8 +112,8 @@ func (f *Net) URIs() []string {
 }
 
 // IDs are the nodes' IDs, in node order.
-func (f *Net) IDs() []ids.NodeID {
-	out := make([]ids.NodeID, len(f.Nodes))
+func (f *Net) IDs() []api.NodeID {
+	out := make([]api.NodeID, len(f.Nodes))
 	for i, n := range f.Nodes {
 		out[i] = n.ID
 	}
@@ -151,13 +150,13 @@ func (f *Net) MoveDuringNextAllocate(rng string, i int) {
 }
 
 // OwnerOf names rng's owner.
-func (f *Net) OwnerOf(rng string) ids.NodeID {
+func (f *Net) OwnerOf(rng string) api.NodeID {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return f.ownerOf(rng)
 }
 
-func (f *Net) ownerOf(rng string) ids.NodeID {
+func (f *Net) ownerOf(rng string) api.NodeID {
 	if o, ok := f.owners[rng]; ok {
 		return o
 	}
@@ -182,7 +181,7 @@ func (f *Net) RequireToken(token string) {
 
 // ReportChain makes getNode report another chain than the one served at
 // the path: a wrong endpoint.
-func (f *Net) ReportChain(id ids.ID) {
+func (f *Net) ReportChain(id api.ID) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.reported = id
@@ -195,11 +194,11 @@ func (f *Net) SetMembership(m api.MembershipReply) {
 	f.membership = &m
 }
 
-func (f *Net) newTxID() ids.ID {
+func (f *Net) newTxID() api.ID {
 	f.txSeq++
 	var b [8]byte
 	binary.BigEndian.PutUint64(b[:], f.txSeq)
-	return ids.ID(sha256.Sum256(b[:]))
+	return api.ID(sha256.Sum256(b[:]))
 }
 
 // FailNext makes the node answer method's next calls with errs, in order.
@@ -347,7 +346,7 @@ func (s *Service) Allocate(r *http.Request, args *api.AllocateArgs, reply *api.A
 	f.counters[args.Range] = base + args.Count
 	id := f.newTxID()
 	rc := api.ReceiptReply{TxID: id, Status: api.StatusAccepted, Height: f.txSeq,
-		Entries: []state.ReceiptEntry{{Range: args.Range, Base: base, Count: args.Count}}}
+		Entries: []api.ReceiptEntry{{Range: args.Range, Base: base, Count: args.Count}}}
 	f.receipts[id] = &receipt{reply: rc}
 	*reply = api.AllocateReply{TxID: id, PChainHeight: f.height, Owner: s.n.ID}
 	if args.Wait.Waits() {
@@ -374,7 +373,7 @@ func (s *Service) AllocateBatch(r *http.Request, args *api.AllocateBatchArgs, re
 		case err == nil:
 			reply.Results[i].Reply = rep
 		case errors.As(err, &je):
-			reply.Results[i].Error = &api.BatchError{Code: int(je.Code), Message: je.Message, Data: je.Data}
+			reply.Results[i].Error = api.NewError(int(je.Code), je.Message, je.Data)
 		default:
 			return err
 		}
@@ -410,11 +409,11 @@ func (s *Service) PutManifest(r *http.Request, args *api.PutManifestArgs, reply 
 				api.RejectedData{Reason: "unallocated_chunk"})
 		}
 	}
-	f.manifests[args.Bucket+"\x00"+args.Key] = txs.Manifest{Bucket: args.Bucket, Key: args.Key, Size: args.Size,
+	f.manifests[args.Bucket+"\x00"+args.Key] = api.Manifest{Bucket: args.Bucket, Key: args.Key, Size: args.Size,
 		ContentHash: args.ContentHash, Chunks: args.Chunks, Deleted: args.Deleted}
 	id := f.newTxID()
 	rc := api.ReceiptReply{TxID: id, Status: api.StatusAccepted, Height: f.txSeq,
-		Entries: []state.ReceiptEntry{{Bucket: args.Bucket, Key: args.Key, Deleted: args.Deleted}}}
+		Entries: []api.ReceiptEntry{{Bucket: args.Bucket, Key: args.Key, Deleted: args.Deleted}}}
 	f.receipts[id] = &receipt{reply: rc}
 	*reply = api.PutManifestReply{TxID: id, PChainHeight: f.height, Owner: s.n.ID}
 	if args.Wait.Waits() {
@@ -480,7 +479,7 @@ func (s *Service) GetOwner(_ *http.Request, args *api.RangeArgs, reply *api.Owne
 	f := s.n.net
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	*reply = api.OwnerReply{Range: args.Range, Owner: f.ownerOf(args.Range), PChainHeight: f.height, Fingerprint: ids.Empty}
+	*reply = api.OwnerReply{Range: args.Range, Owner: f.ownerOf(args.Range), PChainHeight: f.height, Fingerprint: (api.ID{})}
 	return nil
 }
 
@@ -512,7 +511,7 @@ func (s *Service) GetNode(_ *http.Request, _ *api.Empty, reply *api.NodeReply) e
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	chainID := f.ChainID
-	if f.reported != ids.Empty {
+	if f.reported != (api.ID{}) {
 		chainID = f.reported
 	}
 	*reply = api.NodeReply{NodeID: s.n.ID, NetworkID: NetworkID, ChainID: chainID, Height: f.txSeq}

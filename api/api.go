@@ -1,6 +1,13 @@
 // Package api is the JSON-RPC contract of an S-Chain node: the service name,
-// method arguments and replies, and the stable error codes. Server (package
-// vm) and client (package client) share it, so they cannot drift apart.
+// method arguments and replies, the error object and the data each code
+// carries (the codes and reasons themselves are package errcode's). Server
+// (package vm/rpc), client (package client) and the SeaweedFS patch share
+// it, so they cannot drift apart.
+//
+// It imports only the standard library and errcode, so that the SeaweedFS
+// patch copies it (seaweedfs/patch): identifiers are carried as their bytes
+// (ID, NodeID) and written exactly as avalanchego writes its own; the node
+// and avalanchego-typed callers convert at their edges (ids.ID(x)).
 //
 // The service is served at /ext/bc/<chainID> with gorilla/rpc v2 JSON
 // (JSON-RPC 2.0); methods are "schain.<name>".
@@ -15,13 +22,7 @@ package api
 import (
 	"fmt"
 
-	"github.com/ava-labs/avalanchego/ids"
-
-	"github.com/s-chain/schain/certificate"
 	"github.com/s-chain/schain/errcode"
-
-	"github.com/s-chain/schain/state"
-	"github.com/s-chain/schain/txs"
 )
 
 // Service is the JSON-RPC service name (method prefix).
@@ -72,7 +73,7 @@ type LimitData struct {
 // caller can keep polling getReceipt instead of retrying (which would sign a
 // second transaction).
 type TimeoutData struct {
-	TxID ids.ID `json:"txID"`
+	TxID ID `json:"txID"`
 	// Index is the request's entry in the transaction.
 	Index  int    `json:"index"`
 	WaitMs uint64 `json:"waitMs"`
@@ -80,9 +81,9 @@ type TimeoutData struct {
 
 // NotOwnerData is the routing hint of CodeNotOwner.
 type NotOwnerData struct {
-	Range        string     `json:"range"`
-	Owner        ids.NodeID `json:"owner"`
-	PChainHeight uint64     `json:"pChainHeight"`
+	Range        string `json:"range"`
+	Owner        NodeID `json:"owner"`
+	PChainHeight uint64 `json:"pChainHeight"`
 	// Deprecated: Epoch is PChainHeight under its former name, sent for
 	// one release.
 	Epoch uint64 `json:"epoch"`
@@ -178,14 +179,14 @@ func (w *Wait) UnmarshalJSON(b []byte) error {
 // Base is known only after acceptance (with Wait), or at once for a pooled
 // allocation (Pooled set, Base and Count filled, TxID the reservation).
 type AllocateReply struct {
-	TxID  ids.ID `json:"txID"`
-	Index int    `json:"index"`
+	TxID  ID  `json:"txID"`
+	Index int `json:"index"`
 	// PChainHeight the transaction is pinned to (0 for a pooled answer).
 	PChainHeight uint64 `json:"pChainHeight"`
 	// Deprecated: Epoch is PChainHeight under its former name, sent for
 	// one release.
 	Epoch   uint64        `json:"epoch"`
-	Owner   ids.NodeID    `json:"owner"`
+	Owner   NodeID        `json:"owner"`
 	Receipt *ReceiptReply `json:"receipt,omitempty"`
 	Pooled  bool          `json:"pooled,omitempty"`
 	Base    uint64        `json:"base,omitempty"`
@@ -216,37 +217,30 @@ type AllocateBatchReply struct {
 // message and data allocate would have answered.
 type AllocateResult struct {
 	Reply *AllocateReply `json:"reply,omitempty"`
-	Error *BatchError    `json:"error,omitempty"`
-}
-
-// BatchError is a JSON-RPC error object inside a batch result.
-type BatchError struct {
-	Code    int    `json:"code"`
-	Message string `json:"message"`
-	Data    any    `json:"data,omitempty"`
+	Error *Error         `json:"error,omitempty"`
 }
 
 // PutManifestArgs commits an object manifest; the node must own Bucket.
 type PutManifestArgs struct {
-	Bucket      string      `json:"bucket"`
-	Key         string      `json:"key"`
-	Size        uint64      `json:"size"`
-	ContentHash ids.ID      `json:"contentHash"`
-	Chunks      []txs.Chunk `json:"chunks"`
-	Deleted     bool        `json:"deleted,omitempty"`
-	Wait        Wait        `json:"wait,omitempty"`
-	WaitMs      uint64      `json:"waitMs,omitempty"`
+	Bucket      string  `json:"bucket"`
+	Key         string  `json:"key"`
+	Size        uint64  `json:"size"`
+	ContentHash ID      `json:"contentHash"`
+	Chunks      []Chunk `json:"chunks"`
+	Deleted     bool    `json:"deleted,omitempty"`
+	Wait        Wait    `json:"wait,omitempty"`
+	WaitMs      uint64  `json:"waitMs,omitempty"`
 }
 
 // PutManifestReply names the transaction and entry.
 type PutManifestReply struct {
-	TxID         ids.ID `json:"txID"`
+	TxID         ID     `json:"txID"`
 	Index        int    `json:"index"`
 	PChainHeight uint64 `json:"pChainHeight"`
 	// Deprecated: Epoch is PChainHeight under its former name, sent for
 	// one release.
 	Epoch   uint64        `json:"epoch"`
-	Owner   ids.NodeID    `json:"owner"`
+	Owner   NodeID        `json:"owner"`
 	Receipt *ReceiptReply `json:"receipt,omitempty"`
 }
 
@@ -260,14 +254,14 @@ const (
 
 // TxIDArgs names a transaction.
 type TxIDArgs struct {
-	TxID ids.ID `json:"txID"`
+	TxID ID `json:"txID"`
 }
 
 // WaitReceiptArgs asks for a transaction's receipt once it is decided
 // (Wait "accepted", the default) or final ("final"), waiting at most
 // min(WaitMs, the node's maxWaitMs).
 type WaitReceiptArgs struct {
-	TxID   ids.ID `json:"txID"`
+	TxID   ID     `json:"txID"`
 	Wait   Wait   `json:"wait,omitempty"`
 	WaitMs uint64 `json:"waitMs,omitempty"`
 }
@@ -283,15 +277,15 @@ type WaitReceiptArgs struct {
 // blocks in between prove: getBlock). Check it offline against the P-chain
 // validator set with certificate.Verify or `schain verify`.
 type ReceiptReply struct {
-	TxID        ids.ID                   `json:"txID"`
-	Status      string                   `json:"status"`
-	Height      uint64                   `json:"height,omitempty"`
-	Entries     []state.ReceiptEntry     `json:"entries,omitempty"`
-	Error       string                   `json:"error,omitempty"`
-	ReplacedBy  *ids.ID                  `json:"replacedBy,omitempty"`
-	Final       bool                     `json:"final,omitempty"`
-	CertifiedBy uint64                   `json:"certifiedBy,omitempty"`
-	Certificate *certificate.Certificate `json:"certificate,omitempty"`
+	TxID        ID             `json:"txID"`
+	Status      string         `json:"status"`
+	Height      uint64         `json:"height,omitempty"`
+	Entries     []ReceiptEntry `json:"entries,omitempty"`
+	Error       string         `json:"error,omitempty"`
+	ReplacedBy  *ID            `json:"replacedBy,omitempty"`
+	Final       bool           `json:"final,omitempty"`
+	CertifiedBy uint64         `json:"certifiedBy,omitempty"`
+	Certificate *Certificate   `json:"certificate,omitempty"`
 }
 
 // HeightArgs names an accepted block by height.
@@ -303,8 +297,8 @@ type HeightArgs struct {
 // lowest one at or above it. CodeNotReady (reason "not_final") while none
 // does yet.
 type CertificateReply struct {
-	Height      uint64                  `json:"height"`
-	Certificate certificate.Certificate `json:"certificate"`
+	Height      uint64      `json:"height"`
+	Certificate Certificate `json:"certificate"`
 }
 
 // BlockReply is an accepted block: its ID is the SHA-256 of Bytes, whose
@@ -313,7 +307,7 @@ type CertificateReply struct {
 // receipt's to prove the certificate covers it.
 type BlockReply struct {
 	Height uint64 `json:"height"`
-	ID     ids.ID `json:"id"`
+	ID     ID     `json:"id"`
 	Bytes  string `json:"bytes"` // 0x-prefixed hex
 }
 
@@ -336,25 +330,25 @@ type ManifestArgs struct {
 
 // ManifestReply is an accepted manifest.
 type ManifestReply struct {
-	Manifest txs.Manifest `json:"manifest"`
+	Manifest Manifest `json:"manifest"`
 }
 
 // OwnerReply is a range's owner in the membership the next block will have
 // (what the node routes writes by).
 type OwnerReply struct {
-	Range        string     `json:"range"`
-	Owner        ids.NodeID `json:"owner"`
-	PChainHeight uint64     `json:"pChainHeight"`
+	Range        string `json:"range"`
+	Owner        NodeID `json:"owner"`
+	PChainHeight uint64 `json:"pChainHeight"`
 	// Deprecated: Epoch is PChainHeight under its former name, sent for
 	// one release.
 	Epoch       uint64 `json:"epoch"`
-	Fingerprint ids.ID `json:"fingerprint"`
+	Fingerprint ID     `json:"fingerprint"`
 }
 
 // Member is one member of a membership.
 type Member struct {
-	NodeID ids.NodeID `json:"nodeID"`
-	Weight uint64     `json:"weight"`
+	NodeID NodeID `json:"nodeID"`
+	Weight uint64 `json:"weight"`
 }
 
 // MembershipReply is the membership the next block will have: the members
@@ -365,7 +359,7 @@ type MembershipReply struct {
 	PChainHeight uint64 `json:"pChainHeight"`
 	// Round is the liveness round (block timestamp / RoundDurationMs).
 	Round       uint64 `json:"round"`
-	Fingerprint ids.ID `json:"fingerprint"`
+	Fingerprint ID     `json:"fingerprint"`
 	// Generation counts membership changes along the chain.
 	Generation uint64 `json:"generation"`
 	// Fallback: no validator was live, so all of them are members.
@@ -375,7 +369,7 @@ type MembershipReply struct {
 	Validators      []ValidatorLiveness `json:"validators"`
 	RoundDurationMs uint64              `json:"roundDurationMs"`
 	LivenessRounds  uint64              `json:"livenessRounds"`
-	NodeID          ids.NodeID          `json:"nodeID"`
+	NodeID          NodeID              `json:"nodeID"`
 	// Deprecated: the former names of RoundDurationMs and LivenessRounds,
 	// sent for one release.
 	EpochDurationMs uint64 `json:"epochDurationMs"`
@@ -389,8 +383,8 @@ type EpochReply = MembershipReply
 
 // ValidatorLiveness is one P-chain validator as the liveness rule sees it.
 type ValidatorLiveness struct {
-	NodeID ids.NodeID `json:"nodeID"`
-	Weight uint64     `json:"weight"`
+	NodeID NodeID `json:"nodeID"`
+	Weight uint64 `json:"weight"`
 	// Member: ranges are pinned to it in this membership.
 	Member bool `json:"member"`
 	// FirstSeen is the liveness round its grace started in; LastHeartbeat
@@ -402,12 +396,12 @@ type ValidatorLiveness struct {
 // NodeReply identifies the node behind an endpoint, so a client can route
 // each range to its owner.
 type NodeReply struct {
-	NodeID    ids.NodeID `json:"nodeID"`
-	NetworkID uint32     `json:"networkID"`
-	ChainID   ids.ID     `json:"chainID"`
+	NodeID    NodeID `json:"nodeID"`
+	NetworkID uint32 `json:"networkID"`
+	ChainID   ID     `json:"chainID"`
 	// LastAccepted height and state root, to compare nodes.
 	Height    uint64 `json:"height"`
-	StateRoot ids.ID `json:"stateRoot"`
+	StateRoot ID     `json:"stateRoot"`
 	// DirectURI, when the node's chain config sets directAPI, is the base
 	// URI at which the plugin serves this same API itself (append
 	// /ext/bc/<chainID> as for the node's): the same methods, tokens and
@@ -417,3 +411,48 @@ type NodeReply struct {
 
 // Empty is the argument of methods without parameters.
 type Empty struct{}
+
+// ReceiptEntry is one entry of an accepted receipt: ids reserved (Range,
+// Base, Count) or an object written (Bucket, Key, Deleted). It converts
+// to and from state.ReceiptEntry.
+type ReceiptEntry struct {
+	Range   string `json:"range,omitempty"`
+	Base    uint64 `json:"base,omitempty"`
+	Count   uint64 `json:"count,omitempty"`
+	Bucket  string `json:"bucket,omitempty"`
+	Key     string `json:"key,omitempty"`
+	Deleted bool   `json:"deleted,omitempty"`
+}
+
+// Chunk is one chunk of an object: an id allocated in Range, its size and
+// content hash (txs.Chunk).
+type Chunk struct {
+	Range string `json:"range"`
+	ID    uint64 `json:"id"`
+	Size  uint64 `json:"size"`
+	Hash  ID     `json:"hash"`
+}
+
+// Manifest is an object's manifest (txs.Manifest).
+type Manifest struct {
+	Bucket      string  `json:"bucket"`
+	Key         string  `json:"key"`
+	Size        uint64  `json:"size"`
+	ContentHash ID      `json:"contentHash"`
+	Chunks      []Chunk `json:"chunks"`
+	Deleted     bool    `json:"deleted"`
+}
+
+// Certificate is a finality certificate (certificate.Certificate) as the
+// API writes it: the statement's fields, the signer bitset and the
+// aggregate BLS signature in 0x-prefixed hex.
+type Certificate struct {
+	NetworkID    uint32 `json:"networkID"`
+	ChainID      ID     `json:"chainID"`
+	Height       uint64 `json:"height"`
+	BlockID      ID     `json:"blockID"`
+	StateRoot    ID     `json:"stateRoot"`
+	PChainHeight uint64 `json:"pChainHeight"`
+	Signers      string `json:"signers"`
+	Signature    string `json:"signature"`
+}

@@ -1,4 +1,9 @@
-package client
+// Package finality proves offline, from any node's answers, that a receipt
+// or a block is final: its certificate verifies against the P-chain
+// validator set, and the blocks between the certified one and the
+// receipt's link them. It trusts no node: every block is checked against
+// the hash its child (or the certificate) names.
+package finality
 
 import (
 	"context"
@@ -9,13 +14,14 @@ import (
 
 	"github.com/ava-labs/avalanchego/ids"
 
+	"github.com/s-chain/schain/api"
 	"github.com/s-chain/schain/certificate"
+	"github.com/s-chain/schain/client"
 	"github.com/s-chain/schain/errcode"
-	"github.com/s-chain/schain/vm/api"
 	"github.com/s-chain/schain/vm/block"
 )
 
-// MaxProofBlocks bounds the blocks ProveFinal walks from a certified block
+// MaxProofBlocks bounds the blocks ProveReceipt walks from a certified block
 // down to a receipt's: a certificate that far above is not worth the walk
 // (ask for the receipt again: a closer certificate comes with it).
 const MaxProofBlocks = 4096
@@ -23,13 +29,13 @@ const MaxProofBlocks = 4096
 var (
 	// ErrNotFinal: the receipt carries no certificate (not accepted, or no
 	// certificate covers its block yet).
-	ErrNotFinal = errcode.New(errcode.NotReady, "not_final", "client: the receipt is not final")
+	ErrNotFinal = errcode.New(errcode.NotReady, "not_final", "finality: the receipt is not final")
 	// ErrBrokenProof: the blocks between the certificate and the receipt do
 	// not link the certified block to one carrying the transaction.
-	ErrBrokenProof = errcode.New(errcode.Rejected, "broken_proof", "client: the blocks do not prove the certificate covers the receipt")
+	ErrBrokenProof = errcode.New(errcode.Rejected, "broken_proof", "finality: the blocks do not prove the certificate covers the receipt")
 )
 
-// Proof is what ProveFinal established.
+// Proof is what ProveReceipt or ProveBlock established.
 type Proof struct {
 	Certificate *certificate.Certificate `json:"certificate"`
 	certificate.Result
@@ -43,7 +49,7 @@ type Proof struct {
 // (or the certificate) names.
 type BlockSource func(ctx context.Context, height uint64) (*api.BlockReply, error)
 
-// ProveFinal checks offline that rc is final on chainID of networkID: its
+// ProveReceipt checks offline that rc is final on chainID of networkID: its
 // certificate verifies against vs (the P-chain set at the certificate's
 // P-chain height, taken from the P-chain, not from the node that served
 // the receipt), and the block the certificate names descends, through the
@@ -54,15 +60,19 @@ type BlockSource func(ctx context.Context, height uint64) (*api.BlockReply, erro
 // (the ids reserved) are that block's deterministic execution, which the
 // certified state root commits to; checking them needs the state, which a
 // client does not have.
-func ProveFinal(ctx context.Context, blocks BlockSource, rc *api.ReceiptReply, networkID uint32, chainID ids.ID, vs certificate.ValidatorSet) (Proof, error) {
+func ProveReceipt(ctx context.Context, blocks BlockSource, rc *api.ReceiptReply, networkID uint32, chainID ids.ID, vs certificate.ValidatorSet) (Proof, error) {
 	if rc.Status != api.StatusAccepted || rc.Certificate == nil {
 		return Proof{}, fmt.Errorf("%w: transaction %s is %s", ErrNotFinal, rc.TxID, rc.Status)
 	}
-	p, l, err := ProveBlock(ctx, blocks, rc.Certificate, rc.Height, networkID, chainID, vs)
+	cert, err := certificate.FromAPI(*rc.Certificate)
+	if err != nil {
+		return Proof{}, err
+	}
+	p, l, err := ProveBlock(ctx, blocks, cert, rc.Height, networkID, chainID, vs)
 	if err != nil {
 		return p, err
 	}
-	if !slices.Contains(l.TxIDs, rc.TxID) {
+	if !slices.Contains(l.TxIDs, ids.ID(rc.TxID)) {
 		return p, fmt.Errorf("%w: block %d does not carry transaction %s", ErrBrokenProof, rc.Height, rc.TxID)
 	}
 	return p, nil
@@ -110,7 +120,7 @@ func fetchLinks(ctx context.Context, blocks BlockSource, h uint64) (block.Links,
 	}
 	raw, err := hex.DecodeString(strings.TrimPrefix(br.Bytes, "0x"))
 	if err != nil {
-		return block.Links{}, fmt.Errorf("%w: block at height %d: %w", ErrMalformedResponse, h, err)
+		return block.Links{}, fmt.Errorf("%w: block at height %d: %w", client.ErrMalformedResponse, h, err)
 	}
 	l, err := block.ReadLinks(raw)
 	if err != nil {
