@@ -31,7 +31,7 @@ type SChainCluster struct {
 }
 
 // Pooled is the same network written with pooled allocations (answered by
-// each owner from its committed reservation, see vm.AllocatePooled). It
+// each owner from its committed reservation, see writer.Writer.AllocatePooled). It
 // shares the network: stopping it stops nothing, and a kill through either
 // view kills the same node.
 func (c *SChainCluster) Pooled() *SChainCluster {

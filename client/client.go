@@ -1,8 +1,14 @@
 // Package client talks to S-Chain nodes over the JSON-RPC API of package
-// vm/api. Client is one endpoint, typed and bounded; Router spreads writes
+// api. Client is one endpoint, typed and bounded; Router spreads writes
 // over several endpoints so that each range's writes reach its owner (the
 // only node allowed to sign them: there is no fallback writer), and retries
-// what the contract says is worth retrying.
+// what the contract says is worth retrying, by one policy (Retry).
+//
+// It imports only the standard library and S-Chain's standard-library
+// packages (api, errcode), so that the SeaweedFS patch copies it
+// (seaweedfs/patch) instead of restating it: a master allocates through
+// this same client. Proofs of finality, which need avalanchego's BLS, are
+// package finality's.
 package client
 
 import (

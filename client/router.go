@@ -139,14 +139,21 @@ func (r *Router) Clients() []*Client {
 // Allocate reserves ids at args.Range's owner.
 // A pooled request without a wait rides in an allocateBatch exchange when
 // RouterConfig.PooledBatches is set; its answer is the same.
+//
+// A pooled answer that is not pooled or carries another count than asked is
+// refused (ErrMalformedResponse): ids of another request must never be used.
 func (r *Router) Allocate(ctx context.Context, args api.AllocateArgs) (*api.AllocateReply, error) {
 	batched := r.cfg.PooledBatches > 0 && args.Pooled && !args.Wait.Waits()
-	return write(ctx, r, args.Range, func(ctx context.Context, e *endpoint) (*api.AllocateReply, error) {
+	rep, err := write(ctx, r, args.Range, func(ctx context.Context, e *endpoint) (*api.AllocateReply, error) {
 		if batched {
 			return e.batch.allocate(ctx, args)
 		}
 		return e.c.Allocate(ctx, args)
 	})
+	if err == nil && args.Pooled && (!rep.Pooled || rep.Count != args.Count) {
+		return nil, fmt.Errorf("%w: pooled allocate of %d ids of %q answered %d ids (pooled %t)", ErrMalformedResponse, args.Count, args.Range, rep.Count, rep.Pooled)
+	}
+	return rep, err
 }
 
 // Committed is an allocation whose ids are committed: the owner's answer,
@@ -200,8 +207,11 @@ func (r *Router) allocateCommitted(ctx context.Context, args api.AllocateArgs) (
 			return nil, err
 		}
 	}
-	if rep.Index >= len(rc.Entries) || rc.Entries[rep.Index].Range != args.Range {
+	if rep.Index < 0 || rep.Index >= len(rc.Entries) || rc.Entries[rep.Index].Range != args.Range {
 		return nil, fmt.Errorf("%w: receipt of %s has no entry %d for range %q (%d entries)", ErrMalformedResponse, rc.TxID, rep.Index, args.Range, len(rc.Entries))
+	}
+	if e := rc.Entries[rep.Index]; e.Count != args.Count || e.Base < args.Floor {
+		return nil, fmt.Errorf("%w: entry %d of %s is %d ids from %d, want %d at or above %d", ErrMalformedResponse, rep.Index, rc.TxID, e.Count, e.Base, args.Count, args.Floor)
 	}
 	return &Committed{Reply: rep, Receipt: rc, Entry: rc.Entries[rep.Index]}, nil
 }
@@ -225,6 +235,42 @@ func (r *Router) GetAllocation(ctx context.Context, rangeKey string) (*api.Alloc
 	return readAny(ctx, r, func(ctx context.Context, e *endpoint) (*api.AllocationReply, error) {
 		return e.c.GetAllocation(ctx, rangeKey)
 	})
+}
+
+// GetAllocationMax asks every endpoint not sidelined at once for rangeKey's
+// next unissued id and answers the highest: a node may lag a block behind
+// the others, and a floor must never be read lower than recorded. It fails
+// only if none answered, after GetAllocation's retries.
+func (r *Router) GetAllocationMax(ctx context.Context, rangeKey string) (*api.AllocationReply, error) {
+	now := time.Now()
+	answers := make(chan *api.AllocationReply, len(r.nodes))
+	var wg sync.WaitGroup
+	for _, e := range r.nodes {
+		if e.down(now) {
+			continue
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			rep, err := e.c.GetAllocation(ctx, rangeKey)
+			r.observe(e, err)
+			if err == nil {
+				answers <- rep
+			}
+		}()
+	}
+	wg.Wait()
+	close(answers)
+	var best *api.AllocationReply
+	for rep := range answers {
+		if best == nil || rep.Next > best.Next {
+			best = rep
+		}
+	}
+	if best == nil {
+		return r.GetAllocation(ctx, rangeKey)
+	}
+	return best, nil
 }
 
 // GetManifest asks any healthy endpoint.

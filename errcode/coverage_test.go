@@ -15,6 +15,7 @@ import (
 	"github.com/s-chain/schain/errcode"
 	"github.com/s-chain/schain/internal/wire"
 	"github.com/s-chain/schain/pinning"
+	"github.com/s-chain/schain/reservation"
 	"github.com/s-chain/schain/txs"
 	"github.com/s-chain/schain/vm/certifier"
 	"github.com/s-chain/schain/vm/chain"
@@ -27,7 +28,7 @@ import (
 // their exported Err* sentinels must carry an identity.
 var apiPackages = map[string]string{
 	"internal/wire": "wire", "pinning": "pinning", "txs": "txs", "vm/execute": "execute",
-	"vm/mempool": "mempool", "vm/writer": "writer", "vm/certifier": "certifier",
+	"vm/mempool": "mempool", "vm/writer": "writer", "vm/certifier": "certifier", "reservation": "reservation",
 }
 
 // identified lists every sentinel of apiPackages (and chain's NotReady
@@ -58,9 +59,10 @@ var identified = map[string]error{
 	"mempool.ErrFull":               mempool.ErrFull, "mempool.ErrDuplicate": mempool.ErrDuplicate,
 	"writer.ErrShuttingDown": writer.ErrShuttingDown, "writer.ErrMembershipOpening": writer.ErrMembershipOpening,
 	"writer.ErrOutsideWindow": writer.ErrOutsideWindow, "writer.ErrStale": writer.ErrStale,
-	"writer.ErrUnknownMembership": writer.ErrUnknownMembership, "writer.ErrPoolRefill": writer.ErrPoolRefill,
-	"writer.ErrInvalidPooled": writer.ErrInvalidPooled, "writer.ErrWaitTimeout": writer.ErrWaitTimeout,
+	"writer.ErrUnknownMembership": writer.ErrUnknownMembership,
+	"writer.ErrInvalidPooled":     writer.ErrInvalidPooled, "writer.ErrWaitTimeout": writer.ErrWaitTimeout,
 	"chain.ErrNoMembership": chain.ErrNoMembership, "chain.ErrNoValidators": chain.ErrNoValidators,
+	"reservation.ErrRefill": reservation.ErrRefill, "reservation.ErrEmpty": reservation.ErrEmpty, "reservation.ErrCount": reservation.ErrCount,
 	"certifier.ErrNotFinal": certifier.ErrNotFinal, "certifier.ErrOff": certifier.ErrOff, "certifier.ErrStalled": certifier.ErrStalled,
 }
 

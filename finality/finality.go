@@ -44,7 +44,7 @@ type Proof struct {
 	Walked int `json:"walked"`
 }
 
-// BlockSource serves accepted blocks by height (Router.GetBlock). ProveFinal
+// BlockSource serves accepted blocks by height (Router.GetBlock). ProveReceipt
 // trusts none of them: it checks every block against the hash its child
 // (or the certificate) names.
 type BlockSource func(ctx context.Context, height uint64) (*api.BlockReply, error)

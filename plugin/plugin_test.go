@@ -130,7 +130,7 @@ func TestOverRPCChainVM(t *testing.T) {
 	require.Equal(api.CodeUnauthorized, callErr(t, srv.URL, "allocate", api.AllocateArgs{Range: "photos", Count: 3}))
 	var alloc api.AllocateReply
 	callWith(t, srv.URL, token, "allocate", api.AllocateArgs{Range: "photos", Count: 3}, &alloc)
-	require.Equal(keys[0].NodeID, alloc.Owner)
+	require.Equal(api.NodeID(keys[0].NodeID), alloc.Owner)
 	require.Equal(uint64(7), alloc.PChainHeight)
 
 	msg, err = client.WaitForEvent(ctx)

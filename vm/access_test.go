@@ -92,7 +92,7 @@ func TestWriteAuthorization(t *testing.T) {
 	require.Nil(e)
 	e, _ = authCall(t, url, "bearer "+tokB, "allocate", alloc, &r2)
 	require.Nil(e)
-	require.Equal(an.keys[0].NodeID, r1.Owner)
+	require.Equal(api.NodeID(an.keys[0].NodeID), r1.Owner)
 
 	// Metrics and logs name the reason and the token's name, never a token.
 	require.Positive(an.rejects(0, api.ReasonMissing, "none"))

@@ -50,7 +50,7 @@ func TestAllocateBatch(t *testing.T) {
 	require.NoError(err)
 	var hint api.NotOwnerData
 	require.NoError(json.Unmarshal(raw, &hint))
-	require.Equal(nw.keys[1].NodeID, hint.Owner)
+	require.Equal(api.NodeID(nw.keys[1].NodeID), hint.Owner)
 	require.Equal(api.CodeInvalidParams, reply.Results[2].Error.Code)
 	require.Nil(reply.Results[4].Error)
 	require.False(reply.Results[4].Reply.Pooled)

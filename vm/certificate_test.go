@@ -282,7 +282,7 @@ func (nw *net) covers(i int, c *api.Certificate, height uint64, txID ids.ID) {
 			}
 			require.True(nw.t, found, "the block at the receipt's height carries the transaction")
 			if h == c.Height {
-				require.Equal(nw.t, c.StateRoot, b.StateRoot)
+				require.Equal(nw.t, ids.ID(c.StateRoot), b.StateRoot)
 			}
 			return
 		}

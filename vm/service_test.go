@@ -148,7 +148,7 @@ func TestJSONRPC(t *testing.T) {
 	require.Equal(api.CodeNotOwner, e.Code)
 	var hint api.NotOwnerData
 	require.NoError(json.Unmarshal(e.Data, &hint))
-	require.Equal(nw.keys[1].NodeID, hint.Owner)
+	require.Equal(api.NodeID(nw.keys[1].NodeID), hint.Owner)
 	require.Equal(uint64(10), hint.PChainHeight)
 
 	// Invalid params: bad range, zero count, huge count, wrong types,
@@ -169,7 +169,7 @@ func TestJSONRPC(t *testing.T) {
 	// A valid allocate, then the first context-less block and a real one.
 	var first api.AllocateReply
 	require.Nil(rpcCall(t, url0, "allocate", api.AllocateArgs{Range: mine, Count: 4, Floor: 100}, &first))
-	require.Equal(nw.keys[0].NodeID, first.Owner)
+	require.Equal(api.NodeID(nw.keys[0].NodeID), first.Owner)
 	var rc api.ReceiptReply
 	require.Nil(rpcCall(t, url0, "getReceipt", api.TxIDArgs{TxID: first.TxID}, &rc))
 	require.Equal(api.StatusPending, rc.Status)
@@ -190,7 +190,7 @@ func TestJSONRPC(t *testing.T) {
 		require.Equal(uint64(104), alloc.Next)
 		var node api.NodeReply
 		require.Nil(rpcCall(t, url, "getNode", api.Empty{}, &node))
-		require.Equal(nw.keys[i].NodeID, node.NodeID)
+		require.Equal(api.NodeID(nw.keys[i].NodeID), node.NodeID)
 		var ep api.MembershipReply
 		require.Nil(rpcCall(t, url, "getEpoch", api.Empty{}, &ep))
 		require.Equal(uint64(10), ep.PChainHeight)

@@ -349,6 +349,9 @@ func (s *Service) Allocate(r *http.Request, args *api.AllocateArgs, reply *api.A
 		Entries: []api.ReceiptEntry{{Range: args.Range, Base: base, Count: args.Count}}}
 	f.receipts[id] = &receipt{reply: rc}
 	*reply = api.AllocateReply{TxID: id, PChainHeight: f.height, Owner: s.n.ID}
+	if args.Pooled {
+		reply.Pooled, reply.Base, reply.Count = true, base, args.Count
+	}
 	if args.Wait.Waits() {
 		reply.Receipt = &rc
 	}

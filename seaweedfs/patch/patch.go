@@ -3,8 +3,16 @@
 //
 // The patch is two parts, both reviewed here:
 //   - new files: package seaweedfs/schainseq of this module (its non-test
-//     files), copied to weed/sequence/schainseq;
+//     files), copied to weed/sequence/schainseq, and the S-Chain packages it
+//     builds on (the wire library: errcode, api, client, reservation),
+//     copied under weed/sequence/schainseq/internal/schain with their
+//     imports of each other rewritten to the copies' paths, and nothing
+//     else changed (a test checks the copies against their sources);
 //   - hunks: weed.diff, a unified diff against the pinned SeaweedFS version.
+//
+// The copied packages may import only the standard library and each
+// other, so that the patched SeaweedFS keeps its module graph: Apply
+// refuses any other import.
 //
 // Apply is strict so that a new SeaweedFS version fails loudly instead of
 // building something unreviewed: every hunk's old lines must occur exactly
@@ -20,6 +28,8 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"go/parser"
+	"go/token"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -41,11 +51,25 @@ const (
 	PackageSource = "seaweedfs/schainseq"
 )
 
+// Library are the packages of this module PackageSource builds on, copied
+// under LibraryDir in the SeaweedFS tree at the same relative paths.
+var Library = []string{"errcode", "api", "client", "reservation"}
+
+// The module paths the copies' imports are rewritten between.
+const (
+	Module     = "github.com/s-chain/schain"
+	WeedModule = "github.com/seaweedfs/seaweedfs"
+	LibraryDir = PackageDir + "/internal/schain"
+)
+
 var (
 	// ErrUpstreamMoved: the SeaweedFS tree no longer matches the patch.
 	ErrUpstreamMoved = errors.New("SeaweedFS source does not match the patch (upstream moved: update seaweedfs/patch/weed.diff)")
 	// ErrBadDiff: weed.diff is not a unified diff this package can apply.
 	ErrBadDiff = errors.New("malformed patch")
+	// ErrForeignImport: a copied package imports something other than the
+	// standard library and the other copied packages.
+	ErrForeignImport = errors.New("the patch's packages may import only the standard library and each other")
 )
 
 // FileDiff is the hunks of one file.
@@ -181,33 +205,84 @@ func first(block []string) string {
 	return ""
 }
 
-// Sources returns the new package's files (name → content), tests excluded.
-func Sources(repoRoot string) (map[string][]byte, error) {
-	dir := filepath.Join(repoRoot, PackageSource)
-	entries, err := os.ReadDir(dir)
-	if err != nil {
-		return nil, err
+// copies maps each copied package of this module to its directory in the
+// SeaweedFS tree.
+func copies() map[string]string {
+	out := map[string]string{PackageSource: PackageDir}
+	for _, p := range Library {
+		out[p] = LibraryDir + "/" + p
 	}
+	return out
+}
+
+// Sources returns the new files as they go into the SeaweedFS tree (path
+// relative to its root → content), tests excluded: the package and the
+// library, imports of each other rewritten to the copies' paths.
+func Sources(repoRoot string) (map[string][]byte, error) {
+	dirs := copies()
 	out := make(map[string][]byte)
-	for _, e := range entries {
-		name := e.Name()
-		if e.IsDir() || !strings.HasSuffix(name, ".go") || strings.HasSuffix(name, "_test.go") {
-			continue
-		}
-		b, err := os.ReadFile(filepath.Join(dir, name))
+	for src, dst := range dirs {
+		dir := filepath.Join(repoRoot, filepath.FromSlash(src))
+		entries, err := os.ReadDir(dir)
 		if err != nil {
 			return nil, err
 		}
-		out[name] = b
-	}
-	if len(out) == 0 {
-		return nil, fmt.Errorf("no Go files in %s", dir)
+		n := 0
+		for _, e := range entries {
+			name := e.Name()
+			if e.IsDir() || !strings.HasSuffix(name, ".go") || strings.HasSuffix(name, "_test.go") {
+				continue
+			}
+			b, err := os.ReadFile(filepath.Join(dir, name))
+			if err != nil {
+				return nil, err
+			}
+			if b, err = rewriteImports(src+"/"+name, b, dirs); err != nil {
+				return nil, err
+			}
+			out[dst+"/"+name] = b
+			n++
+		}
+		if n == 0 {
+			return nil, fmt.Errorf("no Go files in %s", dir)
+		}
 	}
 	return out, nil
 }
 
-// Digest identifies the patch: the diff and the new package's files. The
-// build stamps build/weed with it, so a changed patch rebuilds.
+// rewriteImports points a copied file's imports of copied packages at the
+// copies, and refuses any import that is neither the standard library nor
+// a copied package. Only the import paths change.
+func rewriteImports(name string, src []byte, dirs map[string]string) ([]byte, error) {
+	f, err := parser.ParseFile(token.NewFileSet(), name, src, parser.ImportsOnly)
+	if err != nil {
+		return nil, err
+	}
+	var out []byte
+	last := 0
+	for _, imp := range f.Imports {
+		path, err := strconv.Unquote(imp.Path.Value)
+		if err != nil {
+			return nil, err
+		}
+		first, _, _ := strings.Cut(path, "/")
+		if !strings.Contains(first, ".") {
+			continue // the standard library
+		}
+		rel, ok := strings.CutPrefix(path, Module+"/")
+		dst, copied := dirs[rel]
+		if !ok || !copied {
+			return nil, fmt.Errorf("%w: %s imports %s", ErrForeignImport, name, path)
+		}
+		start, end := int(imp.Path.Pos())-1, int(imp.Path.End())-1
+		out = append(append(out, src[last:start]...), strconv.Quote(WeedModule+"/"+dst)...)
+		last = end
+	}
+	return append(out, src[last:]...), nil
+}
+
+// Digest identifies the patch: the diff and the new files. The build
+// stamps build/weed with it, so a changed patch rebuilds.
 func Digest(repoRoot string) (string, error) {
 	src, err := Sources(repoRoot)
 	if err != nil {
@@ -228,7 +303,7 @@ func Digest(repoRoot string) (string, error) {
 }
 
 // Apply patches the SeaweedFS tree at weedRoot (a writable copy of the
-// module) with the package from repoRoot and the hunks. With dryRun it
+// module) with the packages from repoRoot and the hunks. With dryRun it
 // checks everything and writes nothing. On error nothing is written.
 func Apply(repoRoot, weedRoot string, dryRun bool) error {
 	files, err := Parse(Diff)
@@ -250,8 +325,7 @@ func Apply(repoRoot, weedRoot string, dryRun bool) error {
 			return err
 		}
 	}
-	pkgDir := filepath.Join(weedRoot, filepath.FromSlash(PackageDir))
-	if _, err := os.Stat(pkgDir); err == nil {
+	if _, err := os.Stat(filepath.Join(weedRoot, filepath.FromSlash(PackageDir))); err == nil {
 		return fmt.Errorf("%w: %s exists already (apply to a fresh copy)", ErrUpstreamMoved, PackageDir)
 	}
 	if err := checkCallers(weedRoot, patched); err != nil {
@@ -265,11 +339,12 @@ func Apply(repoRoot, weedRoot string, dryRun bool) error {
 			return err
 		}
 	}
-	if err := os.MkdirAll(pkgDir, 0o755); err != nil {
-		return err
-	}
-	for name, b := range src {
-		if err := os.WriteFile(filepath.Join(pkgDir, name), b, 0o644); err != nil {
+	for rel, b := range src {
+		path := filepath.Join(weedRoot, filepath.FromSlash(rel))
+		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+			return err
+		}
+		if err := os.WriteFile(path, b, 0o644); err != nil {
 			return err
 		}
 	}

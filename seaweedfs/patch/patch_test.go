@@ -1,9 +1,11 @@
 package patch
 
 import (
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -95,10 +97,65 @@ func TestApplyWritesHunksAndPackage(t *testing.T) {
 	src, err := Sources(repoRoot(t))
 	require.NoError(err)
 	for name := range src {
-		require.FileExists(filepath.Join(dir, PackageDir, name))
+		require.FileExists(filepath.Join(dir, filepath.FromSlash(name)))
 		require.False(strings.HasSuffix(name, "_test.go"))
 	}
 	require.ErrorIs(Apply(repoRoot(t), dir, false), ErrUpstreamMoved, "applying twice fails")
+}
+
+// TestCopiesAreTheirSources: every non-test file of the package and its
+// library is in the patched tree, equal to its source but for the import
+// paths of the copied packages, and nothing else is.
+func TestCopiesAreTheirSources(t *testing.T) {
+	require := require.New(t)
+	dir := t.TempDir()
+	fakeWeed(t, dir)
+	require.NoError(Apply(repoRoot(t), dir, false))
+	back := []string{}
+	for src, dst := range copies() {
+		back = append(back, strconv.Quote(WeedModule+"/"+dst), strconv.Quote(Module+"/"+src))
+	}
+	unrewrite := strings.NewReplacer(back...)
+	want := 0
+	for src, dst := range copies() {
+		entries, err := os.ReadDir(filepath.Join(repoRoot(t), filepath.FromSlash(src)))
+		require.NoError(err)
+		for _, e := range entries {
+			if !strings.HasSuffix(e.Name(), ".go") || strings.HasSuffix(e.Name(), "_test.go") {
+				continue
+			}
+			want++
+			orig, err := os.ReadFile(filepath.Join(repoRoot(t), filepath.FromSlash(src), e.Name()))
+			require.NoError(err)
+			copied, err := os.ReadFile(filepath.Join(dir, filepath.FromSlash(dst), e.Name()))
+			require.NoError(err, "%s/%s is not copied", src, e.Name())
+			require.NotContains(string(copied), `"`+Module+"/", "%s/%s still imports this module", src, e.Name())
+			require.Equal(string(orig), unrewrite.Replace(string(copied)), "%s/%s differs from its copy beyond the import paths", src, e.Name())
+		}
+	}
+	got := 0
+	require.NoError(filepath.WalkDir(filepath.Join(dir, PackageDir), func(_ string, d fs.DirEntry, err error) error {
+		if err == nil && !d.IsDir() {
+			got++
+		}
+		return err
+	}))
+	require.Equal(want, got, "the copies are exactly the sources' files")
+	require.Contains(Library, "client", "the client the master uses is copied, not restated")
+}
+
+// TestCopiesImportOnlyTheStandardLibraryAndEachOther: an import of any
+// other package (avalanchego, another S-Chain package) fails the patch.
+func TestCopiesImportOnlyTheStandardLibraryAndEachOther(t *testing.T) {
+	dirs := copies()
+	ok := []byte("package p\n\nimport (\n\t\"fmt\"\n\n\t\"github.com/s-chain/schain/api\"\n)\n")
+	out, err := rewriteImports("ok.go", ok, dirs)
+	require.NoError(t, err)
+	require.Equal(t, "package p\n\nimport (\n\t\"fmt\"\n\n\t\""+WeedModule+"/"+LibraryDir+"/api\"\n)\n", string(out))
+	for _, imp := range []string{"github.com/ava-labs/avalanchego/ids", "github.com/s-chain/schain/txs", "github.com/s-chain/schain/vm/api"} {
+		_, err := rewriteImports("bad.go", []byte("package p\nimport _ \""+imp+"\"\n"), dirs)
+		require.ErrorIs(t, err, ErrForeignImport, imp)
+	}
 }
 
 func TestApplyRefusesANewNextFileIdCaller(t *testing.T) {

@@ -60,7 +60,7 @@ type Config struct {
 	// (schain_volume_batch, default 4).
 	VolumeBatch uint64
 	// Wait bounds how long an assign waits for committed keys when none is
-	// left (schain_wait, default 2s); then it fails with ErrNoKeys.
+	// left (schain_wait, default 2s); then it fails (reservation.ErrEmpty).
 	Wait time.Duration
 	// RefillTimeout bounds one reservation, retries included
 	// (schain_refill_timeout, default 20s).

@@ -11,6 +11,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/s-chain/schain/reservation"
 	"github.com/s-chain/schain/seaweedfs/schaintest"
 )
 
@@ -220,7 +221,7 @@ func TestEcShardPulse(t *testing.T) {
 
 // TestFinalUsesOnlyFinalReservations: with schain_final, a reservation
 // accepted but not final is not handed out (the assign fails with
-// ErrNoKeys while finality is stalled, where type schain without it serves
+// no key while finality is stalled, where type schain without it serves
 // at once); once finality resumes, keys come from the final reservation.
 func TestFinalUsesOnlyFinalReservations(t *testing.T) {
 	require := require.New(t)
@@ -236,7 +237,7 @@ func TestFinalUsesOnlyFinalReservations(t *testing.T) {
 	cfg.Final, cfg.Wait, cfg.RefillTimeout = true, 200*time.Millisecond, 20*time.Second
 	final := newTestSChain(t, chain, cfg)
 	_, err = final.NextFileIdForVolume(8, 1)
-	require.ErrorIs(err, ErrNoKeys, "accepted is not final")
+	require.ErrorIs(err, reservation.ErrEmpty, "accepted is not final")
 	waitUntil(t, "the reservation to be accepted on chain", func() bool { return chain.Counter(KeyRange("seaweedfs", 8, 1)) > 0 })
 
 	chain.SetFinalityStalled(false)
@@ -262,11 +263,10 @@ func TestReserveFinalPollsATimedOutWait(t *testing.T) {
 	chain := schaintest.New(t, 3)
 	chain.SetMaxWait(50 * time.Millisecond)
 	chain.SetFinalAfter(300 * time.Millisecond)
-	cl, err := NewClient(ClientConfig{URIs: chain.URIs, Chain: chain.ChainID.String(), Token: schaintest.Token, Timeout: time.Second})
-	require.NoError(err)
+	cl := newTestClient(t, chain, schaintest.Token)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	res, err := cl.ReserveFinal(ctx, "r", 10, 100)
+	res, err := cl.Reserve(ctx, "r", 10, 100, true)
 	require.NoError(err)
 	require.Equal(uint64(10), res.Count)
 	require.GreaterOrEqual(res.Base, uint64(100))
@@ -276,8 +276,8 @@ func TestReserveFinalPollsATimedOutWait(t *testing.T) {
 	chain.SetFinalityStalled(true)
 	short, cancelShort := context.WithTimeout(context.Background(), 500*time.Millisecond)
 	defer cancelShort()
-	_, err = cl.ReserveFinal(short, "r", 10, 0)
-	require.ErrorIs(err, ErrUnreachable, "never final within the caller's deadline")
+	_, err = cl.Reserve(short, "r", 10, 0, true)
+	require.ErrorIs(err, context.DeadlineExceeded, "never final within the caller's deadline")
 }
 
 // waitUntil polls cond every 10 ms for at most 10 s.

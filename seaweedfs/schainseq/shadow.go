@@ -25,7 +25,7 @@ import (
 type Shadow struct {
 	stock  Stock
 	cfg    Config
-	client *Client
+	client *chainClient
 	master string
 	term   uint64
 	logf   func(string, ...any)
@@ -60,7 +60,7 @@ type mirror struct {
 }
 
 func newShadow(cfg Config, master string, stock Stock, logf func(string, ...any)) (*Shadow, error) {
-	c, err := NewClient(ClientConfig{URIs: cfg.RPC, Chain: cfg.Chain, Token: cfg.Token, Timeout: cfg.RequestTimeout})
+	c, err := newChainClient(cfg)
 	if err != nil {
 		return nil, err
 	}
@@ -234,7 +234,7 @@ func (s *Shadow) send(batch []mirror) []Pair {
 		err error
 	)
 	if m.kind == KindVolume {
-		res, err = s.client.Reserve(ctx, m.rng, total, 0)
+		res, err = s.client.Reserve(ctx, m.rng, total, 0, false)
 	} else {
 		res, err = s.client.Pooled(ctx, m.rng, total)
 	}

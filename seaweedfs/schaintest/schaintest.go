@@ -398,3 +398,9 @@ func (c *Chain) waitFinal(r *http.Request, args *api.AllocateArgs, reply *api.Al
 		time.Sleep(5 * time.Millisecond)
 	}
 }
+
+// WaitReceipt answers as getReceipt does, without waiting: the client
+// asks again after its back-off.
+func (s *service) WaitReceipt(r *http.Request, args *api.WaitReceiptArgs, reply *api.ReceiptReply) error {
+	return s.GetReceipt(r, &api.TxIDArgs{TxID: args.TxID}, reply)
+}

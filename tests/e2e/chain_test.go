@@ -128,7 +128,7 @@ func TestA_RoutingAndAgreement(t *testing.T) {
 	for owner, rs := range owned {
 		rep, err := r.Allocate(ctx, api.AllocateArgs{Range: rs[0], Count: 7})
 		require.NoError(err)
-		require.Equal(owner, rep.Owner, "routed to the owner")
+		require.Equal(api.NodeID(owner), rep.Owner, "routed to the owner")
 		rc, err := r.WaitForReceipt(ctx, rep.TxID)
 		require.NoError(err)
 		require.Equal(api.StatusAccepted, rc.Status)
@@ -151,7 +151,7 @@ func TestA_RoutingAndAgreement(t *testing.T) {
 			_, err := nodeClient(t, nd).Allocate(ctx, api.AllocateArgs{Range: rs[0], Count: 1})
 			d, ok := client.IsNotOwner(err)
 			require.True(ok, "want NotOwner from %s, got %v", nd.NodeID, err)
-			require.Equal(owner, d.Owner)
+			require.Equal(api.NodeID(owner), d.Owner)
 			break
 		}
 	}

@@ -71,7 +71,7 @@ type Genesis struct {
 	// transaction not included in time is re-signed by its owner.
 	TxLifetimeRounds uint64 `json:"txLifetimeRounds"`
 	// PoolChunk is how many ids one reservation of a node's id pool takes
-	// (pooled allocations, see VM.AllocatePooled; 0: 65536, or
+	// (pooled allocations, see writer.Writer.AllocatePooled; 0: 65536, or
 	// txLimits.maxCount if lower), and PoolRanges how many ranges a node
 	// keeps a pool for. A pool is refilled when half used, so half a chunk
 	// should outlast the longest block gap expected at a hot range's rate:

@@ -6,17 +6,13 @@ import (
 	"fmt"
 	"sync"
 
-	"github.com/s-chain/schain/errcode"
-
 	"github.com/ava-labs/avalanchego/ids"
 
 	"github.com/s-chain/schain/api"
+	"github.com/s-chain/schain/errcode"
+	"github.com/s-chain/schain/reservation"
 	"github.com/s-chain/schain/txs"
 )
-
-// ErrPoolRefill means the reservation that would refill a range's pool was
-// not accepted; the request may be retried (or sent without pooling).
-var ErrPoolRefill = errcode.New(errcode.NotReady, "pool_refill", "writer: refilling the id pool failed")
 
 // ErrInvalidPooled marks a pooled request the API answers as an invalid
 // parameter (a count the pool does not serve).
@@ -30,50 +26,33 @@ type Pooled struct {
 	Index       int
 }
 
-// segment is the unissued rest of one accepted reservation.
-type segment struct {
-	next, end uint64
-	txID      ids.ID
-	index     int
+// poolRef names the accepted reservation a pool's ids come from.
+type poolRef struct {
+	txID  ids.ID
+	index int
 }
 
-// rangePool is one range's committed, not yet handed out ids.
-type rangePool struct {
-	key  string
-	segs []segment
-	// refill is non-nil while a reservation is in flight; it is closed when
-	// that reservation is decided, and err then says how it ended.
-	refill chan struct{}
-	err    error
-	elem   *list.Element
-}
-
-func (p *rangePool) available() uint64 {
-	var n uint64
-	for _, s := range p.segs {
-		n += s.end - s.next
-	}
-	return n
-}
-
-// pools hands out ids from reservations this node committed in advance for
-// the ranges it owns: a pooled allocation is answered from memory, and the
-// consensus round trip is paid once per reservation (poolChunk ids), off the
-// request's path. It is safe because a reservation is accepted state before
-// any of its ids is handed out: nobody else can ever issue them, whoever
-// owns the range later. Ids of a pool lost with the process (crash,
-// restart, eviction) are skipped, never reissued.
+// pools are this node's reservation pools (package reservation), one per
+// range it serves pooled allocations of: a pooled allocation is answered
+// from memory, and the consensus round trip is paid once per reservation
+// (poolChunk ids), off the request's path. At most limit pools are kept,
+// the least recently used dropped (its ids are skipped, never reissued).
 type pools struct {
 	chunk uint64
 	limit int
 
-	mu    sync.Mutex
-	byKey map[string]*rangePool
+	mu    sync.Mutex // guards byKey and lru
+	byKey map[string]*list.Element
 	lru   *list.List // of *rangePool, most recently used first
 }
 
+type rangePool struct {
+	key  string
+	pool *reservation.Pool[poolRef]
+}
+
 func newPools(chunk uint64, limit int) *pools {
-	return &pools{chunk: chunk, limit: max(limit, 1), byKey: map[string]*rangePool{}, lru: list.New()}
+	return &pools{chunk: chunk, limit: max(limit, 1), byKey: map[string]*list.Element{}, lru: list.New()}
 }
 
 // AllocatePooled hands out count ids of rangeKey from this node's pool,
@@ -90,130 +69,83 @@ func (w *Writer) AllocatePooled(ctx context.Context, rangeKey string, count uint
 	if err := w.checkOwned(ctx, []string{rangeKey}); err != nil {
 		return Pooled{}, err
 	}
-	p := w.pools
-	waited := false
-	for {
-		p.mu.Lock()
-		rp := p.get(rangeKey)
-		if out, ok := rp.take(count); ok {
-			outcome := "hit"
-			if waited {
-				outcome = "wait"
-			}
-			w.metrics.pooled.WithLabelValues(outcome).Inc()
-			if rp.available() < p.chunk/2 && rp.refill == nil {
-				w.startRefill(rp)
-			}
-			p.mu.Unlock()
-			return out, nil
-		}
-		if rp.refill == nil {
-			w.startRefill(rp)
-		}
-		wait := rp.refill
-		p.mu.Unlock()
-		waited = true
-		select {
-		case <-wait:
-		case <-ctx.Done():
-			return Pooled{}, ctx.Err()
-		}
-		p.mu.Lock()
-		err, avail := rp.err, rp.available()
-		p.mu.Unlock()
-		if err != nil && avail < count {
-			return Pooled{}, err
-		}
+	got, err := w.pools.get(rangeKey, w.newPool).Take(ctx, count, 0)
+	if err != nil {
+		return Pooled{}, err
 	}
+	outcome := "hit"
+	if got.Waited {
+		outcome = "wait"
+	}
+	w.metrics.pooled.WithLabelValues(outcome).Inc()
+	return Pooled{Base: got.Base, Count: got.Count, TxID: got.Ref.txID, Index: got.Ref.index}, nil
 }
 
 // PoolHolds reports whether rangeKey's pool holds count ids now, so that
-// AllocatePooled would answer from memory: a hint (another caller may take
-// them first) for a caller that serves several requests in turn and must
-// not make the others wait on one range's reservation.
+// AllocatePooled would answer from memory (reservation.Pool.Holds).
 func (w *Writer) PoolHolds(rangeKey string, count uint64) bool {
 	p := w.pools
 	p.mu.Lock()
-	defer p.mu.Unlock()
-	rp, ok := p.byKey[rangeKey]
-	return ok && rp.available() >= count
+	el, ok := p.byKey[rangeKey]
+	p.mu.Unlock()
+	return ok && el.Value.(*rangePool).pool.Holds(count)
 }
 
-// get returns rangeKey's pool, creating it and evicting the least recently
-// used one beyond the limit (its ids are skipped). Called with p.mu held.
-func (p *pools) get(rangeKey string) *rangePool {
-	if rp, ok := p.byKey[rangeKey]; ok {
-		p.lru.MoveToFront(rp.elem)
-		return rp
+// newPool is rangeKey's pool of poolChunk reservations, refilled in the
+// writer's background until it stops.
+func (w *Writer) newPool(rangeKey string) *reservation.Pool[poolRef] {
+	return reservation.New(w.lifetime, rangeKey, w.reserve(rangeKey), reservation.Config{
+		Min: w.pools.chunk, Max: w.pools.chunk, Timeout: w.genesis.MaxWait(),
+		Go: func(f func()) {
+			w.background.Add(1)
+			go func() {
+				defer w.background.Done()
+				f()
+			}()
+		},
+	})
+}
+
+// get returns rangeKey's pool, creating it and dropping the least recently
+// used one beyond the limit (but never one with a refill in flight: the
+// bound is soft by the refills in flight).
+func (p *pools) get(rangeKey string, create func(string) *reservation.Pool[poolRef]) *reservation.Pool[poolRef] {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if el, ok := p.byKey[rangeKey]; ok {
+		p.lru.MoveToFront(el)
+		return el.Value.(*rangePool).pool
 	}
-	rp := &rangePool{key: rangeKey}
-	rp.elem = p.lru.PushFront(rp)
-	p.byKey[rangeKey] = rp
+	rp := &rangePool{key: rangeKey, pool: create(rangeKey)}
+	p.byKey[rangeKey] = p.lru.PushFront(rp)
 	for p.lru.Len() > p.limit {
-		old := p.lru.Back().Value.(*rangePool)
-		if old.refill != nil {
-			break // keep pools with a reservation in flight; the bound is soft by the refills in flight
+		oldest := p.lru.Back()
+		old := oldest.Value.(*rangePool)
+		if old.pool.Refilling() {
+			break
 		}
-		p.lru.Remove(old.elem)
+		p.lru.Remove(oldest)
 		delete(p.byKey, old.key)
 	}
-	return rp
-}
-
-// take cuts count ids from the first segment that holds them; segments too
-// short for the request before it are skipped (their ids are never handed
-// out). Called with the pools' lock held.
-func (rp *rangePool) take(count uint64) (Pooled, bool) {
-	for len(rp.segs) > 0 {
-		s := &rp.segs[0]
-		if s.end-s.next >= count {
-			out := Pooled{Base: s.next, Count: count, TxID: s.txID, Index: s.index}
-			s.next += count
-			if s.next == s.end {
-				rp.segs = rp.segs[1:]
-			}
-			return out, true
-		}
-		rp.segs = rp.segs[1:]
-	}
-	return Pooled{}, false
-}
-
-// startRefill commits one reservation for rp in the background. Called with
-// the pools' lock held.
-func (w *Writer) startRefill(rp *rangePool) {
-	done := make(chan struct{})
-	rp.refill, rp.err = done, nil
-	w.background.Add(1)
-	go func() {
-		defer w.background.Done()
-		seg, err := w.reserve(rp.key)
-		w.pools.mu.Lock()
-		if err == nil {
-			rp.segs = append(rp.segs, seg)
-		}
-		rp.refill, rp.err = nil, err
-		w.pools.mu.Unlock()
-		close(done)
-	}()
+	return rp.pool
 }
 
 // reserve allocates one pool chunk of rangeKey through the ordinary path
 // (group commit, consensus) and waits until it is accepted.
-func (w *Writer) reserve(rangeKey string) (segment, error) {
-	ctx, cancel := context.WithTimeout(w.lifetime, w.genesis.MaxWait())
-	defer cancel()
-	sub, err := w.AllocateOne(ctx, txs.AllocateEntry{Range: rangeKey, Count: w.pools.chunk})
-	if err != nil {
-		return segment{}, fmt.Errorf("%w: %w", ErrPoolRefill, err)
+func (w *Writer) reserve(rangeKey string) reservation.Reserve[poolRef] {
+	return func(ctx context.Context, count, _ uint64) (reservation.Reservation[poolRef], error) {
+		sub, err := w.AllocateOne(ctx, txs.AllocateEntry{Range: rangeKey, Count: count})
+		if err != nil {
+			return reservation.Reservation[poolRef]{}, err
+		}
+		rc, err := w.WaitReceipt(ctx, sub.TxID)
+		if err != nil {
+			return reservation.Reservation[poolRef]{}, fmt.Errorf("reservation %s: %w", sub.TxID, err)
+		}
+		if rc.Status != api.StatusAccepted || sub.Index >= len(rc.Entries) {
+			return reservation.Reservation[poolRef]{}, fmt.Errorf("reservation %s is %s: %s", rc.TxID, rc.Status, rc.Error)
+		}
+		e := rc.Entries[sub.Index]
+		return reservation.Reservation[poolRef]{Base: e.Base, Count: e.Count, Ref: poolRef{txID: ids.ID(rc.TxID), index: sub.Index}}, nil
 	}
-	rc, err := w.WaitReceipt(ctx, sub.TxID)
-	if err != nil {
-		return segment{}, fmt.Errorf("%w: reservation %s: %w", ErrPoolRefill, sub.TxID, err)
-	}
-	if rc.Status != api.StatusAccepted || sub.Index >= len(rc.Entries) {
-		return segment{}, fmt.Errorf("%w: reservation %s is %s: %s", ErrPoolRefill, rc.TxID, rc.Status, rc.Error)
-	}
-	e := rc.Entries[sub.Index]
-	return segment{next: e.Base, end: e.Base + e.Count, txID: ids.ID(rc.TxID), index: sub.Index}, nil
 }
