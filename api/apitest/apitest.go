@@ -1,11 +1,30 @@
-// Package apitest is a fake S-Chain network for tests of API clients (the
-// client, the CLI, tools): a few nodes sharing one chain state (ranges and
-// their owners, counters, manifests, receipts), each serving the real
+// Package apitest is the fake S-Chain network for the tests of everything
+// that talks to the API: the client, the CLI, tools and the SeaweedFS
+// integration. A few nodes share one chain state (ranges and their owners,
+// counters, owners' id pools, manifests, receipts), each serving the real
 // gorilla/rpc stack with avalanchego's codec as the VM does, so wire
-// details (method case, error encoding, data) are real. Tests shape it:
-// owners per range, receipts that stay pending for a few polls, answers
-// injected per method, HTTP failures, a write token, extra services on a
-// node's server (a fake P-chain, say).
+// details (method case, error encoding, data) are real.
+//
+// Tests shape it:
+//   - owners: a range belongs to the node SetOwner gave it, else to node 0,
+//     or, after SpreadOwners, to CRC32(range) modulo the nodes that are up
+//     (so that a node going down moves its ranges at once; the real chain
+//     waits for a liveness round);
+//   - faults: a node down (SetDown drops its connections, Close stops it),
+//     HTTP 503s (FailHTTP), answers injected per node and method
+//     (FailNext), NotReady for the next writes (SetNotReady), slow
+//     allocations (SetDelay) and blocks (SetBlockTime), a range's owner
+//     changing before its transaction's block (MoveDuringNextAllocate);
+//   - finality: off until SetFinalAfter: then an accepted receipt becomes
+//     final that long after acceptance, never while SetFinalityStalled
+//     holds; waits for it answer CodeTimeout naming the transaction when
+//     their bound (SetMaxWait, waitMs) runs out first;
+//   - pools: a pooled allocation is cut from its owner's pool of PoolChunk
+//     ids, reserved from the range's counter;
+//   - access: writes need the token RequireToken names (any by default).
+//
+// It records every allocation it answered (Issued), so that a test can
+// check that no id was issued twice (CheckUnique).
 package apitest
 
 import (
@@ -13,10 +32,12 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"hash/crc32"
 	"net/http"
 	"net/http/httptest"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/ava-labs/avalanchego/ids"
 	"github.com/gorilla/rpc/v2"
@@ -31,15 +52,23 @@ import (
 // NetworkID is the network every fake node reports.
 const NetworkID = 1337
 
-// Net is the fake network. Ranges not given an owner belong to node 0.
+// Token is a write token for tests that need one (RequireToken(Token)).
+const Token = "apitest-token"
+
+// PoolChunk is how many ids an owner's pool reserves at a time.
+const PoolChunk = 1 << 14
+
+// Net is the fake network. Its methods are safe for concurrent use.
 type Net struct {
 	ChainID api.ID
 	Nodes   []*Node // immutable after New
 
 	mu         sync.Mutex
 	height     uint64                  // the P-chain height answers carry; guarded by mu
-	owners     map[string]api.NodeID   // guarded by mu
+	owners     map[string]int          // guarded by mu; explicit owners
+	spread     bool                    // guarded by mu; other ranges by CRC32 over the nodes up
 	counters   map[string]uint64       // guarded by mu
+	pools      map[poolKey][2]uint64   // guarded by mu; [next, end) of each owner's pool
 	manifests  map[string]api.Manifest // guarded by mu
 	receipts   map[api.ID]*receipt     // guarded by mu
 	txSeq      uint64                  // guarded by mu
@@ -47,18 +76,46 @@ type Net struct {
 	membership *api.MembershipReply    // guarded by mu; nil: one made from the nodes
 	reported   api.ID                  // guarded by mu; the chain getNode reports (ChainID if empty)
 	moves      map[string]int          // guarded by mu; range → node its next allocation's owner change moves it to
+	issued     []Allocation            // guarded by mu
+	notReady   int                     // guarded by mu; the next writes answered NotReady
+	delay      time.Duration           // guarded by mu; every allocation takes at least this long
+	blockTime  time.Duration           // guarded by mu; a waited write takes this long
+	finality   bool                    // guarded by mu; receipts become final
+	finalAfter time.Duration           // guarded by mu
+	stalled    bool                    // guarded by mu
+	maxWait    time.Duration           // guarded by mu; a node's bound of a wait
+	padding    int                     // guarded by mu; unrelated entries before a request's in its receipt
+	acceptedAt map[api.ID]time.Time    // guarded by mu
+	calls      map[string]int          // guarded by mu; by method, every node
 }
 
-// receipt reads "pending" for pendingPolls more polls.
+type poolKey struct {
+	node int
+	rng  string
+}
+
+// receipt reads "pending" for pendingPolls more reads.
 type receipt struct {
 	reply        api.ReceiptReply
 	pendingPolls int
+}
+
+// Allocation is one answered allocation: ids [Base, Base+Count) of Range by
+// node Node; Pooled if cut from a pool (whose chunk is an allocation of its
+// own).
+type Allocation struct {
+	Range  string
+	Base   uint64
+	Count  uint64
+	Node   int
+	Pooled bool
 }
 
 // Node is one fake node.
 type Node struct {
 	ID  api.NodeID
 	URI string
+	i   int
 	net *Net
 	mux *http.ServeMux
 	srv *httptest.Server
@@ -66,16 +123,10 @@ type Node struct {
 	mu       sync.Mutex
 	inject   map[string][]error // guarded by mu; method → answers to give first
 	httpFail int                // guarded by mu; next requests answered 503
+	down     bool               // guarded by mu; connections dropped
 	calls    map[string]int     // guarded by mu
 	auth     []string           // guarded by mu; Authorization headers of writes
 	direct   string             // guarded by mu; getNode's directURI
-}
-
-// SetDirectURI makes getNode announce uri as the node's direct API.
-func (n *Node) SetDirectURI(uri string) {
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	n.direct = uri
 }
 
 // New starts n nodes; they stop when the test ends. Answers carry P-chain
@@ -83,17 +134,18 @@ func (n *Node) SetDirectURI(uri string) {
 func New(t testing.TB, n int) *Net {
 	f := &Net{
 		ChainID: api.ID(ids.GenerateTestID()), height: 7,
-		owners: map[string]api.NodeID{}, counters: map[string]uint64{},
-		manifests: map[string]api.Manifest{}, receipts: map[api.ID]*receipt{},
+		owners: map[string]int{}, counters: map[string]uint64{}, pools: map[poolKey][2]uint64{},
+		manifests: map[string]api.Manifest{}, receipts: map[api.ID]*receipt{}, acceptedAt: map[api.ID]time.Time{},
+		calls: map[string]int{}, maxWait: time.Minute,
 	}
-	for range n {
-		node := &Node{net: f, ID: api.NodeID(ids.GenerateTestNodeID()), inject: map[string][]error{}, calls: map[string]int{}, mux: http.NewServeMux()}
+	for i := range n {
+		node := &Node{net: f, i: i, ID: api.NodeID(ids.GenerateTestNodeID()), inject: map[string][]error{}, calls: map[string]int{}, mux: http.NewServeMux()}
 		server := rpc.NewServer()
 		server.RegisterCodec(avajson.NewCodec(), "application/json")
 		if err := server.RegisterService(&Service{n: node}, api.Service); err != nil {
 			t.Fatalf("apitest: register: %v", err)
 		}
-		node.mux.Handle("/ext/bc/"+f.ChainID.String(), node.middleware(server))
+		node.mux.Handle("/ext/bc/"+f.ChainID.String(), node.gate(server))
 		node.srv = httptest.NewServer(node.mux)
 		t.Cleanup(node.srv.Close)
 		node.URI = node.srv.URL
@@ -132,8 +184,42 @@ func (f *Net) Height() uint64 {
 func (f *Net) SetOwner(rng string, i int) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	f.owners[rng] = f.Nodes[i].ID
+	f.owners[rng] = i
 	f.height++
+}
+
+// SpreadOwners gives every range SetOwner did not place to CRC32(range)
+// modulo the nodes that are up.
+func (f *Net) SpreadOwners() {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.spread = true
+}
+
+// Owner is the index of the node owning rng now.
+func (f *Net) Owner(rng string) int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.owner(rng)
+}
+
+func (f *Net) owner(rng string) int {
+	if o, ok := f.owners[rng]; ok {
+		return o
+	}
+	if !f.spread {
+		return 0
+	}
+	var up []int
+	for _, n := range f.Nodes {
+		if !n.isDown() {
+			up = append(up, n.i)
+		}
+	}
+	if len(up) == 0 {
+		return 0
+	}
+	return up[crc32.ChecksumIEEE([]byte(rng))%uint32(len(up))]
 }
 
 // MoveDuringNextAllocate makes the next allocation of rng be rejected as
@@ -149,30 +235,16 @@ func (f *Net) MoveDuringNextAllocate(rng string, i int) {
 	f.moves[rng] = i
 }
 
-// OwnerOf names rng's owner.
-func (f *Net) OwnerOf(rng string) api.NodeID {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	return f.ownerOf(rng)
-}
-
-func (f *Net) ownerOf(rng string) api.NodeID {
-	if o, ok := f.owners[rng]; ok {
-		return o
-	}
-	return f.Nodes[0].ID
-}
-
 // AddReceipt makes getReceipt of rc.TxID answer pending for pendingPolls
-// polls, then rc.
+// reads, then rc.
 func (f *Net) AddReceipt(rc api.ReceiptReply, pendingPolls int) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.receipts[rc.TxID] = &receipt{reply: rc, pendingPolls: pendingPolls}
 }
 
-// RequireToken makes writes without "Authorization: Bearer <token>"
-// answer Unauthorized.
+// RequireToken makes writes (and waits) without "Authorization: Bearer
+// <token>" answer Unauthorized.
 func (f *Net) RequireToken(token string) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -194,11 +266,129 @@ func (f *Net) SetMembership(m api.MembershipReply) {
 	f.membership = &m
 }
 
+// SetNotReady makes the next n writes (on any node) answer NotReady.
+func (f *Net) SetNotReady(n int) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.notReady = n
+}
+
+// SetDelay makes every allocation, pooled ones included, take d.
+func (f *Net) SetDelay(d time.Duration) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.delay = d
+}
+
+// SetBlockTime makes every waited write take d (a block's latency).
+func (f *Net) SetBlockTime(d time.Duration) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.blockTime = d
+}
+
+// SetFinalAfter turns finality on: an accepted receipt becomes final d
+// after its acceptance (certified by its own height).
+func (f *Net) SetFinalAfter(d time.Duration) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.finality, f.finalAfter = true, d
+}
+
+// SetFinalityStalled stops (or resumes) finality: no receipt becomes final
+// while it holds, as when one of three equal validators is dead.
+func (f *Net) SetFinalityStalled(stalled bool) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.stalled = stalled
+}
+
+// SetMaxWait bounds every wait, as a node's maxWaitMs does (a minute by
+// default).
+func (f *Net) SetMaxWait(d time.Duration) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.maxWait = d
+}
+
+// PadEntries puts n unrelated entries before each allocation's own in its
+// receipt, as a group commit of other requests would: a client must use
+// the reply's index.
+func (f *Net) PadEntries(n int) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.padding = n
+}
+
+// SetCounter sets a range's counter, as if allocated up to next.
+func (f *Net) SetCounter(rng string, next uint64) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.counters[rng] = next
+}
+
+// Counter is a range's next unissued id.
+func (f *Net) Counter(rng string) uint64 {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.counters[rng]
+}
+
+// Issued returns every allocation answered so far.
+func (f *Net) Issued() []Allocation {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return append([]Allocation(nil), f.issued...)
+}
+
+// Calls is how many calls of method the nodes served together (Node.Count
+// is one node's).
+func (f *Net) Calls(method string) int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.calls[method]
+}
+
+// CheckUnique returns an error naming the first id of a range issued twice
+// (a pool's chunk is its own allocation, so the pieces cut from it are not
+// counted again).
+func (f *Net) CheckUnique() error {
+	type iv struct{ lo, hi uint64 }
+	byRange := map[string][]iv{}
+	for _, a := range f.Issued() {
+		if a.Pooled {
+			continue
+		}
+		for _, o := range byRange[a.Range] {
+			if a.Base < o.hi && o.lo < a.Base+a.Count {
+				return fmt.Errorf("range %s: [%d,%d) overlaps [%d,%d)", a.Range, a.Base, a.Base+a.Count, o.lo, o.hi)
+			}
+		}
+		byRange[a.Range] = append(byRange[a.Range], iv{a.Base, a.Base + a.Count})
+	}
+	return nil
+}
+
+// newTxID is a fresh transaction ID; f.mu is held.
 func (f *Net) newTxID() api.ID {
 	f.txSeq++
 	var b [8]byte
 	binary.BigEndian.PutUint64(b[:], f.txSeq)
 	return api.ID(sha256.Sum256(b[:]))
+}
+
+// accept records an accepted receipt; f.mu is held.
+func (f *Net) accept(rc api.ReceiptReply, after time.Duration) {
+	f.receipts[rc.TxID] = &receipt{reply: rc}
+	f.acceptedAt[rc.TxID] = time.Now().Add(after)
+}
+
+// final marks rc final when a certificate covers it by now; f.mu is held.
+func (f *Net) final(rc *api.ReceiptReply) {
+	at, ok := f.acceptedAt[rc.TxID]
+	if ok && f.finality && rc.Status == api.StatusAccepted && !f.stalled && time.Since(at) >= f.finalAfter {
+		rc.Final, rc.CertifiedBy = true, rc.Height
+	}
 }
 
 // FailNext makes the node answer method's next calls with errs, in order.
@@ -222,6 +412,27 @@ func (n *Node) FailHTTP(k int) {
 	n.httpFail = k
 }
 
+// SetDown drops the node's connections (a killed node) or serves again;
+// with SpreadOwners, its ranges move to the nodes up meanwhile.
+func (n *Node) SetDown(down bool) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	n.down = down
+}
+
+func (n *Node) isDown() bool {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return n.down
+}
+
+// SetDirectURI makes getNode announce uri as the node's direct API.
+func (n *Node) SetDirectURI(uri string) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	n.direct = uri
+}
+
 // Count is how many calls of method the node served.
 func (n *Node) Count(method string) int {
 	n.mu.Lock()
@@ -239,7 +450,7 @@ func (n *Node) LastAuth() string {
 	return n.auth[len(n.auth)-1]
 }
 
-// Close stops the node's server: a dead node.
+// Close stops the node's server: a dead node, for good.
 func (n *Node) Close() { n.srv.Close() }
 
 // Handler is the node's whole HTTP handler, to serve it at a second
@@ -250,7 +461,11 @@ func (n *Node) Handler() http.Handler { return n.mux }
 // say).
 func (n *Node) Handle(path string, h http.Handler) { n.mux.Handle(path, h) }
 
+// take counts a call of method and returns the answer injected for it.
 func (n *Node) take(method string) error {
+	n.net.mu.Lock()
+	n.net.calls[method]++
+	n.net.mu.Unlock()
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	n.calls[method]++
@@ -262,14 +477,25 @@ func (n *Node) take(method string) error {
 	return q[0]
 }
 
-func (n *Node) middleware(next http.Handler) http.Handler {
+// gate drops the connection of a down node (what a killed node looks like)
+// and answers the HTTP failures asked for.
+func (n *Node) gate(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		n.mu.Lock()
-		fail := n.httpFail > 0
+		down, fail := n.down, n.httpFail > 0
 		if fail {
 			n.httpFail--
 		}
 		n.mu.Unlock()
+		if down {
+			if hj, ok := w.(http.Hijacker); ok {
+				if conn, _, err := hj.Hijack(); err == nil {
+					_ = conn.Close()
+					return
+				}
+			}
+			fail = true
+		}
 		if fail {
 			http.Error(w, "upstream unavailable", http.StatusServiceUnavailable)
 			return
@@ -286,13 +512,16 @@ func RPCError(code int, msg string, data any) error {
 // Service is the fake's API, registered under api.Service.
 type Service struct{ n *Node }
 
-// authorize records a write's Authorization header and refuses it when
-// the network requires a token and the header does not carry it.
-func (s *Service) authorize(r *http.Request) error {
+// authorize refuses a write (or a wait) when the network requires a token
+// and the header does not carry it; a write's header is recorded
+// (LastAuth).
+func (s *Service) authorize(r *http.Request, write bool) error {
 	auth := r.Header.Get("Authorization")
-	s.n.mu.Lock()
-	s.n.auth = append(s.n.auth, auth)
-	s.n.mu.Unlock()
+	if write {
+		s.n.mu.Lock()
+		s.n.auth = append(s.n.auth, auth)
+		s.n.mu.Unlock()
+	}
 	f := s.n.net
 	f.mu.Lock()
 	token := f.token
@@ -308,30 +537,69 @@ func (s *Service) authorize(r *http.Request) error {
 	return nil
 }
 
+// admit is what every authorized write passes: the delay, NotReady, and
+// the range's owner.
+func (s *Service) admit(r *http.Request, rng string) error {
+	f := s.n.net
+	f.mu.Lock()
+	delay := f.delay
+	f.mu.Unlock()
+	if delay > 0 && !sleep(r, delay) {
+		return r.Context().Err()
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.notReady > 0 {
+		f.notReady--
+		return RPCError(api.CodeNotReady, "not ready", api.RetryData{RetryAfterMs: 10})
+	}
+	if owner := f.owner(rng); owner != s.n.i {
+		id := f.Nodes[owner].ID
+		return RPCError(api.CodeNotOwner, fmt.Sprintf("range %q is owned by %s at P-chain height %d", rng, id, f.height),
+			api.NotOwnerData{Range: rng, Owner: id, PChainHeight: f.height})
+	}
+	return nil
+}
+
+// sleep waits d unless the request ends first.
+func sleep(r *http.Request, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-r.Context().Done():
+		return false
+	case <-t.C:
+		return true
+	}
+}
+
 // Allocate reserves ids as the chain would, on the range's owner.
 func (s *Service) Allocate(r *http.Request, args *api.AllocateArgs, reply *api.AllocateReply) error {
 	if err := s.n.take("allocate"); err != nil {
 		return err
 	}
-	if err := s.authorize(r); err != nil {
+	if err := s.authorize(r, true); err != nil {
 		return err
 	}
 	if err := txs.VerifyRange(args.Range, txs.DefaultLimits()); err != nil {
 		return RPCError(api.CodeInvalidParams, err.Error(), api.RejectedData{Reason: "bad_range"})
 	}
-	if args.Count == 0 {
-		return RPCError(api.CodeInvalidParams, "count must be positive", api.RejectedData{Reason: "zero_count"})
+	if args.Count == 0 || args.Count > txs.DefaultLimits().MaxCount {
+		return RPCError(api.CodeInvalidParams, fmt.Sprintf("count %d not in [1, %d]", args.Count, txs.DefaultLimits().MaxCount), api.RejectedData{Reason: "bad_count"})
+	}
+	if err := s.admit(r, args.Range); err != nil {
+		return err
+	}
+	if args.Pooled {
+		return s.pooled(args, reply)
 	}
 	f := s.n.net
 	f.mu.Lock()
-	defer f.mu.Unlock()
-	if err := f.checkOwner(s.n, args.Range); err != nil {
-		return err
-	}
 	if to, ok := f.moves[args.Range]; ok {
+		defer f.mu.Unlock()
 		delete(f.moves, args.Range)
 		id := f.newTxID()
-		f.owners[args.Range] = f.Nodes[to].ID
+		f.owners[args.Range] = to
 		f.height++
 		rc := api.ReceiptReply{TxID: id, Status: api.StatusRejected,
 			Error: fmt.Sprintf("rejected: owner changed: range %q is owned by %s at P-chain height %d", args.Range, f.Nodes[to].ID, f.height)}
@@ -344,17 +612,50 @@ func (s *Service) Allocate(r *http.Request, args *api.AllocateArgs, reply *api.A
 	}
 	base := max(f.counters[args.Range], args.Floor)
 	f.counters[args.Range] = base + args.Count
+	f.issued = append(f.issued, Allocation{Range: args.Range, Base: base, Count: args.Count, Node: s.n.i})
 	id := f.newTxID()
-	rc := api.ReceiptReply{TxID: id, Status: api.StatusAccepted, Height: f.txSeq,
-		Entries: []api.ReceiptEntry{{Range: args.Range, Base: base, Count: args.Count}}}
-	f.receipts[id] = &receipt{reply: rc}
-	*reply = api.AllocateReply{TxID: id, PChainHeight: f.height, Owner: s.n.ID}
-	if args.Pooled {
-		reply.Pooled, reply.Base, reply.Count = true, base, args.Count
+	rc := api.ReceiptReply{TxID: id, Status: api.StatusAccepted, Height: f.txSeq}
+	for range f.padding {
+		rc.Entries = append(rc.Entries, api.ReceiptEntry{Range: "other", Base: 1, Count: 1})
 	}
-	if args.Wait.Waits() {
-		reply.Receipt = &rc
+	rc.Entries = append(rc.Entries, api.ReceiptEntry{Range: args.Range, Base: base, Count: args.Count})
+	f.accept(rc, f.blockTime)
+	*reply = api.AllocateReply{TxID: id, Index: f.padding, PChainHeight: f.height, Owner: s.n.ID}
+	f.mu.Unlock()
+	if !args.Wait.Waits() {
+		return nil
 	}
+	got, err := s.wait(r, id, args.Wait, args.WaitMs, reply.Index, true)
+	reply.Receipt = got
+	return err
+}
+
+// pooled cuts a pooled allocation from its owner's pool, reserving a chunk
+// of the range's counter when the pool runs short.
+func (s *Service) pooled(args *api.AllocateArgs, reply *api.AllocateReply) error {
+	if args.Floor != 0 {
+		return RPCError(api.CodeInvalidParams, "a pooled allocation takes no floor", api.RejectedData{Reason: "invalid_pooled"})
+	}
+	if args.Count > PoolChunk/4 {
+		return RPCError(api.CodeInvalidParams, fmt.Sprintf("a pooled allocation takes 1..%d ids", PoolChunk/4), api.RejectedData{Reason: "invalid_pooled"})
+	}
+	f := s.n.net
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	k := poolKey{s.n.i, args.Range}
+	p := f.pools[k]
+	if p[1]-p[0] < args.Count {
+		base := f.counters[args.Range]
+		f.counters[args.Range] = base + PoolChunk
+		f.issued = append(f.issued, Allocation{Range: args.Range, Base: base, Count: PoolChunk, Node: s.n.i})
+		p = [2]uint64{base, base + PoolChunk}
+	}
+	f.pools[k] = [2]uint64{p[0] + args.Count, p[1]}
+	f.issued = append(f.issued, Allocation{Range: args.Range, Base: p[0], Count: args.Count, Node: s.n.i, Pooled: true})
+	// The reservation is named by its range and end.
+	var end [8]byte
+	binary.BigEndian.PutUint64(end[:], p[1])
+	*reply = api.AllocateReply{TxID: api.ID(sha256.Sum256(append([]byte(args.Range), end[:]...))), Owner: s.n.ID, Pooled: true, Base: p[0], Count: args.Count}
 	return nil
 }
 
@@ -384,30 +685,22 @@ func (s *Service) AllocateBatch(r *http.Request, args *api.AllocateBatchArgs, re
 	return nil
 }
 
-func (f *Net) checkOwner(n *Node, rng string) error {
-	if owner := f.ownerOf(rng); owner != n.ID {
-		return RPCError(api.CodeNotOwner, fmt.Sprintf("range %q is owned by %s at P-chain height %d", rng, owner, f.height),
-			api.NotOwnerData{Range: rng, Owner: owner, PChainHeight: f.height})
-	}
-	return nil
-}
-
 // PutManifest commits a manifest whose chunks were allocated.
 func (s *Service) PutManifest(r *http.Request, args *api.PutManifestArgs, reply *api.PutManifestReply) error {
 	if err := s.n.take("putManifest"); err != nil {
 		return err
 	}
-	if err := s.authorize(r); err != nil {
+	if err := s.authorize(r, true); err != nil {
+		return err
+	}
+	if err := s.admit(r, args.Bucket); err != nil {
 		return err
 	}
 	f := s.n.net
 	f.mu.Lock()
-	defer f.mu.Unlock()
-	if err := f.checkOwner(s.n, args.Bucket); err != nil {
-		return err
-	}
 	for _, c := range args.Chunks {
 		if c.ID >= f.counters[c.Range] {
+			f.mu.Unlock()
 			return RPCError(api.CodeRejected, fmt.Sprintf("chunk %d of %q was never allocated", c.ID, c.Range),
 				api.RejectedData{Reason: "unallocated_chunk"})
 		}
@@ -417,15 +710,69 @@ func (s *Service) PutManifest(r *http.Request, args *api.PutManifestArgs, reply 
 	id := f.newTxID()
 	rc := api.ReceiptReply{TxID: id, Status: api.StatusAccepted, Height: f.txSeq,
 		Entries: []api.ReceiptEntry{{Bucket: args.Bucket, Key: args.Key, Deleted: args.Deleted}}}
-	f.receipts[id] = &receipt{reply: rc}
+	f.accept(rc, f.blockTime)
 	*reply = api.PutManifestReply{TxID: id, PChainHeight: f.height, Owner: s.n.ID}
-	if args.Wait.Waits() {
-		reply.Receipt = &rc
+	f.mu.Unlock()
+	if !args.Wait.Waits() {
+		return nil
 	}
-	return nil
+	got, err := s.wait(r, id, args.Wait, args.WaitMs, 0, true)
+	reply.Receipt = got
+	return err
 }
 
-// GetReceipt answers a receipt (pending for its remaining polls).
+// read is a receipt as getReceipt answers it now (pending for its
+// remaining reads); f.mu is held.
+func (f *Net) read(txID api.ID) api.ReceiptReply {
+	rc, ok := f.receipts[txID]
+	switch {
+	case !ok:
+		return api.ReceiptReply{TxID: txID, Status: api.StatusUnknown}
+	case rc.pendingPolls > 0:
+		rc.pendingPolls--
+		return api.ReceiptReply{TxID: txID, Status: api.StatusPending}
+	}
+	out := rc.reply
+	if at, ok := f.acceptedAt[txID]; ok && time.Now().Before(at) {
+		return api.ReceiptReply{TxID: txID, Status: api.StatusPending} // its block is not decided yet
+	}
+	f.final(&out)
+	return out
+}
+
+// wait answers txID's receipt once it is decided (and final with
+// api.WaitFinal), or CodeTimeout naming the transaction when
+// min(waitMs, SetMaxWait) runs out first. A waitReceipt of an unknown
+// transaction is answered at once, as a node does; a write's own wait
+// (write) is never unknown, its node just signed it.
+func (s *Service) wait(r *http.Request, txID api.ID, until api.Wait, waitMs uint64, index int, write bool) (*api.ReceiptReply, error) {
+	f := s.n.net
+	f.mu.Lock()
+	bound := f.maxWait
+	f.mu.Unlock()
+	if waitMs > 0 {
+		bound = min(bound, time.Duration(waitMs)*time.Millisecond)
+	}
+	deadline := time.Now().Add(bound)
+	for {
+		f.mu.Lock()
+		rc := f.read(txID)
+		f.mu.Unlock()
+		decided := rc.Status == api.StatusAccepted || rc.Status == api.StatusRejected
+		if decided && (until != api.WaitFinal || rc.Status != api.StatusAccepted || rc.Final) {
+			return &rc, nil
+		}
+		if rc.Status == api.StatusUnknown && !write {
+			return &rc, nil // another node's, as far as this one knows: asked elsewhere
+		}
+		if time.Now().After(deadline) || !sleep(r, 2*time.Millisecond) {
+			return nil, RPCError(api.CodeTimeout, fmt.Sprintf("transaction %s is %s after %v; poll getReceipt, do not resend", txID, rc.Status, bound),
+				api.TimeoutData{TxID: txID, Index: index, WaitMs: uint64(bound / time.Millisecond)})
+		}
+	}
+}
+
+// GetReceipt answers a receipt (pending for its remaining reads).
 func (s *Service) GetReceipt(_ *http.Request, args *api.TxIDArgs, reply *api.ReceiptReply) error {
 	if err := s.n.take("getReceipt"); err != nil {
 		return err
@@ -433,16 +780,28 @@ func (s *Service) GetReceipt(_ *http.Request, args *api.TxIDArgs, reply *api.Rec
 	f := s.n.net
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	rc, ok := f.receipts[args.TxID]
-	switch {
-	case !ok:
-		*reply = api.ReceiptReply{TxID: args.TxID, Status: api.StatusUnknown}
-	case rc.pendingPolls > 0:
-		rc.pendingPolls--
-		*reply = api.ReceiptReply{TxID: args.TxID, Status: api.StatusPending}
-	default:
-		*reply = rc.reply
+	*reply = f.read(args.TxID)
+	return nil
+}
+
+// WaitReceipt answers once the transaction is decided (or final), as a
+// node does for a write token.
+func (s *Service) WaitReceipt(r *http.Request, args *api.WaitReceiptArgs, reply *api.ReceiptReply) error {
+	if err := s.n.take("waitReceipt"); err != nil {
+		return err
 	}
+	if err := s.authorize(r, false); err != nil {
+		return err
+	}
+	until := args.Wait
+	if until == api.WaitNone {
+		until = api.WaitAccepted
+	}
+	rc, err := s.wait(r, args.TxID, until, args.WaitMs, 0, false)
+	if err != nil {
+		return err
+	}
+	*reply = *rc
 	return nil
 }
 
@@ -482,7 +841,7 @@ func (s *Service) GetOwner(_ *http.Request, args *api.RangeArgs, reply *api.Owne
 	f := s.n.net
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	*reply = api.OwnerReply{Range: args.Range, Owner: f.ownerOf(args.Range), PChainHeight: f.height, Fingerprint: (api.ID{})}
+	*reply = api.OwnerReply{Range: args.Range, Owner: f.Nodes[f.owner(args.Range)].ID, PChainHeight: f.height}
 	return nil
 }
 

@@ -9,8 +9,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/s-chain/schain/api/apitest"
 	"github.com/s-chain/schain/seaweedfs/schainseq"
-	"github.com/s-chain/schain/seaweedfs/schaintest"
 )
 
 // writeWeedPairs writes n agreeing pairs of one shadow master to dir.
@@ -58,10 +58,12 @@ func TestWeedShadowGate(t *testing.T) {
 // rollback prints the stock table above every S-Chain reservation.
 func TestWeedCutoverAndRollbackOfYourOwnCluster(t *testing.T) {
 	require := require.New(t)
-	chain := schaintest.New(t, 2)
+	chain := apitest.New(t, 2)
+	chain.SpreadOwners()
+	chain.RequireToken(apitest.Token)
 	report := t.TempDir()
 	require.NoError(os.WriteFile(filepath.Join(report, "seaweedfs.json"), []byte(`{"legacy_max_key":5000,"legacy_max_volume_id":9}`), 0o644))
-	global := []string{"--rpc", chain.URIs[0] + "," + chain.URIs[1], "--chain", chain.ChainID.String(), "--token", schaintest.Token}
+	global := []string{"--rpc", chain.URIs()[0] + "," + chain.URIs()[1], "--chain", chain.ChainID.String(), "--token", apitest.Token}
 
 	code, stdout, stderr := run(t, append(global, "seaweedfs", "cutover", "--prefix", "own", "--report", report, "--dry-run")...)
 	require.Equal(exitOK, code, stderr)

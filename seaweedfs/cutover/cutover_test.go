@@ -14,15 +14,24 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/s-chain/schain/api/apitest"
 	"github.com/s-chain/schain/client"
 	"github.com/s-chain/schain/seaweedfs/schainseq"
-	"github.com/s-chain/schain/seaweedfs/schaintest"
 )
 
-func router(t *testing.T, c *schaintest.Chain) *client.Router {
+// newChain is the fake S-Chain of these tests: n nodes, ranges spread over
+// the nodes, writes with apitest.Token.
+func newChain(t *testing.T, n int) *apitest.Net {
+	c := apitest.New(t, n)
+	c.SpreadOwners()
+	c.RequireToken(apitest.Token)
+	return c
+}
+
+func router(t *testing.T, c *apitest.Net) *client.Router {
 	cfg := client.DefaultRouterConfig()
-	cfg.Client.Token = schaintest.Token
-	r, err := client.NewRouter(c.URIs, c.ChainID.String(), cfg)
+	cfg.Client.Token = apitest.Token
+	r, err := client.NewRouter(c.URIs(), c.ChainID.String(), cfg)
 	require.NoError(t, err)
 	return r
 }
@@ -43,7 +52,7 @@ func TestPlan(t *testing.T) {
 // cutover with lower floors changes nothing, a higher one raises them.
 func TestRecordOnlyRaises(t *testing.T) {
 	require := require.New(t)
-	chain := schaintest.New(t, 3)
+	chain := newChain(t, 3)
 	r := router(t, chain)
 	got, err := Record(ctx(t), r, "c", Floors{FileKey: 5000, VolumeID: 40})
 	require.NoError(err)
@@ -69,7 +78,7 @@ func TestRecordOnlyRaises(t *testing.T) {
 // every id S-Chain reserved for the cluster, handed out or not.
 func TestSChainBoundsCoverEveryReservation(t *testing.T) {
 	require := require.New(t)
-	chain := schaintest.New(t, 2)
+	chain := newChain(t, 2)
 	r := router(t, chain)
 	_, err := Record(ctx(t), r, "c", Floors{FileKey: 100, VolumeID: 5})
 	require.NoError(err)

@@ -7,13 +7,25 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/s-chain/schain/api/apitest"
 	"github.com/s-chain/schain/client"
-	"github.com/s-chain/schain/seaweedfs/schaintest"
 )
 
-func newTestClient(t *testing.T, c *schaintest.Chain, token string) *chainClient {
+// newChain is the fake S-Chain of these tests: n nodes, ranges spread over
+// the nodes up, writes with apitest.Token, receipts final once accepted,
+// each allocation's entry after another's (a group commit).
+func newChain(t testing.TB, n int) *apitest.Net {
+	c := apitest.New(t, n)
+	c.SpreadOwners()
+	c.PadEntries(1)
+	c.RequireToken(apitest.Token)
+	c.SetFinalAfter(0)
+	return c
+}
+
+func newTestClient(t *testing.T, c *apitest.Net, token string) *chainClient {
 	cfg := DefaultConfig(t.TempDir())
-	cfg.RPC, cfg.Chain, cfg.Token, cfg.RequestTimeout = c.URIs, c.ChainID.String(), token, time.Second
+	cfg.RPC, cfg.Chain, cfg.Token, cfg.RequestTimeout = c.URIs(), c.ChainID.String(), token, time.Second
 	cl, err := newChainClient(cfg)
 	require.NoError(t, err)
 	return cl
@@ -21,8 +33,8 @@ func newTestClient(t *testing.T, c *schaintest.Chain, token string) *chainClient
 
 func TestReserveRoutesToTheOwnerAndHonoursTheFloor(t *testing.T) {
 	require := require.New(t)
-	chain := schaintest.New(t, 3)
-	cl := newTestClient(t, chain, schaintest.Token)
+	chain := newChain(t, 3)
+	cl := newTestClient(t, chain, apitest.Token)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 
@@ -35,7 +47,7 @@ func TestReserveRoutesToTheOwnerAndHonoursTheFloor(t *testing.T) {
 		require.Equal(rng, r.Range)
 		require.Equal(uint64(5000), r.Base, "a fresh range starts at the floor")
 		require.Equal(uint64(100), r.Count)
-		require.Equal(chain.NodeIDs[chain.Owner(rng)].String(), r.Owner)
+		require.Equal(chain.Nodes[chain.Owner(rng)].ID.String(), r.Owner)
 		r2, err := cl.Reserve(ctx, rng, 10, 5000, false)
 		require.NoError(err)
 		require.Equal(uint64(5100), r2.Base, "the counter moved past the first reservation")
@@ -46,8 +58,8 @@ func TestReserveRoutesToTheOwnerAndHonoursTheFloor(t *testing.T) {
 
 func TestReserveRetriesNotReadyAndFollowsAMovedOwner(t *testing.T) {
 	require := require.New(t)
-	chain := schaintest.New(t, 3)
-	cl := newTestClient(t, chain, schaintest.Token)
+	chain := newChain(t, 3)
+	cl := newTestClient(t, chain, apitest.Token)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 
@@ -57,15 +69,15 @@ func TestReserveRetriesNotReadyAndFollowsAMovedOwner(t *testing.T) {
 
 	// The owner dies: the client re-resolves and reaches the new owner.
 	victim := chain.Owner("r")
-	chain.SetDown(victim, true)
+	chain.Nodes[victim].SetDown(true)
 	res, err := cl.Reserve(ctx, "r", 1, 0, false)
 	require.NoError(err)
-	require.NotEqual(chain.NodeIDs[victim].String(), res.Owner)
+	require.NotEqual(chain.Nodes[victim].ID.String(), res.Owner)
 	require.NoError(chain.CheckUnique())
 }
 
 func TestReserveFailsForGoodWithoutAValidToken(t *testing.T) {
-	chain := schaintest.New(t, 1)
+	chain := newChain(t, 1)
 	cl := newTestClient(t, chain, "wrong")
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
@@ -77,10 +89,10 @@ func TestReserveFailsForGoodWithoutAValidToken(t *testing.T) {
 }
 
 func TestReserveGivesUpAtTheDeadlineWhenNoNodeAnswers(t *testing.T) {
-	chain := schaintest.New(t, 2)
-	chain.SetDown(0, true)
-	chain.SetDown(1, true)
-	cl := newTestClient(t, chain, schaintest.Token)
+	chain := newChain(t, 2)
+	chain.Nodes[0].SetDown(true)
+	chain.Nodes[1].SetDown(true)
+	cl := newTestClient(t, chain, apitest.Token)
 	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
 	defer cancel()
 	_, err := cl.Reserve(ctx, "r", 1, 0, false)
@@ -91,8 +103,8 @@ func TestReserveGivesUpAtTheDeadlineWhenNoNodeAnswers(t *testing.T) {
 
 func TestPooledAndNext(t *testing.T) {
 	require := require.New(t)
-	chain := schaintest.New(t, 2)
-	cl := newTestClient(t, chain, schaintest.Token)
+	chain := newChain(t, 2)
+	cl := newTestClient(t, chain, apitest.Token)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	next, err := cl.NextMax(ctx, "p")
@@ -105,5 +117,5 @@ func TestPooledAndNext(t *testing.T) {
 	require.Equal(a.End(), b.Base)
 	next, err = cl.NextMax(ctx, "p")
 	require.NoError(err)
-	require.Equal(uint64(schaintest.PoolChunk), next, "the pool's chunk is committed")
+	require.Equal(uint64(apitest.PoolChunk), next, "the pool's chunk is committed")
 }

@@ -11,11 +11,11 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/s-chain/schain/api/apitest"
 	"github.com/s-chain/schain/reservation"
-	"github.com/s-chain/schain/seaweedfs/schaintest"
 )
 
-func leaderlessConfig(chain *schaintest.Chain) Config {
+func leaderlessConfig(chain *apitest.Net) Config {
 	cfg := testConfig(chain, TypeLeaderless)
 	cfg.Masters = 3
 	return cfg
@@ -27,7 +27,7 @@ func leaderlessConfig(chain *schaintest.Chain) Config {
 // chain answered, and volume ids grown by the masters at once are distinct.
 func TestLeaderlessMastersHoldDisjointReservations(t *testing.T) {
 	require := require.New(t)
-	chain := schaintest.New(t, 3)
+	chain := newChain(t, 3)
 	cutover(chain, "seaweedfs", 1000, 10)
 	var masters []*SChain
 	for range 3 {
@@ -91,7 +91,7 @@ func TestLeaderlessMastersHoldDisjointReservations(t *testing.T) {
 
 func TestLeaderlessHooks(t *testing.T) {
 	require := require.New(t)
-	chain := schaintest.New(t, 1)
+	chain := newChain(t, 1)
 	cfg := leaderlessConfig(chain)
 	cfg.Warmup = time.Hour
 	l := newTestSChain(t, chain, cfg)
@@ -225,7 +225,7 @@ func TestEcShardPulse(t *testing.T) {
 // at once); once finality resumes, keys come from the final reservation.
 func TestFinalUsesOnlyFinalReservations(t *testing.T) {
 	require := require.New(t)
-	chain := schaintest.New(t, 3)
+	chain := newChain(t, 3)
 	cutover(chain, "seaweedfs", 1, 1)
 	chain.SetFinalityStalled(true)
 
@@ -260,10 +260,10 @@ func TestFinalUsesOnlyFinalReservations(t *testing.T) {
 // receipt until final instead of sending the allocation again.
 func TestReserveFinalPollsATimedOutWait(t *testing.T) {
 	require := require.New(t)
-	chain := schaintest.New(t, 3)
+	chain := newChain(t, 3)
 	chain.SetMaxWait(50 * time.Millisecond)
 	chain.SetFinalAfter(300 * time.Millisecond)
-	cl := newTestClient(t, chain, schaintest.Token)
+	cl := newTestClient(t, chain, apitest.Token)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	res, err := cl.Reserve(ctx, "r", 10, 100, true)

@@ -10,15 +10,15 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/s-chain/schain/api/apitest"
 	"github.com/s-chain/schain/client"
 	"github.com/s-chain/schain/reservation"
-	"github.com/s-chain/schain/seaweedfs/schaintest"
 )
 
-func testConfig(chain *schaintest.Chain, typ string) Config {
+func testConfig(chain *apitest.Net, typ string) Config {
 	cfg := DefaultConfig("")
 	cfg.Type = typ
-	cfg.RPC, cfg.Chain, cfg.Token = chain.URIs, chain.ChainID.String(), schaintest.Token
+	cfg.RPC, cfg.Chain, cfg.Token = chain.URIs(), chain.ChainID.String(), apitest.Token
 	cfg.ReservationMin = 64
 	cfg.Wait = 2 * time.Second
 	cfg.RefillTimeout = 5 * time.Second
@@ -26,7 +26,7 @@ func testConfig(chain *schaintest.Chain, typ string) Config {
 	return cfg
 }
 
-func newTestSChain(t *testing.T, chain *schaintest.Chain, cfg Config) *SChain {
+func newTestSChain(t *testing.T, chain *apitest.Net, cfg Config) *SChain {
 	s, err := newSChain(cfg, testLog(t))
 	require.NoError(t, err)
 	t.Cleanup(s.Close)
@@ -34,7 +34,7 @@ func newTestSChain(t *testing.T, chain *schaintest.Chain, cfg Config) *SChain {
 }
 
 // cutover records floors the way `schain seaweedfs cutover` does.
-func cutover(chain *schaintest.Chain, prefix string, keyFloor, volumeFloor uint64) {
+func cutover(chain *apitest.Net, prefix string, keyFloor, volumeFloor uint64) {
 	chain.SetCounter(KeyFloorRange(prefix), keyFloor)
 	chain.SetCounter(VolumeFloorRange(prefix), volumeFloor)
 }
@@ -44,7 +44,7 @@ func cutover(chain *schaintest.Chain, prefix string, keyFloor, volumeFloor uint6
 // at or above the cutover floor.
 func TestSChainHandsOutOnlyCommittedKeysOnce(t *testing.T) {
 	require := require.New(t)
-	chain := schaintest.New(t, 3)
+	chain := newChain(t, 3)
 	cutover(chain, "seaweedfs", 1_000_000, 50)
 	s := newTestSChain(t, chain, testConfig(chain, TypeSChain))
 
@@ -110,7 +110,7 @@ func assertNoErr(t *testing.T, err error) bool {
 // half of it is used, so a steady flow finds keys waiting.
 func TestSChainRefillsAheadOfNeed(t *testing.T) {
 	require := require.New(t)
-	chain := schaintest.New(t, 1)
+	chain := newChain(t, 1)
 	cutover(chain, "seaweedfs", 1, 1)
 	chain.SetBlockTime(20 * time.Millisecond)
 	s := newTestSChain(t, chain, testConfig(chain, TypeSChain)) // ReservationMin 64
@@ -137,7 +137,7 @@ func TestSChainRefillsAheadOfNeed(t *testing.T) {
 // TestSChainWithoutCutoverRefuses: no floor on chain, no keys: the error
 // names the cutover.
 func TestSChainWithoutCutoverRefuses(t *testing.T) {
-	chain := schaintest.New(t, 1)
+	chain := newChain(t, 1)
 	s := newTestSChain(t, chain, testConfig(chain, TypeSChain))
 	_, err := s.NextFileIdForVolume(1, 1)
 	require.ErrorIs(t, err, reservation.ErrRefill)
@@ -152,14 +152,14 @@ func TestSChainWithoutCutoverRefuses(t *testing.T) {
 // fails after at most Config.Wait, with a named error, and never returns a
 // key; once a refill failed, the next assigns fail at once.
 func TestSChainUnreachableFailsWithinTheBound(t *testing.T) {
-	chain := schaintest.New(t, 2)
+	chain := newChain(t, 2)
 	cutover(chain, "seaweedfs", 1, 1)
 	cfg := testConfig(chain, TypeSChain)
 	cfg.Wait = 300 * time.Millisecond
 	cfg.RefillTimeout = 200 * time.Millisecond
 	s := newTestSChain(t, chain, cfg)
-	chain.SetDown(0, true)
-	chain.SetDown(1, true)
+	chain.Nodes[0].SetDown(true)
+	chain.Nodes[1].SetDown(true)
 
 	start := time.Now()
 	_, err := s.NextFileIdForVolume(1, 1)
@@ -172,8 +172,8 @@ func TestSChainUnreachableFailsWithinTheBound(t *testing.T) {
 	require.ErrorIs(t, err, client.ErrTransport, "the reason is named: %v", err)
 
 	// Back up: assigns work again.
-	chain.SetDown(0, false)
-	chain.SetDown(1, false)
+	chain.Nodes[0].SetDown(false)
+	chain.Nodes[1].SetDown(false)
 	require.Eventually(t, func() bool {
 		_, err := s.NextFileIdForVolume(1, 1)
 		return err == nil
@@ -184,7 +184,7 @@ func TestSChainUnreachableFailsWithinTheBound(t *testing.T) {
 // committed are handed out while S-Chain is unreachable; only a dry pool
 // fails.
 func TestSChainKeepsServingFromReservationsWhileTheOwnerIsDown(t *testing.T) {
-	chain := schaintest.New(t, 1)
+	chain := newChain(t, 1)
 	cutover(chain, "seaweedfs", 1, 1)
 	cfg := testConfig(chain, TypeSChain)
 	cfg.ReservationMin = 1000
@@ -193,7 +193,7 @@ func TestSChainKeepsServingFromReservationsWhileTheOwnerIsDown(t *testing.T) {
 	_, err := s.NextFileIdForVolume(9, 1)
 	require.NoError(t, err)
 	require.Eventually(t, func() bool { return s.keyPool(9).Stats().Left >= 999 }, 5*time.Second, 10*time.Millisecond)
-	chain.SetDown(0, true)
+	chain.Nodes[0].SetDown(true)
 	for range 400 {
 		_, err := s.NextFileIdForVolume(9, 1)
 		require.NoError(t, err, "committed keys are served without S-Chain")
@@ -204,7 +204,7 @@ func TestSChainKeepsServingFromReservationsWhileTheOwnerIsDown(t *testing.T) {
 // and the cutover floor, and a new volume's keys are reserved at once.
 func TestSChainVolumeIDs(t *testing.T) {
 	require := require.New(t)
-	chain := schaintest.New(t, 2)
+	chain := newChain(t, 2)
 	cutover(chain, "seaweedfs", 1, 100)
 	s := newTestSChain(t, chain, testConfig(chain, TypeSChain))
 	a, err := s.NextVolumeId(7)
@@ -226,7 +226,7 @@ func TestSChainVolumeIDs(t *testing.T) {
 }
 
 func TestSChainNextFileIdWithoutVolumePanics(t *testing.T) {
-	chain := schaintest.New(t, 1)
+	chain := newChain(t, 1)
 	s := newTestSChain(t, chain, testConfig(chain, TypeSChain))
 	require.PanicsWithValue(t, "schainseq: NextFileId without a volume: this SeaweedFS calls the sequencer outside the patched PickForWrite; rebuild with scripts/build-weed.sh", func() { s.NextFileId(1) })
 }
@@ -359,7 +359,7 @@ func BenchmarkNextFileId(b *testing.B) {
 		})
 	})
 	b.Run("schain", func(b *testing.B) {
-		chain := schaintest.New(b, 3)
+		chain := newChain(b, 3)
 		cutover(chain, "seaweedfs", 1, 1)
 		cfg := testConfig(chain, TypeSChain)
 		cfg.ReservationMin = MaxReservation / 4

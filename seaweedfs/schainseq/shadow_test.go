@@ -13,8 +13,6 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
-
-	"github.com/s-chain/schain/seaweedfs/schaintest"
 )
 
 func newTestShadow(t *testing.T, cfg Config, stock Stock) *Shadow {
@@ -47,7 +45,7 @@ func readAll(t *testing.T, dir string) (pairs []Pair, states []ShadowState) {
 // order per range.
 func TestShadowMirrorsEveryAllocation(t *testing.T) {
 	require := require.New(t)
-	chain := schaintest.New(t, 3)
+	chain := newChain(t, 3)
 	cfg := testConfig(chain, TypeShadow)
 	cfg.PairsDir = t.TempDir()
 	stock := newMemSeq()
@@ -180,7 +178,7 @@ func TestReadPairsIgnoresATruncatedLastLine(t *testing.T) {
 // that order never go down (what the comparator's monotonicity check reads).
 func TestShadowSequenceFollowsTheStockOrder(t *testing.T) {
 	require := require.New(t)
-	chain := schaintest.New(t, 2)
+	chain := newChain(t, 2)
 	cfg := testConfig(chain, TypeShadow)
 	cfg.PairsDir = t.TempDir()
 	s := newTestShadow(t, cfg, newMemSeq())
@@ -218,7 +216,7 @@ func TestShadowSequenceFollowsTheStockOrder(t *testing.T) {
 // with its own count, in consecutive S-Chain ids.
 func TestShadowBatchesARangeUnderLoad(t *testing.T) {
 	require := require.New(t)
-	chain := schaintest.New(t, 1)
+	chain := newChain(t, 1)
 	chain.SetDelay(20 * time.Millisecond)
 	cfg := testConfig(chain, TypeShadow)
 	cfg.PairsDir = t.TempDir()
