@@ -50,10 +50,12 @@ type Reads interface {
 	AcceptedAt(height uint64) (*block.Block, error)
 }
 
-// Finality is the node's finality certificates (package certifier).
+// Finality is the node's finality certificates (package certifier), and
+// what their pushed signatures say of the other validators' progress.
 type Finality interface {
 	Covering(height uint64) (*certificate.Certificate, error)
 	WaitFinal(ctx context.Context, height uint64) error
+	Peers
 }
 
 // Config is what the API needs from its node.
@@ -74,6 +76,7 @@ type Config struct {
 type Server struct {
 	cfg      Config
 	gate     *gate
+	fresh    *freshness
 	reads    Reads
 	writes   Writes
 	finality Finality
@@ -97,9 +100,9 @@ func New(cfg Config, reads Reads, writes Writes, finality Finality) (*Server, er
 	if err != nil {
 		return nil, err
 	}
-	srv := &Server{cfg: cfg, gate: g, reads: reads, writes: writes, finality: finality}
+	srv := &Server{cfg: cfg, gate: g, fresh: &freshness{reads: reads, peers: finality}, reads: reads, writes: writes, finality: finality}
 	server := rpc.NewServer()
-	codec := apiCodec{Codec: avajson.NewCodec(), gate: g}
+	codec := apiCodec{Codec: avajson.NewCodec(), gate: g, fresh: srv.fresh}
 	server.RegisterCodec(codec, "application/json")
 	server.RegisterCodec(codec, "application/json;charset=UTF-8")
 	if err := server.RegisterService(&Service{s: srv}, api.Service); err != nil {
@@ -123,6 +126,11 @@ func (s *Server) ServeDirect() error {
 	s.direct.Store(d)
 	return nil
 }
+
+// SetBootstrapping tells the API whether avalanchego is bootstrapping the
+// chain: while it is, every method but getNode answers NotReady
+// ("bootstrapping"), since accepted state may be far behind.
+func (s *Server) SetBootstrapping(b bool) { s.fresh.bootstrapping.Store(b) }
 
 // Handler serves the API at /ext/bc/<chainID>.
 func (s *Server) Handler() http.Handler { return s.handler }
@@ -207,6 +215,9 @@ func batchError(err error) *api.BatchError {
 }
 
 func (s *Service) allocate(r *http.Request, args *api.AllocateArgs, reply *api.AllocateReply) error {
+	if err := s.s.gate.covers(r, args.Range); err != nil {
+		return err
+	}
 	l := s.s.cfg.Genesis.TxLimits
 	if err := txs.VerifyRange(args.Range, l); err != nil {
 		return s.invalidParams(r, err)
@@ -256,6 +267,9 @@ func (s *Service) allocate(r *http.Request, args *api.AllocateArgs, reply *api.A
 
 // PutManifest commits one manifest of a bucket this node owns.
 func (s *Service) PutManifest(r *http.Request, args *api.PutManifestArgs, reply *api.PutManifestReply) error {
+	if err := s.s.gate.covers(r, args.Bucket); err != nil {
+		return err
+	}
 	m := txs.Manifest{Bucket: args.Bucket, Key: args.Key, Size: args.Size, ContentHash: args.ContentHash, Chunks: args.Chunks, Deleted: args.Deleted}
 	if err := m.Verify(s.s.cfg.Genesis.TxLimits); err != nil {
 		return s.invalidParams(r, err)
@@ -292,6 +306,10 @@ func (s *Service) wait(ctx context.Context, txID ids.ID, index int, waitMs uint6
 	ctx, cancel := context.WithTimeout(ctx, bound)
 	defer cancel()
 	rc, err := s.s.writes.WaitReceipt(ctx, txID)
+	if err == nil {
+		// The decision is in accepted state at the head or below it.
+		rc.Head = s.s.currentHead()
+	}
 	if err == nil && until == api.WaitFinal && rc.Status == api.StatusAccepted {
 		if err = s.s.finality.WaitFinal(ctx, rc.Height); err != nil {
 			err = fmt.Errorf("accepted at height %d, not final yet: %w", rc.Height, err)
@@ -320,12 +338,17 @@ func (s *Service) invalidParams(r *http.Request, err error) error {
 
 // GetReceipt reports a transaction's status.
 func (s *Service) GetReceipt(_ *http.Request, args *api.TxIDArgs, reply *api.ReceiptReply) error {
+	head, err := s.s.fresh.head(args.MinHeight)
+	if err != nil {
+		return rpcError(err)
+	}
 	rc, err := s.s.writes.Receipt(args.TxID)
 	if err != nil {
 		return rpcError(err)
 	}
 	s.finalize(rc)
 	*reply = *rc
+	reply.Head = head
 	return nil
 }
 
@@ -342,12 +365,17 @@ func (s *Service) WaitReceipt(r *http.Request, args *api.WaitReceiptArgs, reply 
 	if until == api.WaitNone {
 		until = api.WaitAccepted
 	}
+	head, err := s.s.fresh.head(0)
+	if err != nil {
+		return rpcError(err)
+	}
 	now, err := s.s.writes.Receipt(args.TxID)
 	if err != nil {
 		return rpcError(err)
 	}
 	if now.Status == api.StatusUnknown {
 		*reply = *now
+		reply.Head = head
 		return nil
 	}
 	rc, err := s.wait(r.Context(), args.TxID, 0, args.WaitMs, until)
@@ -372,25 +400,33 @@ func (s *Service) finalize(rc *api.ReceiptReply) {
 // GetCertificate is the finality certificate covering a height: the lowest
 // one at or above it.
 func (s *Service) GetCertificate(_ *http.Request, args *api.HeightArgs, reply *api.CertificateReply) error {
-	if args.Height > s.s.reads.LastAccepted().Block.Height {
+	head, err := s.s.fresh.head(args.MinHeight)
+	if err != nil {
+		return rpcError(err)
+	}
+	if args.Height > head.AcceptedHeight {
 		return rpcError(fmt.Errorf("%w %d", chain.ErrNoBlock, args.Height))
 	}
 	cert, err := s.s.finality.Covering(args.Height)
 	if err != nil {
 		return rpcError(err)
 	}
-	*reply = api.CertificateReply{Height: args.Height, Certificate: *cert}
+	*reply = api.CertificateReply{Head: head, Height: args.Height, Certificate: *cert}
 	return nil
 }
 
 // GetBlock is the accepted block at a height, as bytes: what a client
 // walks to prove a certificate above a receipt covers it.
 func (s *Service) GetBlock(_ *http.Request, args *api.HeightArgs, reply *api.BlockReply) error {
+	head, err := s.s.fresh.head(args.MinHeight)
+	if err != nil {
+		return rpcError(err)
+	}
 	b, err := s.s.reads.AcceptedAt(args.Height)
 	if err != nil {
 		return rpcError(err)
 	}
-	*reply = api.BlockReply{Height: b.Height, ID: b.ID(), Bytes: "0x" + hex.EncodeToString(b.Bytes())}
+	*reply = api.BlockReply{Head: head, Height: b.Height, ID: b.ID(), Bytes: "0x" + hex.EncodeToString(b.Bytes())}
 	return nil
 }
 
@@ -399,16 +435,24 @@ func (s *Service) GetAllocation(_ *http.Request, args *api.RangeArgs, reply *api
 	if err := txs.VerifyRange(args.Range, s.s.cfg.Genesis.TxLimits); err != nil {
 		return invalidParams(err)
 	}
+	head, err := s.s.fresh.head(args.MinHeight)
+	if err != nil {
+		return rpcError(err)
+	}
 	next, err := s.s.reads.State().Counter(args.Range)
 	if err != nil {
 		return rpcError(err)
 	}
-	*reply = api.AllocationReply{Range: args.Range, Next: next}
+	*reply = api.AllocationReply{Head: head, Range: args.Range, Next: next}
 	return nil
 }
 
 // GetManifest reads an accepted manifest.
 func (s *Service) GetManifest(_ *http.Request, args *api.ManifestArgs, reply *api.ManifestReply) error {
+	head, err := s.s.fresh.head(args.MinHeight)
+	if err != nil {
+		return rpcError(err)
+	}
 	m, err := s.s.reads.State().Manifest(args.Bucket, args.Key)
 	if errors.Is(err, state.ErrNotFound) {
 		return &json2.Error{Code: json2.ErrorCode(errcode.NotFound), Message: err.Error()}
@@ -416,7 +460,7 @@ func (s *Service) GetManifest(_ *http.Request, args *api.ManifestArgs, reply *ap
 	if err != nil {
 		return rpcError(err)
 	}
-	reply.Manifest = *m
+	reply.Head, reply.Manifest = head, *m
 	return nil
 }
 
@@ -426,30 +470,38 @@ func (s *Service) GetOwner(r *http.Request, args *api.RangeArgs, reply *api.Owne
 	if err := txs.VerifyRange(args.Range, s.s.cfg.Genesis.TxLimits); err != nil {
 		return invalidParams(err)
 	}
+	head, err := s.s.fresh.head(args.MinHeight)
+	if err != nil {
+		return rpcError(err)
+	}
 	e, err := s.s.reads.Snapshot(r.Context())
 	if err != nil {
 		return rpcError(err)
 	}
 	//lint:ignore SA1019 the former field is sent for one release
-	*reply = api.OwnerReply{Range: args.Range, Owner: e.Owner(args.Range), PChainHeight: e.Height(), Epoch: e.Height(), Fingerprint: e.Fingerprint()}
+	*reply = api.OwnerReply{Head: head, Range: args.Range, Owner: e.Owner(args.Range), PChainHeight: e.Height(), Epoch: e.Height(), Fingerprint: e.Fingerprint()}
 	return nil
 }
 
 // GetMembership describes the membership the next block will have: the
 // members (live validators), the whole P-chain set and each validator's
 // liveness record.
-func (s *Service) GetMembership(r *http.Request, _ *api.Empty, reply *api.MembershipReply) error {
-	return s.membership(r, reply)
+func (s *Service) GetMembership(r *http.Request, args *api.ReadArgs, reply *api.MembershipReply) error {
+	return s.membership(r, args.MinHeight, reply)
 }
 
 // GetEpoch is GetMembership under its former name.
 //
 // Deprecated: kept for one release; use getMembership.
-func (s *Service) GetEpoch(r *http.Request, args *api.Empty, reply *api.MembershipReply) error {
-	return s.membership(r, reply)
+func (s *Service) GetEpoch(r *http.Request, args *api.ReadArgs, reply *api.MembershipReply) error {
+	return s.membership(r, args.MinHeight, reply)
 }
 
-func (s *Service) membership(r *http.Request, reply *api.MembershipReply) error {
+func (s *Service) membership(r *http.Request, minHeight uint64, reply *api.MembershipReply) error {
+	head, err := s.s.fresh.head(minHeight)
+	if err != nil {
+		return rpcError(err)
+	}
 	e, err := s.s.reads.Snapshot(r.Context())
 	if err != nil {
 		return rpcError(err)
@@ -460,6 +512,7 @@ func (s *Service) membership(r *http.Request, reply *api.MembershipReply) error 
 	}
 	m := e.Record()
 	*reply = api.MembershipReply{
+		Head:         head,
 		PChainHeight: e.Height(), Round: m.Round, Fingerprint: e.Fingerprint(),
 		Generation: m.Generation, Fallback: m.Fallback,
 		RoundDurationMs: s.s.cfg.Genesis.RoundDurationMs, LivenessRounds: s.s.cfg.Genesis.LivenessRounds,
@@ -489,11 +542,25 @@ func (s *Service) membership(r *http.Request, reply *api.MembershipReply) error 
 	return nil
 }
 
-// GetNode identifies this node and its last accepted block.
-func (s *Service) GetNode(_ *http.Request, _ *api.Empty, reply *api.NodeReply) error {
+// GetNode identifies this node and its last accepted block, and says
+// whether it answers reads (it answers even when they do not, so that a
+// client can tell who is behind).
+func (s *Service) GetNode(_ *http.Request, _ *api.ReadArgs, reply *api.NodeReply) error {
 	last := s.s.reads.LastAccepted()
-	*reply = api.NodeReply{NodeID: s.s.cfg.NodeID, NetworkID: s.s.cfg.NetworkID, ChainID: s.s.cfg.ChainID, Height: last.Block.Height, StateRoot: last.StateRoot, DirectURI: s.s.DirectURI()}
+	*reply = api.NodeReply{
+		Head:   api.Head{AcceptedHeight: last.Block.Height, AcceptedID: last.ID()},
+		NodeID: s.s.cfg.NodeID, NetworkID: s.s.cfg.NetworkID, ChainID: s.s.cfg.ChainID,
+		Height: last.Block.Height, StateRoot: last.StateRoot, DirectURI: s.s.DirectURI(),
+		NotReady: reason(s.s.fresh.notReady()),
+	}
 	return nil
+}
+
+// currentHead is the last accepted block, for answers that are not reads
+// of their own (a write's receipt).
+func (s *Server) currentHead() api.Head {
+	last := s.reads.LastAccepted()
+	return api.Head{AcceptedHeight: last.Block.Height, AcceptedID: last.ID()}
 }
 
 func invalidParams(err error) error {
@@ -524,7 +591,12 @@ func rpcError(err error) error {
 		if !ok {
 			wait = 1000
 		}
-		e.Data = api.RetryData{RetryAfterMs: wait}
+		d := api.RetryData{RetryAfterMs: wait}
+		if code == errcode.NotReady {
+			d.Reason = reason
+			d.AcceptedHeight, _ = acceptedOf(err)
+		}
+		e.Data = d
 	case errcode.Rejected, errcode.InvalidParams:
 		e.Data = api.RejectedData{Reason: reason}
 	case errcode.NotFound:
