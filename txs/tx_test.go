@@ -229,7 +229,7 @@ func TestLimitsVerify(t *testing.T) {
 
 func FuzzParse(f *testing.F) {
 	k := newKey(f)
-	for _, u := range []txs.Unsigned{sampleAllocate(k.NodeID), sampleManifest(k.NodeID), sampleHeartbeat(k.NodeID)} {
+	for _, u := range []txs.Unsigned{sampleAllocate(k.NodeID), sampleManifest(k.NodeID), sampleHeartbeat(k.NodeID), sampleVersioned(k.NodeID), sampleReclaim(k.NodeID)} {
 		tx, err := k.Sign(u)
 		require.NoError(f, err)
 		f.Add(tx.Bytes())
