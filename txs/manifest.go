@@ -292,3 +292,9 @@ func readManifestEntries(r *wire.Reader, h Header, n uint32, l Limits) *Manifest
 	}
 	return t
 }
+
+// Ref names the chunk.
+func (c Chunk) Ref() ChunkRef { return ChunkRef{Range: c.Range, ID: c.ID} }
+
+// Bucket is the bucket the chunk's range belongs to.
+func (c Chunk) Bucket() string { return c.Ref().Bucket() }
