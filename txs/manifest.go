@@ -298,3 +298,24 @@ func (c Chunk) Ref() ChunkRef { return ChunkRef{Range: c.Range, ID: c.ID} }
 
 // Bucket is the bucket the chunk's range belongs to.
 func (c Chunk) Bucket() string { return c.Ref().Bucket() }
+
+// Overhead is the bytes of a transaction besides its entries: the header
+// and the signature.
+const Overhead = headerLen + sigLen
+
+// EncodedLen is the entry's size inside a ManifestTx, so that a batch can
+// be cut to fit Limits.MaxTxBytes before it is signed.
+func (e *ManifestEntry) EncodedLen() int {
+	n := 2 + len(e.Bucket) + 2 + len(e.Key) + 8 + 32 + 1 + 2
+	for _, c := range e.Chunks {
+		n += 2 + len(c.Range) + 8 + 8 + 32
+	}
+	n++
+	switch e.Condition.Kind {
+	case IfVersion:
+		n += 8
+	case IfContentHash:
+		n += 32
+	}
+	return n + 4 + len(e.Attributes)
+}

@@ -119,3 +119,15 @@ func TestConditionJSON(t *testing.T) {
 	require.NoError(t, json.Unmarshal([]byte(`{}`), &c))
 	require.Equal(t, txs.IfAny, c.Kind)
 }
+
+func TestManifestEntryEncodedLen(t *testing.T) {
+	k := newKey(t)
+	u := sampleVersioned(k.NodeID)
+	tx, err := k.Sign(u)
+	require.NoError(t, err)
+	n := txs.Overhead
+	for i := range u.Entries {
+		n += u.Entries[i].EncodedLen()
+	}
+	require.Equal(t, len(tx.Bytes()), n)
+}

@@ -40,6 +40,8 @@ var openMethods = map[string]bool{
 	"GetNode":        true,
 	"GetCertificate": true,
 	"GetBlock":       true,
+	"ListManifests":  true,
+	"ListReleased":   true,
 }
 
 // Reasons of api rejects beyond api.Reason* (metric and log labels).

@@ -38,6 +38,33 @@ func (w *Writer) PutManifest(ctx context.Context, m txs.Manifest) (*txs.Tx, erro
 	}, []string{m.Bucket})
 }
 
+// Reclaim signs the acknowledgement that a blob store reclaimed released
+// chunks of buckets this node owns, and queues it.
+func (w *Writer) Reclaim(ctx context.Context, chunks []txs.ChunkRef) (*txs.Tx, error) {
+	if err := w.ManifestsActive(); err != nil {
+		return nil, err
+	}
+	u := &txs.ReclaimTx{Entries: chunks}
+	if err := w.checkOwned(ctx, u.Ranges()); err != nil {
+		return nil, err
+	}
+	return w.signOwn(ctx, func(h txs.Header) txs.Unsigned {
+		return &txs.ReclaimTx{Header: h, Entries: chunks}
+	}, u.Ranges())
+}
+
+// ManifestsActive answers nil once the next block runs versioned manifests
+// (execute.Rules.Manifests), else NotReady not_activated. Blocks only go
+// up, so a write signed once it answers nil is never refused for the
+// upgrade.
+func (w *Writer) ManifestsActive() error {
+	next := w.chain.LastAccepted().Block.Height + 1
+	if !w.genesis.Upgrades.Rules(next).Manifests {
+		return fmt.Errorf("%w: versioned manifests are not activated at height %d (genesis upgrades.manifestsHeight)", execute.ErrNotActivated, next)
+	}
+	return nil
+}
+
 // signOwn pins a transaction of this node's own ranges to the membership in
 // force,
 // signs and queues it.
