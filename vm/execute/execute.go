@@ -299,7 +299,7 @@ func Open(l *state.Layer, c *Context) error {
 	if c.Validators == nil {
 		return nil
 	}
-	o, err := OpenMembership(l, c.Validators, c.Round, c.Liveness)
+	o, err := OpenMembership(l, c.Validators, c.Round, c.Liveness, c.Rules)
 	if err != nil {
 		return err
 	}

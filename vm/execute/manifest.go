@@ -10,9 +10,6 @@ import (
 )
 
 var (
-	// ErrNotActivated: a kind of transaction the chain runs only from an
-	// upgrade's height on (config.Upgrades) in a block below it.
-	ErrNotActivated = errcode.New(errcode.NotReady, "not_activated", "execute: this kind of transaction is not activated at this height")
 	// ErrSuperseded: a PutManifestTx after the manifests upgrade, which
 	// replaced it with ManifestTx (versions, preconditions, chunk binding).
 	ErrSuperseded = errcode.New(errcode.Rejected, "superseded", "execute: putManifest (kind 2) is replaced by manifest (kind 4) from the manifests upgrade on")
