@@ -60,8 +60,8 @@ func (l Limits) Verify() error {
 		return fmt.Errorf("%w: maxChunks %d not in [0, 65535]", errBadLimits, l.MaxChunks)
 	case l.MaxCount < 1:
 		return fmt.Errorf("%w: maxCount must be at least 1", errBadLimits)
-	case l.MaxAttributeBytes < 0 || l.MaxAttributeBytes > l.MaxTxBytes:
-		return fmt.Errorf("%w: maxAttributeBytes %d not in [0, maxTxBytes %d]", errBadLimits, l.MaxAttributeBytes, l.MaxTxBytes)
+	case l.MaxAttributeBytes < 0 || l.MaxAttributeBytes > 1<<24:
+		return fmt.Errorf("%w: maxAttributeBytes %d not in [0, 16777216]", errBadLimits, l.MaxAttributeBytes)
 	}
 	return nil
 }

@@ -562,9 +562,9 @@ func (s *Service) ListReleased(_ *http.Request, args *api.ListReleasedArgs, repl
 	if err != nil {
 		return rpcError(err)
 	}
-	*reply = api.ListReleasedReply{Released: page.Entries, Truncated: page.Truncated, Height: height}
-	if reply.Released == nil {
-		reply.Released = []state.Released{}
+	*reply = api.ListReleasedReply{Released: make([]api.Released, 0, len(page.Entries)), Truncated: page.Truncated, Height: height}
+	for _, r := range page.Entries {
+		reply.Released = append(reply.Released, api.Released{Range: r.Chunk.Range, ID: r.Chunk.ID, Size: r.Chunk.Size, Hash: r.Chunk.Hash, Height: r.Height})
 	}
 	return nil
 }
