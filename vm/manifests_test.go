@@ -245,9 +245,13 @@ func TestManifestsBeforeTheUpgrade(t *testing.T) {
 	bucket := nw.rangeOf(0, "old")
 	cond := api.PutManifestArgs{Bucket: bucket, Key: "k", Condition: &txs.Condition{Kind: txs.IfAbsent}}
 	for name, call := range map[string]func() *rpcErr{
-		"condition":  func() *rpcErr { return rpcCall(t, url, "putManifest", cond, nil) },
-		"attributes": func() *rpcErr { return rpcCall(t, url, "putManifest", api.PutManifestArgs{Bucket: bucket, Key: "k", Attributes: []byte{1}}, nil) },
-		"reclaim":    func() *rpcErr { return rpcCall(t, url, "reclaim", api.ReclaimArgs{Chunks: []txs.ChunkRef{{Range: bucket, ID: 1}}}, nil) },
+		"condition": func() *rpcErr { return rpcCall(t, url, "putManifest", cond, nil) },
+		"attributes": func() *rpcErr {
+			return rpcCall(t, url, "putManifest", api.PutManifestArgs{Bucket: bucket, Key: "k", Attributes: []byte{1}}, nil)
+		},
+		"reclaim": func() *rpcErr {
+			return rpcCall(t, url, "reclaim", api.ReclaimArgs{Chunks: []txs.ChunkRef{{Range: bucket, ID: 1}}}, nil)
+		},
 	} {
 		e := call()
 		require.NotNil(e, name)
