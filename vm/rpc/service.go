@@ -325,14 +325,8 @@ func (s *Service) putLegacyManifest(r *http.Request, args *api.PutManifestArgs, 
 	h := tx.Unsigned.Head()
 	//lint:ignore SA1019 the former field is sent for one release
 	*reply = api.PutManifestReply{TxID: tx.ID(), PChainHeight: h.PChainHeight, Epoch: h.PChainHeight, Owner: h.Owner}
-	if args.Wait.Waits() {
-		rc, err := s.wait(r.Context(), tx.ID(), 0, args.WaitMs, args.Wait)
-		if err != nil {
-			return err
-		}
-		reply.Receipt = rc
-	}
-	return nil
+	reply.Receipt, err = s.waitIf(r.Context(), tx.ID(), args.Wait, args.WaitMs)
+	return err
 }
 
 // Reclaim acknowledges chunks a blob store reclaimed: they leave their
@@ -347,14 +341,17 @@ func (s *Service) Reclaim(r *http.Request, args *api.ReclaimArgs, reply *api.Rec
 		return rpcError(err)
 	}
 	*reply = api.ReclaimReply{TxID: tx.ID(), Owner: tx.Unsigned.Head().Owner}
-	if args.Wait.Waits() {
-		rc, err := s.wait(r.Context(), tx.ID(), 0, args.WaitMs, args.Wait)
-		if err != nil {
-			return err
-		}
-		reply.Receipt = rc
+	reply.Receipt, err = s.waitIf(r.Context(), tx.ID(), args.Wait, args.WaitMs)
+	return err
+}
+
+// waitIf is wait for a one-entry transaction when the call waits at all,
+// else no receipt.
+func (s *Service) waitIf(ctx context.Context, txID ids.ID, until api.Wait, waitMs uint64) (*api.ReceiptReply, error) {
+	if !until.Waits() {
+		return nil, nil
 	}
-	return nil
+	return s.wait(ctx, txID, 0, waitMs, until)
 }
 
 // wait waits for a write's receipt (with api.WaitFinal, for a certificate
