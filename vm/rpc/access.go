@@ -40,6 +40,8 @@ var openMethods = map[string]bool{
 	"GetNode":        true,
 	"GetCertificate": true,
 	"GetBlock":       true,
+	"ListManifests":  true,
+	"ListReleased":   true,
 }
 
 // scopedMethods are the write methods that check every range they write
@@ -51,6 +53,7 @@ var scopedMethods = map[string]bool{
 	"Allocate":      true,
 	"AllocateBatch": true,
 	"PutManifest":   true,
+	"Reclaim":       true,
 }
 
 // tokenOnlyMethods need a valid token (they hold a request open) but write
