@@ -51,6 +51,7 @@ func (nw *net) verifyOffline(a *api.Certificate) certificate.Result {
 	c, err := certificate.FromAPI(*a)
 	require.NoError(nw.t, err)
 	vs := certificate.NewValidatorSet(subnetID, c.PChainHeight, nw.sets[c.PChainHeight])
+	vs.ChainCreatedAt = 10 // the lowest P-chain height the net's blocks use
 	res, err := certificate.Verify(c, 5, chainID, vs)
 	require.NoError(nw.t, err)
 	return res

@@ -78,6 +78,8 @@ type Context struct {
 	Validators *ValidatorSet
 	Round      uint64
 	Liveness   Liveness
+	// Rules are the scheduled changes of execution in force at Height.
+	Rules Rules
 	// Restrict, if set, builds (or finds cached) the membership of a frozen
 	// record; nil means Validators.Restrict.
 	Restrict func(v *ValidatorSet, m *state.Membership) (*Membership, error)
@@ -231,6 +233,9 @@ func (e *executor) Heartbeat(t *txs.HeartbeatTx) error {
 }
 
 func (e *executor) PutManifest(t *txs.PutManifestTx) error {
+	if e.c.Rules.Manifests {
+		return fmt.Errorf("%w: at height %d", ErrSuperseded, e.c.Height)
+	}
 	for i := range t.Entries {
 		m := &t.Entries[i]
 		for j, ch := range m.Chunks {
@@ -294,7 +299,7 @@ func Open(l *state.Layer, c *Context) error {
 	if c.Validators == nil {
 		return nil
 	}
-	o, err := OpenMembership(l, c.Validators, c.Round, c.Liveness)
+	o, err := OpenMembership(l, c.Validators, c.Round, c.Liveness, c.Rules)
 	if err != nil {
 		return err
 	}
