@@ -20,6 +20,7 @@ import (
 	"github.com/s-chain/schain/api"
 	"github.com/s-chain/schain/certificate"
 	"github.com/s-chain/schain/client"
+	"github.com/s-chain/schain/finality"
 	"github.com/s-chain/schain/localnet"
 	"github.com/s-chain/schain/subnet"
 )
@@ -76,7 +77,7 @@ func TestOneValidator(t *testing.T) {
 		return err == nil
 	}, 2*time.Minute, 200*time.Millisecond, "the chain opens its first membership")
 	require.Len(m.Members, 1)
-	require.Equal(nd.NodeID, m.Members[0].NodeID)
+	require.Equal(api.NodeID(nd.NodeID), m.Members[0].NodeID)
 
 	// Allocations on several ranges: each accepted, ids never overlapping.
 	next := map[string]uint64{}
@@ -103,7 +104,7 @@ func TestOneValidator(t *testing.T) {
 	require.NoError(err)
 	vs, err := subnet.ValidatorSetAt(ctx, pnode, n.SubnetID, rc.Certificate.PChainHeight)
 	require.NoError(err)
-	proof, err := client.ProveFinal(ctx, c.GetBlock, rc, networkID, n.ChainID, vs)
+	proof, err := finality.ProveReceipt(ctx, c.GetBlock, rc, networkID, n.ChainID, vs)
 	require.NoError(err)
 	require.True(certificate.Supermajority(proof.SignedWeight, proof.TotalWeight))
 	require.Equal(proof.TotalWeight, proof.SignedWeight, "one voter holds all the stake")
