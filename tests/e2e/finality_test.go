@@ -24,7 +24,7 @@ import (
 )
 
 // TestH_Finality: every receipt of a run becomes final; each certificate
-// checks out offline against the P-chain's validator set (client.ProveFinal
+// checks out offline against the P-chain's validator set (finality.ProveReceipt
 // and `schain verify`), and a tampered validator set is refused. It reports
 // how long a receipt waits between accepted and final against the block
 // interval of the run.
