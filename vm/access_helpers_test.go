@@ -21,6 +21,7 @@ import (
 	"github.com/s-chain/schain/internal/buffer"
 	"github.com/s-chain/schain/vm"
 	"github.com/s-chain/schain/vm/config"
+	"github.com/s-chain/schain/vm/vmtest"
 )
 
 // authNet is a net whose VMs run with a chain config, their own metrics
@@ -42,7 +43,7 @@ func newAuthNet(t *testing.T, n int, cc config.ChainConfig) *authNet {
 		all[k.NodeID] = &validators.GetValidatorOutput{NodeID: k.NodeID, Weight: 10, PublicKey: k.PublicKey()}
 	}
 	an := &authNet{
-		net:  &net{t: t, keys: keys, sets: validatorSets{10: all, 20: all}},
+		net:  &net{t: t, keys: keys, sets: vmtest.ValidatorSets{10: all, 20: all}},
 		cc:   cc,
 		logs: &buffer.Buffer{},
 		urls: map[*vm.VM]string{},

@@ -30,6 +30,7 @@ import (
 	"github.com/s-chain/schain/vm/certifier"
 	"github.com/s-chain/schain/vm/chain"
 	"github.com/s-chain/schain/vm/config"
+	"github.com/s-chain/schain/vm/vmtest"
 )
 
 // certifiedUpTo waits until every VM but the skipped ones holds a
@@ -137,7 +138,7 @@ func TestEveryAcceptedBlockBecomesFinal(t *testing.T) {
 func TestSignaturesArePushedOnAccept(t *testing.T) {
 	require := require.New(t)
 	nw, r := newGossipNet(t, 3)
-	r.dropIf(func(gossip bool, msg []byte) bool { return !gossip && handlerOf(msg) == acp118.HandlerID })
+	r.DropIf(func(gossip bool, msg []byte) bool { return !gossip && vmtest.HandlerOf(msg) == acp118.HandlerID })
 	nw.ready(10)
 	var last uint64
 	for i := range nw.vms {
@@ -155,7 +156,7 @@ func TestSignaturesArePushedOnAccept(t *testing.T) {
 // for the signatures they miss, and every block still becomes final.
 func TestRequestsCoverLostPushes(t *testing.T) {
 	nw, r := newGossipNet(t, 3)
-	r.dropIf(func(gossip bool, msg []byte) bool { return gossip && handlerOf(msg) == certifier.PushHandlerID })
+	r.DropIf(func(gossip bool, msg []byte) bool { return gossip && vmtest.HandlerOf(msg) == certifier.PushHandlerID })
 	nw.ready(10)
 	_, last := nw.commit(1, "unpushed")
 	nw.certifiedUpTo(last)
@@ -178,8 +179,8 @@ func TestCertificatesOff(t *testing.T) {
 	})
 	var fromOff atomic.Int64
 	off := nw.keys[0].NodeID
-	r.watchWith(func(from ids.NodeID, gossip bool, msg []byte) {
-		if from == off && (gossip && handlerOf(msg) == certifier.PushHandlerID || !gossip && handlerOf(msg) == acp118.HandlerID) {
+	r.Watch(func(from ids.NodeID, gossip bool, msg []byte) {
+		if from == off && (gossip && vmtest.HandlerOf(msg) == certifier.PushHandlerID || !gossip && vmtest.HandlerOf(msg) == acp118.HandlerID) {
 			fromOff.Add(1)
 		}
 	})
@@ -432,7 +433,7 @@ func TestNoCertificateWithoutASupermajority(t *testing.T) {
 	nw.certifiedUpTo(nw.vms[0].Chain().LastAccepted().Block.Height)
 	before := nw.vms[0].Certifier().Certified()
 
-	r.setCut(nw.keys[2].NodeID, true)
+	r.Cut(nw.keys[2].NodeID, true)
 	txID, last := nw.commit(0, "stall")
 
 	nw.now.Add(61_000) // past the default stall bound
@@ -449,7 +450,7 @@ func TestNoCertificateWithoutASupermajority(t *testing.T) {
 	require.False(rc.Final)
 	require.Nil(rc.Certificate)
 
-	r.setCut(nw.keys[2].NodeID, false)
+	r.Cut(nw.keys[2].NodeID, false)
 	nw.certifiedUpTo(last)
 	details, err := nw.vms[0].Certifier().Health()
 	require.NoError(err, "%v", details)

@@ -19,6 +19,7 @@ import (
 	"github.com/s-chain/schain/vm"
 	"github.com/s-chain/schain/vm/config"
 	"github.com/s-chain/schain/vm/rpc"
+	"github.com/s-chain/schain/vm/vmtest"
 )
 
 // TestDirectAPI: with directAPI set, the plugin serves the same API on its
@@ -93,7 +94,7 @@ func TestDirectAPIAddressInUse(t *testing.T) {
 	v := &vm.VM{}
 	err = v.Init(vm.Config{
 		NetworkID: 5, ChainID: chainID, SubnetID: subnetID, NodeID: keys[0].NodeID,
-		Signer: keys[0].Signer(5, chainID), Validators: validatorSets{},
+		Signer: keys[0].Signer(5, chainID), Validators: vmtest.ValidatorSets{},
 		Clock: func() time.Time { return time.UnixMilli(5000) }, Log: logging.NoLog{},
 		Registerer: prometheus.NewRegistry(), ChainConfig: &cc,
 	}, memdb.New(), genesis)

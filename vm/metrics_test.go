@@ -13,6 +13,7 @@ import (
 
 	"github.com/s-chain/schain/txs"
 	"github.com/s-chain/schain/vm"
+	"github.com/s-chain/schain/vm/vmtest"
 )
 
 // series is the value of the one series of family name (a counter or a
@@ -73,7 +74,7 @@ func TestMetricsAndHealth(t *testing.T) {
 	keys, err := newKeys(t, 1)
 	require.NoError(err)
 	one := map[ids.NodeID]*validators.GetValidatorOutput{keys[0].NodeID: {NodeID: keys[0].NodeID, Weight: 1, PublicKey: keys[0].PublicKey()}}
-	sets := validatorSets{10: one}
+	sets := vmtest.ValidatorSets{10: one}
 	reg := prometheus.NewRegistry()
 	v := &vm.VM{}
 	require.NoError(v.Init(vm.Config{

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"maps"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -26,6 +25,7 @@ import (
 	"github.com/s-chain/schain/vm/config"
 	"github.com/s-chain/schain/vm/execute"
 	"github.com/s-chain/schain/vm/mempool"
+	"github.com/s-chain/schain/vm/vmtest"
 )
 
 var (
@@ -34,20 +34,10 @@ var (
 	genesis  = []byte(`{"timestamp": 1000, "mempool": {"maxTxs": 16, "maxBytes": 1048576}}`)
 )
 
-type validatorSets map[uint64]map[ids.NodeID]*validators.GetValidatorOutput
-
-func (v validatorSets) GetValidatorSet(_ context.Context, h uint64, _ ids.ID) (map[ids.NodeID]*validators.GetValidatorOutput, error) {
-	s, ok := v[h]
-	if !ok {
-		return nil, errors.New("unknown height")
-	}
-	return maps.Clone(s), nil // callers (p2p sampling) may modify the map
-}
-
 type net struct {
 	t       testing.TB
 	keys    []*txstest.Key
-	sets    validatorSets
+	sets    vmtest.ValidatorSets
 	vms     []*vm.VM
 	dbs     []*memdb.Database
 	genesis []byte
@@ -98,7 +88,7 @@ func newConfiguredNet(t testing.TB, n int, g []byte, cc *config.ChainConfig) *ne
 	for _, k := range keys {
 		all[k.NodeID] = &validators.GetValidatorOutput{NodeID: k.NodeID, Weight: 10, PublicKey: k.PublicKey()}
 	}
-	nw := &net{t: t, keys: keys, sets: validatorSets{10: all, 20: all}, genesis: g, cc: cc}
+	nw := &net{t: t, keys: keys, sets: vmtest.ValidatorSets{10: all, 20: all}, genesis: g, cc: cc}
 	nw.now.Store(5000)
 	for i := range keys {
 		nw.dbs = append(nw.dbs, memdb.New())
