@@ -18,6 +18,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/zap"
 
+	"github.com/s-chain/schain/internal/clock"
 	"github.com/s-chain/schain/txs"
 	"github.com/s-chain/schain/vm/mempool"
 )
@@ -44,6 +45,8 @@ type Config struct {
 	Registerer prometheus.Registerer
 	Network    *p2p.Network
 	Peers      *p2p.Validators
+	// Clock paces the push and pull loops (nil: the system's).
+	Clock clock.Clock
 }
 
 var (
@@ -80,6 +83,7 @@ type Gossip struct {
 	set   *avagossip.BloomSet[*txs.Tx]
 	push  *avagossip.PushGossiper[*txs.Tx]
 	pull  avagossip.Gossiper
+	clock clock.Clock
 	loops sync.WaitGroup
 	// pushNow wakes the push loop: a transaction was offered.
 	pushNow chan struct{}
@@ -104,7 +108,10 @@ func New(cfg Config, admit Admitter, pool *mempool.Mempool) (*Gossip, error) {
 	if err := network.AddHandler(p2p.TxGossipHandlerID, handler); err != nil {
 		return nil, err
 	}
-	return &Gossip{set: bloom, push: push, pull: pull, pushNow: make(chan struct{}, 1)}, nil
+	if cfg.Clock == nil {
+		cfg.Clock = clock.Real()
+	}
+	return &Gossip{set: bloom, push: push, pull: pull, clock: cfg.Clock, pushNow: make(chan struct{}, 1)}, nil
 }
 
 // Offer admits tx here and pushes it to the other validators at once:
@@ -126,23 +133,23 @@ func (g *Gossip) Offer(tx *txs.Tx) error {
 // Run gossips until ctx ends; Wait waits for it to stop.
 func (g *Gossip) Run(ctx context.Context, log logging.Logger) {
 	g.loops.Add(2)
-	go func() { defer g.loops.Done(); g.runPush(ctx, log) }()
-	go func() { defer g.loops.Done(); avagossip.Every(ctx, log, g.pull, pullPeriod) }()
+	go func() { defer g.loops.Done(); g.every(ctx, log, g.push, pushPeriod, g.pushNow) }()
+	go func() { defer g.loops.Done(); g.every(ctx, log, g.pull, pullPeriod, nil) }()
 }
 
-// runPush pushes what was offered as soon as it is, and re-gossips every
-// pushPeriod.
-func (g *Gossip) runPush(ctx context.Context, log logging.Logger) {
-	tick := time.NewTicker(pushPeriod)
+// every gossips each period on the clock, and at once when now fires
+// (push: what was offered goes out as soon as it is), until ctx ends.
+func (g *Gossip) every(ctx context.Context, log logging.Logger, gossiper avagossip.Gossiper, period time.Duration, now <-chan struct{}) {
+	tick := g.clock.NewTicker(period)
 	defer tick.Stop()
 	for {
 		select {
 		case <-ctx.Done():
 			return
-		case <-tick.C:
-		case <-g.pushNow:
+		case <-tick.C():
+		case <-now:
 		}
-		if err := g.push.Gossip(ctx); err != nil {
+		if err := gossiper.Gossip(ctx); err != nil {
 			log.Warn("failed to gossip", zap.Error(err))
 		}
 	}

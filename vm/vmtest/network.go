@@ -97,12 +97,15 @@ func (n *Network) dropped(from ids.NodeID, gossip bool, msg []byte) bool {
 	return n.drops != nil && n.drops(gossip, msg)
 }
 
+// deliver runs f on the node to, unless either end is cut off. A node's
+// requests to itself are delivered, as avalanchego's router does (a node
+// is among its own connected peers); its gossip never targets itself.
 func (n *Network) deliver(from, to ids.NodeID, f func(Node)) {
 	n.mu.Lock()
 	node, ok := n.nodes[to]
 	blocked := n.cut[from] || n.cut[to]
 	n.mu.Unlock()
-	if !ok || blocked || from == to {
+	if !ok || blocked {
 		return
 	}
 	n.flights.Add(1)
@@ -167,6 +170,7 @@ func (s *Sender) SendAppGossip(_ context.Context, cfg common.SendConfig, msg []b
 	if cfg.Validators > 0 || cfg.Peers > 0 {
 		targets.Add(s.n.others(s.from)...)
 	}
+	targets.Remove(s.from)
 	for id := range targets {
 		s.n.deliver(s.from, id, func(node Node) { _ = node.AppGossip(context.Background(), s.from, msg) })
 	}
