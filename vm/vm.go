@@ -234,7 +234,7 @@ func (vm *VM) Init(cfg Config, db database.Database, genesisBytes []byte) error 
 	}, vm.chain, vm.mempool, builds{vm}); err != nil {
 		return err
 	}
-	if vm.builder, err = builder.New(vm.chain, vm.mempool, vm.writer, cfg.Registerer); err != nil {
+	if vm.builder, err = builder.New(vm.chain, vm.chain, vm.mempool, vm.writer, cfg.Registerer, nil); err != nil {
 		return err
 	}
 	vm.builder.Pace(cfg.ChainConfig.PipelineInterval())

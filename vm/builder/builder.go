@@ -19,6 +19,7 @@ import (
 	snowblock "github.com/ava-labs/avalanchego/snow/engine/snowman/block"
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/s-chain/schain/internal/clock"
 	"github.com/s-chain/schain/txs"
 	"github.com/s-chain/schain/vm/chain"
 	"github.com/s-chain/schain/vm/execute"
@@ -89,12 +90,40 @@ type Owners interface {
 	RepinWanted()
 }
 
+// Chain is what the builder reads of the block tree and asks of it
+// (package chain).
+type Chain interface {
+	LastAccepted() *chain.Block
+	// Processing reports how many blocks are processing (and whether one
+	// carries txID).
+	Processing(txID ids.ID) (n int, carries bool)
+	// PreferredProcessing is the preferred block's time while it is still
+	// processing.
+	PreferredProcessing() (ts uint64, processing bool)
+	NewDraft(ctx context.Context, bctx *snowblock.Context) (*chain.Draft, error)
+}
+
+// Rounds is the liveness rounds as this node's clock and its last accepted
+// block see them (package chain).
+type Rounds interface {
+	Round(ts uint64) uint64
+	RoundLength() time.Duration
+	UntilNextRound() time.Duration
+	// UntilMidRound is how long until the middle of the current round
+	// (zero once passed), and whether a block dated ts came before it.
+	UntilMidRound(ts uint64) (time.Duration, bool)
+	// Until is how long until the chain's clock reaches ms.
+	Until(ms uint64) time.Duration
+}
+
 // Builder is safe for concurrent use.
 type Builder struct {
-	chain   *chain.Chain
+	chain   Chain
+	rounds  Rounds
 	mempool *mempool.Mempool
 	owners  Owners
 	refused *prometheus.CounterVec
+	clock   clock.Clock
 
 	mu sync.Mutex // guards the fields below
 	// openingWanted is set when a client asked for something that needs
@@ -124,8 +153,9 @@ type Builder struct {
 	pipelineInterval time.Duration
 }
 
-// New returns a builder of blocks on c from pool.
-func New(c *chain.Chain, pool *mempool.Mempool, owners Owners, reg prometheus.Registerer) (*Builder, error) {
+// New returns a builder of blocks on c, whose rounds r tells, from pool,
+// waiting on clk (nil: the system's clock).
+func New(c Chain, r Rounds, pool *mempool.Mempool, owners Owners, reg prometheus.Registerer, clk clock.Clock) (*Builder, error) {
 	refused := prometheus.NewCounterVec(prometheus.CounterOpts{Name: "refused_txs_total", Help: "pending transactions a build found invalid and evicted, by reason"}, []string{"reason"})
 	if reg == nil {
 		reg = prometheus.NewRegistry()
@@ -133,7 +163,10 @@ func New(c *chain.Chain, pool *mempool.Mempool, owners Owners, reg prometheus.Re
 	if err := reg.Register(refused); err != nil {
 		return nil, err
 	}
-	return &Builder{chain: c, mempool: pool, owners: owners, refused: refused, changed: make(chan struct{})}, nil
+	if clk == nil {
+		clk = clock.Real()
+	}
+	return &Builder{chain: c, rounds: r, mempool: pool, owners: owners, refused: refused, clock: clk, changed: make(chan struct{})}, nil
 }
 
 // Pace sets the pipeline interval: a block is built on a block that is
@@ -169,7 +202,7 @@ func (b *Builder) tickDue(ts uint64, opened bool) bool {
 	if off || !opened {
 		return false
 	}
-	wait, before := b.chain.UntilMidRound(ts)
+	wait, before := b.rounds.UntilMidRound(ts)
 	return wait == 0 && before
 }
 
@@ -206,14 +239,14 @@ func (b *Builder) WantMembership() {
 func (b *Builder) Settled(ctx context.Context) error {
 	for {
 		b.mu.Lock()
-		settling := time.Until(b.settled)
+		settling := b.settled.Sub(b.clock.Now())
 		b.mu.Unlock()
 		if settling <= 0 {
 			return nil
 		}
-		t := time.NewTimer(settling)
+		t := b.clock.NewTimer(settling)
 		select {
-		case <-t.C:
+		case <-t.C():
 		case <-ctx.Done():
 			t.Stop()
 			return ctx.Err()
@@ -232,7 +265,7 @@ func (b *Builder) Accepted(membershipChanged, moved bool) {
 		b.membershipWanted = false
 	}
 	if moved {
-		b.settled = time.Now().Add(Settle)
+		b.settled = b.clock.Now().Add(Settle)
 	}
 	b.mu.Unlock()
 	b.Wake()
@@ -291,15 +324,15 @@ func (b *Builder) WaitForEvent(ctx context.Context) (common.Message, error) {
 		// Work signed for the next liveness round (heartbeats sent ahead)
 		// can go into a block from the round's first millisecond on; a
 		// tick from the round's middle on.
-		wait := b.chain.UntilNextRound() + time.Millisecond
-		if mid, _ := b.chain.UntilMidRound(b.chain.LastAccepted().Block.Timestamp); mid > 0 {
+		wait := b.rounds.UntilNextRound() + time.Millisecond
+		if mid, _ := b.rounds.UntilMidRound(b.chain.LastAccepted().Block.Timestamp); mid > 0 {
 			wait = min(wait, mid+time.Millisecond)
 		}
 		pending := b.mempool.Len() > 0
 		if pending {
 			wait = min(wait, retryBuild)
 		}
-		timer := time.NewTimer(wait)
+		timer := b.clock.NewTimer(wait)
 		select {
 		case <-b.mempool.Pending():
 			timer.Stop()
@@ -308,7 +341,7 @@ func (b *Builder) WaitForEvent(ctx context.Context) (common.Message, error) {
 		case <-changed:
 			timer.Stop()
 			b.setStalled(false)
-		case <-timer.C:
+		case <-timer.C():
 			b.setStalled(false)
 			if pending {
 				return common.PendingTxs, nil
@@ -329,10 +362,10 @@ func (b *Builder) WaitForEvent(ctx context.Context) (common.Message, error) {
 // before, and a move within the parent's round comes from a new P-chain
 // height, which shows whenever a node sees it.
 func (b *Builder) holdUntil(d *chain.Draft) uint64 {
-	if d.Round() != b.chain.Round(d.Parent().Block.Timestamp)+1 {
+	if d.Round() != b.rounds.Round(d.Parent().Block.Timestamp)+1 {
 		return 0
 	}
-	round := b.chain.RoundLength()
+	round := b.rounds.RoundLength()
 	return d.Round()*uint64(round.Milliseconds()) + uint64(min(OpeningHold, round/5).Milliseconds())
 }
 
@@ -372,14 +405,14 @@ func (b *Builder) held(ctx context.Context) error {
 // waitUntil returns once the chain's clock reaches ms (unix milliseconds),
 // or with ctx's error.
 func (b *Builder) waitUntil(ctx context.Context, ms uint64) error {
-	wait := b.chain.Until(ms)
+	wait := b.rounds.Until(ms)
 	if wait <= 0 {
 		return nil
 	}
-	t := time.NewTimer(wait)
+	t := b.clock.NewTimer(wait)
 	defer t.Stop()
 	select {
-	case <-t.C:
+	case <-t.C():
 		return nil
 	case <-ctx.Done():
 		return ctx.Err()
@@ -419,7 +452,7 @@ func (b *Builder) BuildBlockWithContext(ctx context.Context, bctx *snowblock.Con
 func (b *Builder) build(ctx context.Context, bctx *snowblock.Context) (snowman.Block, error) {
 	b.mu.Lock()
 	wanted, wantMembership := b.openingWanted, b.membershipWanted
-	settling := time.Until(b.settled)
+	settling := b.settled.Sub(b.clock.Now())
 	b.mu.Unlock()
 	if b.mempool.Len() == 0 && !wanted && !wantMembership && !b.idleTick() {
 		return nil, ErrNoWork
