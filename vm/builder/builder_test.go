@@ -62,7 +62,7 @@ func (f *fakeChain) NewDraft(context.Context, *snowblock.Context) (*chain.Draft,
 
 func (f *fakeChain) now() uint64 { return uint64(f.clock.Now().UnixMilli()) }
 
-func (f *fakeChain) Round(ts uint64) uint64       { return ts / roundMs }
+func (f *fakeChain) Round(ts uint64) uint64     { return ts / roundMs }
 func (f *fakeChain) RoundLength() time.Duration { return roundMs * time.Millisecond }
 
 func (f *fakeChain) UntilNextRound() time.Duration {
