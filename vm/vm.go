@@ -42,6 +42,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/zap"
 
+	"github.com/s-chain/schain/internal/clock"
 	"github.com/s-chain/schain/internal/cpuprofile"
 	"github.com/s-chain/schain/internal/dbcache"
 	"github.com/s-chain/schain/vm/builder"
@@ -230,7 +231,7 @@ func (vm *VM) Init(cfg Config, db database.Database, genesisBytes []byte) error 
 	}
 	if vm.writer, err = writer.New(writer.Config{
 		NetworkID: cfg.NetworkID, ChainID: cfg.ChainID, NodeID: cfg.NodeID, Signer: cfg.Signer,
-		Genesis: g, Clock: cfg.Clock, Log: cfg.Log, Registerer: cfg.Registerer, Heartbeats: cfg.Heartbeats,
+		Genesis: g, Clock: clock.WithNow(cfg.Clock), Log: cfg.Log, Registerer: cfg.Registerer, Heartbeats: cfg.Heartbeats,
 	}, vm.chain, vm.mempool, builds{vm}); err != nil {
 		return err
 	}

@@ -4,11 +4,15 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync/atomic"
 	"time"
 
 	"github.com/ava-labs/avalanchego/ids"
+	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/s-chain/schain/internal/clock"
 	"github.com/s-chain/schain/txs"
+	"github.com/s-chain/schain/vm/config"
 	"github.com/s-chain/schain/vm/execute"
 	"github.com/s-chain/schain/vm/mempool"
 )
@@ -42,7 +46,7 @@ func (w *Writer) AllocateOne(ctx context.Context, entry txs.AllocateEntry) (Subm
 	if err := w.checkOwned(ctx, []string{entry.Range}); err != nil {
 		return Submitted{}, err
 	}
-	return w.enqueue(ctx, intent{entry: entry, reply: make(chan intentResult, 1)})
+	return w.committer.enqueue(ctx, intent{entry: entry, reply: make(chan intentResult, 1)})
 }
 
 // WriteManifest queues one versioned manifest write of a bucket this node
@@ -60,12 +64,52 @@ func (w *Writer) WriteManifest(ctx context.Context, entry txs.ManifestEntry) (Su
 	if err := w.checkOwned(ctx, []string{entry.Bucket}); err != nil {
 		return Submitted{}, err
 	}
-	return w.enqueue(ctx, intent{manifest: &entry, reply: make(chan intentResult, 1)})
+	return w.committer.enqueue(ctx, intent{manifest: &entry, reply: make(chan intentResult, 1)})
 }
 
-func (w *Writer) enqueue(ctx context.Context, it intent) (Submitted, error) {
+// committer forms groups of intents and hands each to commit (the
+// writer's signing), on its own goroutine (run). It owns the queue of
+// intents and the count of callers answered, which decides how long a
+// group waits for returning clients.
+type committer struct {
+	intents    chan intent
+	clock      clock.Clock
+	window     time.Duration // groupCommitWindowMs
+	bound      time.Duration // groupCommitReturnMs, at least the window
+	maxEntries int
+	groups     *prometheus.CounterVec // signed groups, by why they closed
+	// answered counts the waiting callers answered (their transaction
+	// decided) since the last accept, answeredBefore those of the period
+	// before it: closed-loop clients, who send their next request once
+	// answered. A group keeps collecting until as many requests as the
+	// larger of the two are in, for up to the bound (run). The period
+	// before covers requests that arrive before this node's own accept
+	// (clients answered by a faster node). Clients that leave are
+	// forgotten at the second accept after their answers, so they delay
+	// groups for that long at most, each by the bound.
+	answered, answeredBefore atomic.Int64
+	done                     chan struct{} // closed when run returns
+}
+
+func newCommitter(g *config.Genesis, clk clock.Clock, groups *prometheus.CounterVec) *committer {
+	window := g.GroupCommitWindow()
+	return &committer{
+		intents: make(chan intent, 4*g.GroupCommitMaxEntries), clock: clk,
+		window: window, bound: max(window, g.GroupCommitReturn()), maxEntries: g.GroupCommitMaxEntries,
+		groups: groups, done: make(chan struct{}),
+	}
+}
+
+// answer counts a waiting caller answered by a decision: a closed-loop
+// client sends its next request now.
+func (c *committer) answer() { c.answered.Add(1) }
+
+// accepted starts a new period at a block's acceptance.
+func (c *committer) accepted() { c.answeredBefore.Store(c.answered.Swap(0)) }
+
+func (c *committer) enqueue(ctx context.Context, it intent) (Submitted, error) {
 	select {
-	case w.intents <- it:
+	case c.intents <- it:
 	case <-ctx.Done():
 		return Submitted{}, ctx.Err()
 	default:
@@ -95,7 +139,7 @@ func (w *Writer) checkOwned(ctx context.Context, ranges []string) error {
 	if !errors.Is(err, ErrMembershipOpening) {
 		return err // the common case takes no other lock
 	}
-	bound := time.NewTimer(OpeningWait)
+	bound := w.clock.NewTimer(OpeningWait)
 	defer bound.Stop()
 	w.metrics.openingWaits.Inc()
 	defer w.metrics.openingWaits.Dec()
@@ -107,7 +151,7 @@ func (w *Writer) checkOwned(ctx context.Context, ranges []string) error {
 		}
 		select {
 		case <-decided:
-		case <-bound.C:
+		case <-bound.C():
 			return err
 		case <-ctx.Done():
 			return err
@@ -124,73 +168,73 @@ const (
 	closedStopping = "stopping"
 )
 
-// runCommitter collects intents into groups and signs each group as one
-// transaction. A group closes when it is full; or once the window has
+// run collects intents into groups and hands each group to commit, until
+// ctx ends; then it answers the intents still queued with
+// ErrShuttingDown. A group closes when it is full; or once the window has
 // passed and it holds as many requests as callers were answered since the
-// last accept (or in the period before, if more: expected); or at
-// groupCommitReturnMs from its first request. Closed-loop clients come
-// back in a burst after each accept, spread over more than the window on a
-// busy node; waiting for them signs one transaction where the window alone
-// signed several, and each transaction costs every other validator a BLS
+// last accept (or in the period before, if more: expected); or at the
+// bound from its first request. Closed-loop clients come back in a burst
+// after each accept, spread over more than the window on a busy node;
+// waiting for them signs one transaction where the window alone signed
+// several, and each transaction costs every other validator a BLS
 // verification. A lone client, the only one answered, waits the window
 // only.
-func (w *Writer) runCommitter(ctx context.Context) {
-	defer close(w.committerDone)
-	window := w.genesis.GroupCommitWindow()
-	bound := max(window, w.genesis.GroupCommitReturn())
+func (c *committer) run(ctx context.Context, commit func(context.Context, []intent)) {
+	defer close(c.done)
 	for {
 		var first intent
 		select {
-		case first = <-w.intents:
+		case first = <-c.intents:
 		case <-ctx.Done():
-			w.drainIntents()
+			c.drain()
 			return
 		}
-		group := []intent{first}
-		in := func() bool { return int64(len(group)) >= w.expected() }
-		timer := time.NewTimer(window)
-		waited, closed := false, closedFull // waited: the window has passed
-	collect:
-		for len(group) < w.genesis.GroupCommitMaxEntries {
-			select {
-			case it := <-w.intents:
-				group = append(group, it)
-				if waited && in() {
-					closed = closedReturned
-					break collect
-				}
-			case <-timer.C:
-				switch {
-				case waited:
-					closed = closedBound
-					break collect
-				case in() || bound == window:
-					closed = closedWindow
-					break collect
-				}
-				waited = true
-				timer.Reset(bound - window)
-			case <-ctx.Done():
-				closed = closedStopping
-				break collect
-			}
-		}
-		timer.Stop()
-		w.metrics.groups.WithLabelValues(closed).Inc()
-		w.commitGroup(ctx, group)
+		group, closed := c.collect(ctx, first)
+		c.groups.WithLabelValues(closed).Inc()
+		commit(ctx, group)
 	}
+}
+
+// collect forms one group from its first intent and says why it closed.
+func (c *committer) collect(ctx context.Context, first intent) ([]intent, string) {
+	group := []intent{first}
+	in := func() bool { return int64(len(group)) >= c.expected() }
+	timer := c.clock.NewTimer(c.window)
+	defer timer.Stop()
+	waited := false // the window has passed
+	for len(group) < c.maxEntries {
+		select {
+		case it := <-c.intents:
+			group = append(group, it)
+			if waited && in() {
+				return group, closedReturned
+			}
+		case <-timer.C():
+			switch {
+			case waited:
+				return group, closedBound
+			case in() || c.bound == c.window:
+				return group, closedWindow
+			}
+			waited = true
+			timer.Reset(c.bound - c.window)
+		case <-ctx.Done():
+			return group, closedStopping
+		}
+	}
+	return group, closedFull
 }
 
 // expected is how many requests a group waits for: the callers answered
 // since the last accept, or in the period before it if more.
-func (w *Writer) expected() int64 {
-	return max(w.answered.Load(), w.answeredBefore.Load())
+func (c *committer) expected() int64 {
+	return max(c.answered.Load(), c.answeredBefore.Load())
 }
 
-func (w *Writer) drainIntents() {
+func (c *committer) drain() {
 	for {
 		select {
-		case it := <-w.intents:
+		case it := <-c.intents:
 			it.reply <- intentResult{err: ErrShuttingDown}
 		default:
 			return

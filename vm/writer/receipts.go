@@ -141,10 +141,10 @@ func (w *Writer) WaitReceipt(ctx context.Context, txID ids.ID) (*api.ReceiptRepl
 		case rc.Status == api.StatusAccepted || rc.Status == api.StatusRejected:
 			if waited {
 				// Answered by a decision: a closed-loop client sends its
-				// next request now (runCommitter waits for it). One asking
+				// next request now (the committer waits for it). One asking
 				// after the fact is not counted, so asking about old
 				// transactions delays no group.
-				w.answered.Add(1)
+				w.committer.answer()
 			}
 			return rc, nil
 		}

@@ -188,7 +188,7 @@ func (w *Writer) admissionWindow() (window, error) {
 	return window{
 		lowHeight: last.PChainHeight, highHeight: newest,
 		acceptedRound:  w.chain.Round(last.Timestamp),
-		round:          w.chain.Round(max(uint64(w.cfg.Clock().UnixMilli()), last.Timestamp)),
+		round:          w.chain.Round(max(uint64(w.clock.Now().UnixMilli()), last.Timestamp)),
 		acceptedHeight: last.Height,
 		inForce:        inForce,
 	}, nil
@@ -329,7 +329,7 @@ func (w *Writer) signerKey(h *txs.Header, pinned *execute.Membership, win window
 		if _, known := win.inForce.PublicKey(h.Owner); !known {
 			return nil, fmt.Errorf("%w: %s is no validator of the membership in force, P-chain height %d not looked up", ErrLookupRefused, h.Owner, h.PChainHeight)
 		}
-		if !w.lookups.take(w.cfg.Clock()) {
+		if !w.lookups.take(w.clock.Now()) {
 			return nil, fmt.Errorf("%w: P-chain height %d (lookup budget spent)", ErrLookupRefused, h.PChainHeight)
 		}
 		vs, err := w.chain.ValidatorSet(context.Background(), h.PChainHeight)

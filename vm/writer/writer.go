@@ -23,6 +23,7 @@ import (
 	"github.com/ava-labs/avalanchego/vms/platformvm/warp"
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/s-chain/schain/internal/clock"
 	"github.com/s-chain/schain/txs"
 	"github.com/s-chain/schain/vm/chain"
 	"github.com/s-chain/schain/vm/config"
@@ -46,8 +47,9 @@ type Config struct {
 	NodeID    ids.NodeID
 	Signer    warp.Signer
 	Genesis   *config.Genesis
-	Clock     func() time.Time
-	Log       logging.Logger
+	// Clock is the node's time and its waits (nil: the system's).
+	Clock clock.Clock
+	Log   logging.Logger
 	// Registerer receives the write path's metrics (nil: a private one).
 	Registerer prometheus.Registerer
 	// Heartbeats makes the writer send this validator's heartbeat a few
@@ -92,10 +94,12 @@ type Writer struct {
 	builds  Builds
 	gossip  Gossip // nil without gossip; set before Start
 	sigs    *execute.SignatureCache
-	tracker *tracker
-	pools   *pools
-	metrics *metrics
-	lookups lookupBudget
+	clock     clock.Clock
+	tracker   *tracker
+	pools     *pools
+	committer *committer
+	metrics   *metrics
+	lookups   lookupBudget
 
 	mu    sync.Mutex // guards nonce and heartbeats
 	nonce uint64
@@ -111,22 +115,10 @@ type Writer struct {
 	// too; 0: none): every accept up to that height re-pins the ones that
 	// missed their block.
 	boundThrough atomic.Uint64
-	// answered counts the waiting callers answered (their transaction
-	// decided) since the last accept, answeredBefore those of the period
-	// before it: closed-loop clients, who send their next request once
-	// answered. A group keeps collecting until as many requests as the
-	// larger of the two are in, for up to groupCommitReturnMs
-	// (runCommitter). The period before covers requests that arrive before
-	// this node's own accept (clients answered by a faster node). Clients
-	// that leave are forgotten at the second accept after their answers,
-	// so they delay groups for that long at most, each by the bound.
-	answered, answeredBefore atomic.Int64
 
-	intents       chan intent
-	stop          context.CancelFunc
-	lifetime      context.Context // ends at Stop
-	committerDone chan struct{}
-	background    sync.WaitGroup // re-pinning, refills, heartbeats
+	stop       context.CancelFunc
+	lifetime   context.Context // ends at Stop
+	background sync.WaitGroup  // re-pinning, refills, heartbeats
 }
 
 // New returns the write path of c's node over pool.
@@ -138,13 +130,16 @@ func New(cfg Config, c *chain.Chain, pool *mempool.Mempool, builds Builds) (*Wri
 	if err != nil {
 		return nil, err
 	}
+	if cfg.Clock == nil {
+		cfg.Clock = clock.Real()
+	}
 	g := cfg.Genesis
 	w := &Writer{
-		cfg: cfg, genesis: g, chain: c, mempool: pool, builds: builds, metrics: m,
+		cfg: cfg, genesis: g, chain: c, mempool: pool, builds: builds, metrics: m, clock: cfg.Clock,
 		sigs:       c.Signatures(),
 		tracker:    newTracker(g.TrackedTxs),
 		pools:      newPools(g.PoolChunkOrDefault(), g.PoolRanges),
-		intents:    make(chan intent, 4*g.GroupCommitMaxEntries),
+		committer:  newCommitter(g, cfg.Clock, m.groups),
 		heartbeats: map[uint64]*txs.Tx{},
 	}
 	// Nonces only need to differ between this node's own transactions of one
@@ -165,8 +160,7 @@ func (w *Writer) UseGossip(g Gossip) { w.gossip = g }
 func (w *Writer) Start() {
 	ctx, cancel := context.WithCancel(context.Background())
 	w.stop, w.lifetime = cancel, ctx
-	w.committerDone = make(chan struct{})
-	go w.runCommitter(ctx)
+	go w.committer.run(ctx, w.commitGroup)
 	if w.cfg.Heartbeats {
 		w.background.Add(1)
 		go w.runHeartbeats(ctx)
@@ -179,7 +173,7 @@ func (w *Writer) Stop() {
 		return
 	}
 	w.stop()
-	<-w.committerDone
+	<-w.committer.done
 	w.background.Wait()
 }
 
@@ -207,7 +201,7 @@ func (w *Writer) Accepted(b *chain.Block, inForce *execute.Membership, changed b
 	}
 	w.mempool.Signal()
 	w.metrics.mempoolDepth.Set(float64(w.mempool.Len()))
-	w.answeredBefore.Store(w.answered.Swap(0)) // before the waiters this accept answers count themselves
+	w.committer.accepted() // before the waiters this accept answers count themselves
 	w.tracker.wake()
 }
 
