@@ -87,13 +87,13 @@ type Gossip interface {
 
 // Writer is safe for concurrent use.
 type Writer struct {
-	cfg     Config
-	genesis *config.Genesis
-	chain   *chain.Chain
-	mempool *mempool.Mempool
-	builds  Builds
-	gossip  Gossip // nil without gossip; set before Start
-	sigs    *execute.SignatureCache
+	cfg       Config
+	genesis   *config.Genesis
+	chain     *chain.Chain
+	mempool   *mempool.Mempool
+	builds    Builds
+	gossip    Gossip // nil without gossip; set before Start
+	sigs      *execute.SignatureCache
 	clock     clock.Clock
 	tracker   *tracker
 	pools     *pools
