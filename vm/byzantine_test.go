@@ -15,7 +15,6 @@ import (
 
 	"github.com/s-chain/schain/api"
 	"github.com/s-chain/schain/txs"
-	"github.com/s-chain/schain/vm"
 	"github.com/s-chain/schain/vm/block"
 	"github.com/s-chain/schain/vm/builder"
 	"github.com/s-chain/schain/vm/chain"
@@ -202,7 +201,7 @@ func TestHealthNamesWhatIsWrong(t *testing.T) {
 	nw := newNetWith(t, 3, livenessGenesis)
 	nw.enterRound(0)
 	_, err := nw.vms[0].HealthCheck(ctx)
-	require.ErrorIs(t, err, vm.ErrUnhealthy)
+	require.ErrorIs(t, err, writer.ErrUnhealthy)
 	require.ErrorContains(t, err, "no membership")
 	nw.ready(10)
 	for i := range nw.vms {
@@ -217,7 +216,7 @@ func TestHealthNamesWhatIsWrong(t *testing.T) {
 	_, err = nw.vms[0].HealthCheck(ctx)
 	require.NoError(t, err)
 	_, err = nw.vms[2].HealthCheck(ctx)
-	require.ErrorIs(t, err, vm.ErrUnhealthy)
+	require.ErrorIs(t, err, writer.ErrUnhealthy)
 	require.ErrorContains(t, err, "heartbeat")
 	// Once one lands it is healthy again.
 	nw.heartbeats(0, 2)

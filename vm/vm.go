@@ -63,14 +63,8 @@ const Version = "v0.2.0"
 // (CB58) in the node's plugin directory, and subnets create chains with it.
 var ID = ids.ID{'s', 'c', 'h', 'a', 'i', 'n', '-', 'v', 'm'}
 
-var (
-	// ErrNotInitialized is returned before Initialize.
-	ErrNotInitialized = errors.New("vm: not initialized")
-	// ErrUnhealthy is what HealthCheck reports, with the reason, when this
-	// node cannot do its job: no membership open yet, or it is a validator
-	// whose heartbeats are not landing, so its ranges are about to move.
-	ErrUnhealthy = errors.New("vm: unhealthy")
-)
+// ErrNotInitialized is returned before Initialize.
+var ErrNotInitialized = errors.New("vm: not initialized")
 
 var (
 	_ snowblock.ChainVM                         = (*VM)(nil)
@@ -459,44 +453,16 @@ func (vm *VM) GetBlockIDAtHeight(_ context.Context, h uint64) (ids.ID, error) {
 }
 
 // HealthCheck reports the last accepted height, pending work and
-// finality progress, and fails with the reason while no membership is open
-// yet, while this node is in the P-chain set but no heartbeat of it landed
-// in the previous liveness round (with K=1 its ranges move at the next
-// one), or while finality certificates stall (certifier.ErrStalled).
+// finality progress, and fails with the reason while the write path is
+// unhealthy (writer.Writer.Health: no membership open yet, or this
+// validator's heartbeats are not landing) or finality certificates stall
+// (certifier.ErrStalled).
 func (vm *VM) HealthCheck(context.Context) (interface{}, error) {
 	if vm.chain == nil {
 		return nil, ErrNotInitialized
 	}
-	details, err := vm.liveness()
+	details, err := vm.writer.Health()
 	finality, ferr := vm.certifier.Health()
 	details["finality"] = finality
 	return details, errors.Join(err, ferr)
-}
-
-// liveness is HealthCheck's view of the chain and this node's heartbeats.
-func (vm *VM) liveness() (map[string]any, error) {
-	last := vm.chain.LastAccepted()
-	inForce := vm.chain.InForce()
-	details := map[string]any{"lastAcceptedHeight": last.Block.Height, "mempool": vm.mempool.Len()}
-	if inForce == nil {
-		return details, fmt.Errorf("%w: no membership open yet (the chain opens one at the first request that needs it)", ErrUnhealthy)
-	}
-	if _, validator := inForce.PublicKey(vm.cfg.NodeID); !validator {
-		return details, nil
-	}
-	rec, known, err := vm.chain.State().Liveness(vm.cfg.NodeID)
-	if err != nil {
-		return details, err
-	}
-	landed := rec.FirstSeen
-	if rec.HasHeartbeat {
-		landed = max(landed, rec.Heartbeat)
-	}
-	round := vm.chain.CurrentRound()
-	details["lastHeartbeatRound"], details["round"] = landed, round
-	if known && round > landed+1 {
-		return details, fmt.Errorf("%w: no heartbeat of this validator landed since liveness round %d (now %d): its ranges move once it is %d rounds behind (check its clock, its connectivity to the other validators and the log's \"heartbeat not sent\" warnings)",
-			ErrUnhealthy, landed, round, vm.genesis.LivenessRounds+1)
-	}
-	return details, nil
 }

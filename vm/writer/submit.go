@@ -7,7 +7,6 @@ import (
 
 	"github.com/s-chain/schain/errcode"
 
-	"github.com/ava-labs/avalanchego/ids"
 	"github.com/ava-labs/avalanchego/utils/crypto/bls"
 
 	"github.com/s-chain/schain/state"
@@ -96,9 +95,9 @@ func (w *Writer) signCurrent(ctx context.Context, build func(txs.Header) txs.Uns
 	}
 	round := w.chain.CurrentRound()
 	for attempt := 0; ; attempt++ {
-		h := w.header(e.Height(), e.Fingerprint(), round)
+		h := w.signer.header(e.Height(), e.Fingerprint(), round)
 		h.BlockHeight = blockHeight
-		tx, err := w.sign(build(h))
+		tx, err := w.signer.sign(build(h))
 		if err != nil {
 			return nil, err
 		}
@@ -118,31 +117,6 @@ func (w *Writer) signCurrent(ctx context.Context, build func(txs.Header) txs.Uns
 			return nil, fmt.Errorf("writer: signed a transaction identical to applied %s three times", tx.ID())
 		}
 	}
-}
-
-// header starts a transaction of this node with a fresh nonce.
-func (w *Writer) header(pChainHeight uint64, fingerprint ids.ID, round uint64) txs.Header {
-	w.mu.Lock()
-	w.nonce++
-	nonce := w.nonce
-	w.mu.Unlock()
-	return txs.Header{
-		NetworkID: w.cfg.NetworkID, ChainID: w.cfg.ChainID, PChainHeight: pChainHeight,
-		Fingerprint: fingerprint, Owner: w.cfg.NodeID, Nonce: nonce, Round: round,
-	}
-}
-
-// sign signs u with this node's key. The signature is this node's own, so
-// it enters the verified-signature cache at once: admission and this node's
-// Verify of the block carrying it skip the BLS check (about a third of an
-// allocate request's CPU). Every other validator still verifies it.
-func (w *Writer) sign(u txs.Unsigned) (*txs.Tx, error) {
-	tx, err := txs.Sign(u, w.genesis.TxLimits, w.cfg.Signer)
-	if err != nil {
-		return nil, err
-	}
-	w.sigs.Add(tx.ID())
-	return tx, nil
 }
 
 // Admission errors. Each refuses a transaction before it costs a

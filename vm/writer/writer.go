@@ -8,8 +8,6 @@ package writer
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"sync"
@@ -101,11 +99,8 @@ type Writer struct {
 	metrics   *metrics
 	lookups   lookupBudget
 
-	mu    sync.Mutex // guards nonce and heartbeats
-	nonce uint64
-	// heartbeats are the heartbeats this node sent, by liveness round (the
-	// previous, current and next round's at most).
-	heartbeats map[uint64]*txs.Tx
+	signer     *signer
+	heartbeats *heartbeats
 
 	// repinWanted is set when a build skipped stale work: the next accept
 	// re-pins even if it changed no membership.
@@ -136,17 +131,17 @@ func New(cfg Config, c *chain.Chain, pool *mempool.Mempool, builds Builds) (*Wri
 	g := cfg.Genesis
 	w := &Writer{
 		cfg: cfg, genesis: g, chain: c, mempool: pool, builds: builds, metrics: m, clock: cfg.Clock,
-		sigs:       c.Signatures(),
-		tracker:    newTracker(g.TrackedTxs),
-		pools:      newPools(g.PoolChunkOrDefault(), g.PoolRanges),
-		committer:  newCommitter(g, cfg.Clock, m.groups),
-		heartbeats: map[uint64]*txs.Tx{},
+		sigs:      c.Signatures(),
+		tracker:   newTracker(g.TrackedTxs),
+		pools:     newPools(g.PoolChunkOrDefault(), g.PoolRanges),
+		committer: newCommitter(g, cfg.Clock, m.groups),
 	}
-	// Nonces only need to differ between this node's own transactions of one
-	// round, including across restarts: start at a random point, so that
-	// neither a clock stepped back nor a fixed clock repeats one.
-	if w.nonce, err = randomNonce(); err != nil {
+	if w.signer, err = newSigner(cfg, w.sigs); err != nil {
 		return nil, err
+	}
+	w.heartbeats = &heartbeats{
+		chain: c, nodeID: cfg.NodeID, genesis: g, clock: cfg.Clock, log: cfg.Log, signer: w.signer,
+		submit: w.SubmitTx, pending: pool.Has, sent: map[uint64]*txs.Tx{},
 	}
 	return w, nil
 }
@@ -163,7 +158,10 @@ func (w *Writer) Start() {
 	go w.committer.run(ctx, w.commitGroup)
 	if w.cfg.Heartbeats {
 		w.background.Add(1)
-		go w.runHeartbeats(ctx)
+		go func() {
+			defer w.background.Done()
+			w.heartbeats.run(ctx)
+		}()
 	}
 }
 
@@ -293,14 +291,6 @@ func (w *Writer) noteBound(h uint64) {
 			return
 		}
 	}
-}
-
-func randomNonce() (uint64, error) {
-	var b [8]byte
-	if _, err := rand.Read(b[:]); err != nil {
-		return 0, fmt.Errorf("drawing a nonce: %w", err)
-	}
-	return binary.BigEndian.Uint64(b[:]) >> 1, nil // half the space above it is left for increments
 }
 
 // metrics are the write path's series (docs/operations.md lists them all).
