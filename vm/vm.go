@@ -225,7 +225,7 @@ func (vm *VM) Init(cfg Config, db database.Database, genesisBytes []byte) error 
 	}
 	if vm.writer, err = writer.New(writer.Config{
 		NetworkID: cfg.NetworkID, ChainID: cfg.ChainID, NodeID: cfg.NodeID, Signer: cfg.Signer,
-		Genesis: g, Clock: clock.WithNow(cfg.Clock), Log: cfg.Log, Registerer: cfg.Registerer, Heartbeats: cfg.Heartbeats,
+		Genesis: g, Signatures: vm.chain.Signatures(), Clock: clock.WithNow(cfg.Clock), Log: cfg.Log, Registerer: cfg.Registerer, Heartbeats: cfg.Heartbeats,
 	}, vm.chain, vm.mempool, builds{vm}); err != nil {
 		return err
 	}

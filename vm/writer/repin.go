@@ -24,7 +24,7 @@ func (w *Writer) repinStale(e *execute.Membership) {
 	win := window{inForce: e, acceptedRound: w.chain.Round(last.Timestamp), acceptedHeight: last.Height}
 	var own []*txs.Tx
 	for _, tx := range w.mempool.All() {
-		if !w.dead(tx, win) {
+		if !w.admission.dead(tx, win) {
 			continue
 		}
 		w.mempool.Remove(tx.ID())

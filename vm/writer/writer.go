@@ -45,6 +45,9 @@ type Config struct {
 	NodeID    ids.NodeID
 	Signer    warp.Signer
 	Genesis   *config.Genesis
+	// Signatures is the chain's cache of verified signatures, shared with
+	// Verify (nil: a private one).
+	Signatures *execute.SignatureCache
 	// Clock is the node's time and its waits (nil: the system's).
 	Clock clock.Clock
 	Log   logging.Logger
@@ -77,39 +80,55 @@ type Builds interface {
 	WantMembership()
 }
 
+// Chain is what the write path reads of the chain (package chain): the
+// heartbeats' view, the memberships this node signs against and checks
+// pins with, and accepted and processing blocks.
+type Chain interface {
+	HeartbeatChain
+	LastAccepted() *chain.Block
+	// Processing reports how many blocks are processing, and whether one
+	// carries txID.
+	Processing(txID ids.ID) (n int, carries bool)
+	// Snapshot is the membership the next block will have.
+	Snapshot(ctx context.Context) (*execute.Membership, error)
+	// Membership is a membership this node computed, by fingerprint.
+	Membership(fingerprint ids.ID) (*execute.Membership, bool)
+	CachedValidatorSet(height uint64) (*execute.ValidatorSet, bool)
+	Round(ts uint64) uint64
+}
+
 // Gossip offers a transaction to the other validators after admitting it
 // here (package gossip).
 type Gossip interface {
 	Offer(tx *txs.Tx) error
 }
 
-// Writer is safe for concurrent use.
+// Writer is the write path's API; its state belongs to its parts, each
+// guarding its own: the signer (key, nonce), admission (what enters the
+// pool, the lookup budget, bound heights), the committer (the queue of
+// requests and their groups), the heartbeats, the pools of committed ids,
+// and the tracker of rejections and replacements. Writer is safe for
+// concurrent use.
 type Writer struct {
 	cfg       Config
 	genesis   *config.Genesis
-	chain     *chain.Chain
+	chain     Chain
 	mempool   *mempool.Mempool
 	builds    Builds
 	gossip    Gossip // nil without gossip; set before Start
-	sigs      *execute.SignatureCache
 	clock     clock.Clock
 	tracker   *tracker
 	pools     *pools
 	committer *committer
 	metrics   *metrics
-	lookups   lookupBudget
 
 	signer     *signer
 	heartbeats *heartbeats
+	admission  *admission
 
 	// repinWanted is set when a build skipped stale work: the next accept
 	// re-pins even if it changed no membership.
 	repinWanted atomic.Bool
-	// boundThrough is the highest block height a pending transaction is
-	// bound to (set by admission, which this node's own transactions pass
-	// too; 0: none): every accept up to that height re-pins the ones that
-	// missed their block.
-	boundThrough atomic.Uint64
 
 	stop       context.CancelFunc
 	lifetime   context.Context // ends at Stop
@@ -117,7 +136,7 @@ type Writer struct {
 }
 
 // New returns the write path of c's node over pool.
-func New(cfg Config, c *chain.Chain, pool *mempool.Mempool, builds Builds) (*Writer, error) {
+func New(cfg Config, c Chain, pool *mempool.Mempool, builds Builds) (*Writer, error) {
 	if cfg.Log == nil {
 		cfg.Log = logging.NoLog{}
 	}
@@ -128,20 +147,26 @@ func New(cfg Config, c *chain.Chain, pool *mempool.Mempool, builds Builds) (*Wri
 	if cfg.Clock == nil {
 		cfg.Clock = clock.Real()
 	}
+	if cfg.Signatures == nil {
+		cfg.Signatures = execute.NewSignatureCache(1 << 14)
+	}
 	g := cfg.Genesis
 	w := &Writer{
 		cfg: cfg, genesis: g, chain: c, mempool: pool, builds: builds, metrics: m, clock: cfg.Clock,
-		sigs:      c.Signatures(),
 		tracker:   newTracker(g.TrackedTxs),
 		pools:     newPools(g.PoolChunkOrDefault(), g.PoolRanges),
 		committer: newCommitter(g, cfg.Clock, m.groups),
 	}
-	if w.signer, err = newSigner(cfg, w.sigs); err != nil {
+	if w.signer, err = newSigner(cfg, cfg.Signatures); err != nil {
 		return nil, err
 	}
 	w.heartbeats = &heartbeats{
 		chain: c, nodeID: cfg.NodeID, genesis: g, clock: cfg.Clock, log: cfg.Log, signer: w.signer,
 		submit: w.SubmitTx, pending: pool.Has, sent: map[uint64]*txs.Tx{},
+	}
+	w.admission = &admission{
+		chain: c, genesis: g, networkID: cfg.NetworkID, chainID: cfg.ChainID, clock: cfg.Clock, sigs: cfg.Signatures,
+		mempool: pool, refused: m.refused, depth: m.mempoolDepth,
 	}
 	return w, nil
 }
@@ -186,13 +211,10 @@ func (w *Writer) Accepted(b *chain.Block, inForce *execute.Membership, changed b
 	}
 	w.mempool.Remove(included...)
 	repin := w.repinWanted.Swap(false)
-	if bound := w.boundThrough.Load(); bound != 0 {
+	if w.admission.accepted(b.Block.Height) {
 		// Transactions bound to this height or below that missed their
-		// block are dead; those bound higher wait for a later accept.
+		// block are dead.
 		repin = true
-		if b.Block.Height >= bound {
-			w.boundThrough.CompareAndSwap(bound, 0)
-		}
 	}
 	if b.HasPChainHeight && inForce != nil && (changed || repin) {
 		w.repinStale(inForce)
@@ -280,17 +302,6 @@ func (w *Writer) pinFor(ctx context.Context, ranges []string) (e *execute.Member
 		return nil, 0, err
 	}
 	return next, last.Height + 1, nil
-}
-
-// noteBound remembers that a transaction bound to height h waits: the
-// accept of that height re-pins it if it missed the block (Accepted).
-func (w *Writer) noteBound(h uint64) {
-	for {
-		cur := w.boundThrough.Load()
-		if cur >= h || w.boundThrough.CompareAndSwap(cur, h) {
-			return
-		}
-	}
 }
 
 // metrics are the write path's series (docs/operations.md lists them all).
