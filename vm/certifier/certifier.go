@@ -39,6 +39,7 @@ import (
 
 	"github.com/s-chain/schain/certificate"
 	"github.com/s-chain/schain/errcode"
+	"github.com/s-chain/schain/internal/clock"
 	"github.com/s-chain/schain/vm/block"
 )
 
@@ -103,7 +104,11 @@ type Config struct {
 	NodeID     ids.NodeID
 	Signer     warp.Signer
 	Validators Source
-	Clock      func() time.Time
+	// Clock is the chain's time, what acceptance and finality latencies
+	// are measured on.
+	Clock func() time.Time
+	// Timers paces request rounds and saves (nil: the system's clock).
+	Timers     clock.Clock
 	Log        logging.Logger
 	Registerer prometheus.Registerer
 	// StallAfter: Health fails once an accepted block waited this long for
@@ -184,6 +189,9 @@ func New(cfg Config, db database.Database, blocks Blocks, last *block.Block) (*C
 	if cfg.Clock == nil {
 		cfg.Clock = time.Now
 	}
+	if cfg.Timers == nil {
+		cfg.Timers = clock.Real()
+	}
 	if cfg.StallAfter <= 0 {
 		cfg.StallAfter = DefaultStallAfter
 	}
@@ -203,7 +211,7 @@ func New(cfg Config, db database.Database, blocks Blocks, last *block.Block) (*C
 		return nil, err
 	}
 	if last.Height > c.certified {
-		c.waiting, c.uncoveredSince = cfg.Clock(), time.Now()
+		c.waiting, c.uncoveredSince = cfg.Clock(), cfg.Timers.Now()
 	}
 	c.updateGauges()
 	return c, nil
@@ -257,7 +265,7 @@ func (c *Certifier) Accepted(b *block.Block) {
 			c.accepted[b.Height] = now
 		}
 		if c.waiting.IsZero() {
-			c.waiting, c.uncoveredSince = now, time.Now()
+			c.waiting, c.uncoveredSince = now, c.cfg.Timers.Now()
 		}
 	}
 	c.updateGauges()
@@ -361,18 +369,19 @@ func (c *Certifier) run(ctx context.Context) {
 		started time.Time // when the newest request round started
 		retry   time.Time // no request round before this, after a short one
 	)
-	timer := time.NewTimer(time.Hour)
+	timers := c.cfg.Timers
+	timer := timers.NewTimer(time.Hour)
 	defer timer.Stop()
 	for {
 		saveAt, unsaved := c.store.saveDue()
-		if unsaved && !time.Now().Before(saveAt) {
+		if unsaved && !timers.Now().Before(saveAt) {
 			c.save()
 			saveAt, unsaved = c.store.saveDue()
 		}
 		c.pushAccepted(ctx)
 		if err := c.openAttempts(ctx); err != nil {
 			c.cfg.Log.Warn("certificate attempt not started", zap.Error(err))
-			if !sleep(ctx, backoff) {
+			if !c.sleep(ctx, backoff) {
 				return
 			}
 			backoff = min(2*backoff, maxBackoff)
@@ -392,8 +401,8 @@ func (c *Certifier) run(ctx context.Context) {
 		if a != nil {
 			due = maxTime(c.waitingSince().Add(pullAfter), started.Add(minInterval), retry)
 		}
-		if a != nil && !time.Now().Before(due) {
-			started = time.Now()
+		if a != nil && !timers.Now().Before(due) {
+			started = timers.Now()
 			progressed, err := c.collect(ctx, a)
 			if err == nil && (a.quorum() || c.quorumInSight()) {
 				continue // certified at the top of the loop
@@ -403,7 +412,7 @@ func (c *Certifier) run(ctx context.Context) {
 			if progressed {
 				backoff = minBackoff
 			}
-			retry = time.Now().Add(backoff)
+			retry = timers.Now().Add(backoff)
 			backoff = min(2*backoff, maxBackoff)
 			continue
 		}
@@ -415,8 +424,8 @@ func (c *Certifier) run(ctx context.Context) {
 			case unsaved && saveAt.Before(due):
 				due = saveAt
 			}
-			timer.Reset(time.Until(due))
-			fire = timer.C
+			timer.Reset(due.Sub(timers.Now()))
+			fire = timer.C()
 		}
 		select {
 		case <-ctx.Done():
@@ -426,7 +435,7 @@ func (c *Certifier) run(ctx context.Context) {
 		}
 		if !timer.Stop() {
 			select {
-			case <-timer.C:
+			case <-timer.C():
 			default:
 			}
 		}
@@ -526,7 +535,7 @@ func (c *Certifier) waitingSince() time.Time {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.uncoveredSince.IsZero() {
-		return time.Now()
+		return c.cfg.Timers.Now()
 	}
 	return c.uncoveredSince
 }
@@ -541,13 +550,13 @@ func maxTime(ts ...time.Time) time.Time {
 	return m
 }
 
-func sleep(ctx context.Context, d time.Duration) bool {
-	t := time.NewTimer(d)
+func (c *Certifier) sleep(ctx context.Context, d time.Duration) bool {
+	t := c.cfg.Timers.NewTimer(d)
 	defer t.Stop()
 	select {
 	case <-ctx.Done():
 		return false
-	case <-t.C:
+	case <-t.C():
 		return true
 	}
 }
@@ -564,7 +573,7 @@ func (c *Certifier) finish(a *attempt) error {
 	if err != nil {
 		return err
 	}
-	if err := c.store.add(cert, time.Now()); err != nil {
+	if err := c.store.add(cert, c.cfg.Timers.Now()); err != nil {
 		// Kept in memory, readable, and tried again: the certificate
 		// stands whether or not this node's copy reached the disk.
 		c.cfg.Log.Warn("certificates not saved", zap.Error(err))
@@ -581,7 +590,7 @@ func (c *Certifier) finish(a *attempt) error {
 	}
 	c.waiting, c.uncoveredSince = time.Time{}, time.Time{}
 	if c.lastHeight() > c.certified {
-		c.waiting, c.uncoveredSince = now, time.Now()
+		c.waiting, c.uncoveredSince = now, c.cfg.Timers.Now()
 		if at, ok := c.accepted[c.certified+1]; ok {
 			c.waiting = at
 		}
@@ -598,7 +607,7 @@ func (c *Certifier) finish(a *attempt) error {
 // save writes the certificates waiting in memory, logging when it could
 // not (they stay in memory and are tried again saveAfter later).
 func (c *Certifier) save() {
-	if err := c.store.save(); err != nil {
+	if err := c.store.save(c.cfg.Timers.Now()); err != nil {
 		c.cfg.Log.Warn("certificates not saved", zap.Error(err))
 	}
 }

@@ -237,8 +237,10 @@ func (c *Certifier) collect(ctx context.Context, a *attempt) (bool, error) {
 	if ask.Len() == 0 {
 		return false, nil
 	}
-	ctx, cancel := context.WithTimeout(ctx, roundTimeout)
+	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
+	end := c.cfg.Timers.NewTimer(roundTimeout)
+	defer end.Stop()
 	// At most one request per node is in flight, so one slot per node
 	// keeps the callbacks (and the retry timers) from ever blocking.
 	answers := make(chan answer, ask.Len())
@@ -258,6 +260,8 @@ func (c *Certifier) collect(ctx context.Context, a *attempt) (bool, error) {
 	for (inFlight > 0 || scheduled > 0) && !a.quorum() {
 		select {
 		case <-ctx.Done():
+			return progressed, nil
+		case <-end.C():
 			return progressed, nil
 		case <-c.wake:
 			// A push, or a newer block this node must push its
@@ -289,12 +293,18 @@ func (c *Certifier) collect(ctx context.Context, a *attempt) (bool, error) {
 				delays[ans.nodeID] = d
 				scheduled++
 				id := ans.nodeID
-				time.AfterFunc(d, func() {
+				retry := c.cfg.Timers.NewTimer(d)
+				go func() {
+					defer retry.Stop()
 					select {
-					case due <- id:
-					default:
+					case <-retry.C():
+						select {
+						case due <- id:
+						default:
+						}
+					case <-ctx.Done(): // the round ended
 					}
-				})
+				}()
 				c.metrics.refusals.WithLabelValues("not_accepted_yet").Inc()
 				continue
 			}

@@ -63,7 +63,7 @@ func (s *store) add(c *certificate.Certificate, now time.Time) error {
 	full := len(s.unsaved) >= maxUnsaved
 	s.mu.Unlock()
 	if full {
-		return s.save()
+		return s.save(now)
 	}
 	return nil
 }
@@ -79,7 +79,7 @@ func (s *store) saveDue() (time.Time, bool) {
 // batch. They stay readable from memory until the write is done, so a
 // reader finds each of them in one place or the other throughout. Only
 // the certifier's background goroutine saves (and New, Stop after it).
-func (s *store) save() error {
+func (s *store) save(now time.Time) error {
 	s.mu.Lock()
 	waiting := slices.Clone(s.unsaved)
 	s.mu.Unlock()
@@ -88,7 +88,7 @@ func (s *store) save() error {
 	}
 	if err := s.write(waiting); err != nil {
 		s.mu.Lock()
-		s.since = time.Now() // tried again saveAfter from now, not at once
+		s.since = now // tried again saveAfter from now, not at once
 		s.mu.Unlock()
 		return err
 	}

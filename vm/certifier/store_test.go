@@ -236,7 +236,7 @@ func TestUnsavedCertificatesStayBounded(t *testing.T) {
 	require.Equal(uint64(n-maxKept+1), c.Height, "a dropped height is covered by the oldest kept")
 
 	failing.Store(false)
-	require.NoError(s.save())
+	require.NoError(s.save(time.Now()))
 	require.Empty(s.unsaved)
 	last, err := s.last()
 	require.NoError(err)
