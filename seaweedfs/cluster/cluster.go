@@ -144,6 +144,9 @@ type state struct {
 	Detach            bool              `json:"detach"`
 	Masters           []*master         `json:"masters"`
 	Volume            *volume           `json:"volume"`
+	// Services are the processes beside the masters and the first volume
+	// server (services.go).
+	Services []*service `json:"services,omitempty"`
 }
 
 type master struct {
@@ -675,6 +678,9 @@ func (c *Cluster) Stop(ctx context.Context) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	var errs []error
+	for _, s := range slices.Backward(c.state.Services) { // gateways before their filers
+		errs = append(errs, s.stop(ctx))
+	}
 	if c.state.Volume != nil {
 		errs = append(errs, c.state.Volume.stop(ctx))
 	}
@@ -695,6 +701,9 @@ func (c *Cluster) Alive() map[string]bool {
 		out[m.Name] = m.alive()
 	}
 	out[c.state.Volume.Name] = c.state.Volume.alive()
+	for _, s := range c.state.Services {
+		out[s.Name] = s.alive()
+	}
 	return out
 }
 
@@ -723,6 +732,9 @@ func (c *Cluster) procs() []*proc {
 	}
 	if c.state.Volume != nil {
 		out = append(out, &c.state.Volume.proc)
+	}
+	for _, s := range c.state.Services {
+		out = append(out, &s.proc)
 	}
 	return out
 }
