@@ -38,8 +38,19 @@ var (
 	// ErrRequestTooLarge matches api.CodeRequestTooLarge: the request body
 	// exceeds the node's maxRequestBytes. Not retried.
 	ErrRequestTooLarge = errcode.RequestTooLarge.Class()
+	// ErrForbidden matches api.CodeForbidden: the token is valid, but its
+	// scope does not cover the method or the range (IsForbidden names
+	// which). Not retried.
+	ErrForbidden = errcode.Forbidden.Class()
 	// ErrNotFound matches api.CodeNotFound.
 	ErrNotFound = errcode.NotFound.Class()
+	// ErrPreconditionFailed matches api.CodePreconditionFailed: a versioned
+	// write's condition failed (IsPreconditionFailed names the current
+	// version). Not retried: the same write fails the same way.
+	ErrPreconditionFailed = errcode.PreconditionFailed.Class()
+	// ErrConflict matches api.CodeConflict: a manifest names a chunk another
+	// live object holds, or one already released. Not retried.
+	ErrConflict = errcode.Conflict.Class()
 	// ErrServer matches every other code (api.CodeUnknown and the JSON-RPC
 	// protocol codes).
 	ErrServer = errcode.Unknown.Class()
@@ -127,6 +138,13 @@ func IsUnauthorized(err error) (api.UnauthorizedData, bool) {
 	return d, decodeData(err, api.CodeUnauthorized, &d)
 }
 
+// IsForbidden reports whether err is a Forbidden answer and returns the
+// scope the token lacks.
+func IsForbidden(err error) (api.ForbiddenData, bool) {
+	var d api.ForbiddenData
+	return d, decodeData(err, api.CodeForbidden, &d)
+}
+
 // IsTooManyRequests reports whether err is a TooManyRequests answer and
 // returns how long the node asked us to back off.
 func IsTooManyRequests(err error) (api.RetryData, bool) {
@@ -156,10 +174,47 @@ func decodeData(err error, code int, v any) bool {
 
 // retryable reports whether the same request may succeed later: the node is
 // not ready, pushes back (node-wide or on this token), or could not be
-// reached. Rejected, InvalidParams, Unauthorized, RequestTooLarge, Timeout
+// reached. Rejected, InvalidParams, Unauthorized, Forbidden, RequestTooLarge, Timeout
 // (the tx may exist: a retry would duplicate it) and unknown server errors
 // are final.
 func retryable(err error) bool {
 	return errors.Is(err, ErrNotReady) || errors.Is(err, ErrMempoolFull) || errors.Is(err, ErrTooManyRequests) ||
 		errors.Is(err, ErrTransport)
+}
+
+// EntryError is the error of one entry of an accepted versioned manifest
+// write or reclaim: nil if the entry wrote, else the *Error the node
+// answers a waited write with (api.CodePreconditionFailed, CodeConflict or
+// CodeRejected, with its data). A write sent without Wait learns its fate
+// this way from its receipt.
+func EntryError(rc *api.ReceiptReply, index int) error {
+	if rc == nil || rc.Status != api.StatusAccepted {
+		return nil
+	}
+	if index < 0 || index >= len(rc.Entries) {
+		return fmt.Errorf("%w: receipt of %s has %d entries, not entry %d", ErrMalformedResponse, rc.TxID, len(rc.Entries), index)
+	}
+	e := rc.Entries[index]
+	if e.Refused == "" {
+		return nil
+	}
+	data, err := json.Marshal(api.Refusal(rc.TxID, index, e))
+	if err != nil {
+		return err
+	}
+	return &Error{Code: api.RefusalCode(e.Refused), Message: fmt.Sprintf("%s: %s", e.Refused, e.Detail), Data: data}
+}
+
+// IsPreconditionFailed reports whether err is a PreconditionFailed answer
+// and returns the object's current version.
+func IsPreconditionFailed(err error) (api.PreconditionData, bool) {
+	var d api.PreconditionData
+	return d, decodeData(err, api.CodePreconditionFailed, &d)
+}
+
+// IsConflict reports whether err is a Conflict answer (a chunk another live
+// object holds, or one released) and returns what stood in the way.
+func IsConflict(err error) (api.ConflictData, bool) {
+	var d api.ConflictData
+	return d, decodeData(err, api.CodeConflict, &d)
 }

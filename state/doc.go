@@ -15,6 +15,13 @@
 //	'x' txID                       -> receipt                     (rooted)
 //	'r' u64 round | signing hash   -> {}   replay index           (rooted)
 //	'e'                            -> u64 round below which 'r' is empty (rooted)
+//	'v' str bucket | key           -> object: version, height, manifest,
+//	                                  attributes (kind 4; rooted)
+//	'k' str range | u64 id         -> chunk: live (holder) | released |
+//	                                  reclaimed (height) (rooted)
+//	'g' str bucket | u64 height | str range | u64 id
+//	                               -> u64 size | [32] hash: the bucket's
+//	                                  released list (rooted)
 //	'b' blockID                    -> block bytes                 (index)
 //	'h' u64 height                 -> blockID                     (index)
 //	'a'                            -> last accepted {id, height, root}

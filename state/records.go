@@ -19,7 +19,8 @@ type Receipt struct {
 }
 
 // ReceiptEntry is one entry's outcome: the ids reserved by an allocate entry
-// ([Base, Base+Count) in Range), or the object a manifest entry wrote.
+// ([Base, Base+Count) in Range), the object a manifest entry wrote, or the
+// chunk a reclaim entry took off its released list (Range, ID).
 type ReceiptEntry struct {
 	Range   string `json:"range,omitempty"`
 	Base    uint64 `json:"base,omitempty"`
@@ -27,13 +28,43 @@ type ReceiptEntry struct {
 	Bucket  string `json:"bucket,omitempty"`
 	Key     string `json:"key,omitempty"`
 	Deleted bool   `json:"deleted,omitempty"`
+	// The fields below are a ManifestTx's or ReclaimTx's (receipt record
+	// version 2).
+
+	// Version is the version a manifest entry wrote (0 for the deletion of
+	// an object that was not live, which writes nothing).
+	Version uint64 `json:"version,omitempty"`
+	// Refused is the reason an entry wrote nothing (an errcode reason such
+	// as "precondition_failed" or "chunk_in_use"), with Detail naming what
+	// stood in the way.
+	Refused string `json:"refused,omitempty"`
+	Detail  string `json:"detail,omitempty"`
+	// Current is the object's version when its precondition failed (0: not
+	// live).
+	Current uint64 `json:"current,omitempty"`
+	// ID is the chunk a reclaim entry names (in Range).
+	ID uint64 `json:"id,omitempty"`
 }
 
-const receiptVersion byte = 1
+// Receipt record versions: 1 for the kinds before the manifests upgrade
+// (their bytes, and so the state root, never change), 2 for ManifestTx and
+// ReclaimTx.
+const (
+	receiptVersion   byte = 1
+	receiptVersionV2 byte = 2
+)
+
+// receiptV2 reports whether a receipt's kind records the version 2 fields.
+func receiptV2(kind string) bool { return kind == "manifest" || kind == "reclaim" }
 
 func encodeReceipt(r *Receipt) ([]byte, error) {
 	w := &wire.Writer{}
-	w.U8(receiptVersion)
+	v2 := receiptV2(r.Kind)
+	if v2 {
+		w.U8(receiptVersionV2)
+	} else {
+		w.U8(receiptVersion)
+	}
 	w.Raw(r.TxID[:])
 	w.U64(r.Height)
 	w.Str(r.Kind)
@@ -45,13 +76,21 @@ func encodeReceipt(r *Receipt) ([]byte, error) {
 		w.Str(e.Bucket)
 		w.Str(e.Key)
 		w.Bool(e.Deleted)
+		if v2 {
+			w.U64(e.Version)
+			w.Str(e.Refused)
+			w.Str(e.Detail)
+			w.U64(e.Current)
+			w.U64(e.ID)
+		}
 	}
 	return w.B, w.Err
 }
 
 func decodeReceipt(b []byte) (*Receipt, error) {
 	r := &wire.Reader{B: b}
-	if v := r.U8(); r.Err == nil && v != receiptVersion {
+	v := r.U8()
+	if r.Err == nil && v != receiptVersion && v != receiptVersionV2 {
 		return nil, fmt.Errorf("%w: receipt version %d", ErrCorrupt, v)
 	}
 	rc := &Receipt{}
@@ -60,10 +99,17 @@ func decodeReceipt(b []byte) (*Receipt, error) {
 	rc.Kind = r.Str()
 	n := r.U32()
 	for i := uint32(0); i < n && r.Err == nil; i++ {
-		rc.Entries = append(rc.Entries, ReceiptEntry{
+		e := ReceiptEntry{
 			Range: r.Str(), Base: r.U64(), Count: r.U64(),
 			Bucket: r.Str(), Key: r.Str(), Deleted: r.Bool(),
-		})
+		}
+		if v == receiptVersionV2 {
+			e.Version, e.Refused, e.Detail, e.Current, e.ID = r.U64(), r.Str(), r.Str(), r.U64(), r.U64()
+		}
+		rc.Entries = append(rc.Entries, e)
+	}
+	if r.Err == nil && receiptV2(rc.Kind) != (v == receiptVersionV2) {
+		return nil, fmt.Errorf("%w: receipt of a %s in record version %d", ErrCorrupt, rc.Kind, v)
 	}
 	if err := r.Done(); err != nil {
 		return nil, fmt.Errorf("%w: receipt: %w", ErrCorrupt, err)

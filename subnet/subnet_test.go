@@ -4,9 +4,11 @@ import (
 	"context"
 	"encoding/hex"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -199,6 +201,10 @@ func TestKeyFile(t *testing.T) {
 
 // fakeNode answers Read's calls from fields.
 type fakeNode struct {
+	// blocks are the P-chain's blocks by height (GetBlockByHeight); reads
+	// counts the calls.
+	blocks     map[uint64][]byte
+	reads      atomic.Int64
 	subnet     platformvm.GetSubnetClientResponse
 	subnetErr  error
 	validators map[ids.ID][]platformvm.ClientPermissionlessValidator
@@ -240,6 +246,15 @@ func (n *fakeNode) GetValidatorsAt(_ context.Context, id ids.ID, _ platformapi.H
 		out[v.NodeID] = &validators.GetValidatorOutput{NodeID: v.NodeID, Weight: v.Weight}
 	}
 	return out, nil
+}
+
+func (n *fakeNode) GetBlockByHeight(_ context.Context, h uint64, _ ...rpc.Option) ([]byte, error) {
+	n.reads.Add(1)
+	b, ok := n.blocks[h]
+	if !ok {
+		return nil, fmt.Errorf("no block at height %d", h)
+	}
+	return b, nil
 }
 
 func (*fakeNode) IssueTx(context.Context, []byte, ...rpc.Option) (ids.ID, error) {

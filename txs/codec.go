@@ -153,6 +153,10 @@ func Parse(b []byte, l Limits) (*Tx, error) {
 		u = t
 	case kindHeartbeat:
 		u = &HeartbeatTx{Header: h}
+	case kindManifest:
+		u = readManifestEntries(r, h, n, l)
+	case kindReclaim:
+		u = readReclaimEntries(r, h, n)
 	default:
 		return nil, fmt.Errorf("%w: %d", ErrUnknownKind, kind)
 	}

@@ -77,6 +77,8 @@ type Visitor interface {
 	Allocate(*AllocateTx) error
 	PutManifest(*PutManifestTx) error
 	Heartbeat(*HeartbeatTx) error
+	Manifest(*ManifestTx) error
+	Reclaim(*ReclaimTx) error
 }
 
 // Unsigned is the part of a transaction the owner signs.
@@ -335,6 +337,10 @@ func (tx *Tx) Kind() string {
 		return "putManifest"
 	case kindHeartbeat:
 		return "heartbeat"
+	case kindManifest:
+		return "manifest"
+	case kindReclaim:
+		return "reclaim"
 	default:
 		return "unknown"
 	}

@@ -31,6 +31,9 @@ const (
 	// exitNotVerified: a finality certificate or its proof did not check
 	// out (schain verify).
 	exitNotVerified = 9
+	// exitForbidden: the write token's scope does not cover the method or
+	// the range.
+	exitForbidden = 10
 )
 
 // exitCodes documents every exit code, in order.
@@ -48,6 +51,7 @@ var exitCodes = []struct {
 	{exitUnauthorized, "unauthorized: no, wrong or revoked write token"},
 	{exitRefused, "refused by a precondition of a validators or deploy command; nothing was issued"},
 	{exitNotVerified, "not verified: a finality certificate or its proof does not check out against the P-chain's validator set (schain verify)"},
+	{exitForbidden, "forbidden: the write token's scope does not cover the method or the range (the line names which)"},
 }
 
 // exitCodesHelp is the exit codes' part of the root command's help.
@@ -179,6 +183,13 @@ func apiErrorLine(err error, f failure) (string, int) {
 			hint = "the node's chain config lists no writeTokens: see README, Access control"
 		}
 		return fmt.Sprintf("%s: %s (%s)", name, e.Message, hint), exitUnauthorized
+	case api.CodeForbidden:
+		d, _ := client.IsForbidden(err)
+		missing := "method " + d.Method
+		if d.Reason == api.ScopeRange {
+			missing = "range " + d.Range
+		}
+		return fmt.Sprintf("%s: %s (token %q lacks %s: widen its ranges or methods in the nodes' chain config, or use a token that has it)", name, e.Message, d.Token, missing), exitForbidden
 	case api.CodeTooManyRequests:
 		d, _ := client.IsTooManyRequests(err)
 		return fmt.Sprintf("%s: %s (retry after %d ms)", name, e.Message, d.RetryAfterMs), exitUnavailable

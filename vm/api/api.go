@@ -5,11 +5,18 @@
 // The service is served at /ext/bc/<chainID> with gorilla/rpc v2 JSON
 // (JSON-RPC 2.0); methods are "schain.<name>".
 //
-// Access: the methods that make the node sign (allocate, putManifest)
-// require "Authorization: Bearer <token>" with one of the node's write
-// tokens (CodeUnauthorized otherwise); the read methods (get*) are open.
-// Every request body is bounded (CodeRequestTooLarge, HTTP 413), and so are
-// each token's write requests in flight (CodeTooManyRequests).
+// Access: the methods that make the node sign (allocate, allocateBatch,
+// putManifest, reclaim) require "Authorization: Bearer <token>" with one of
+// the node's write tokens (CodeUnauthorized otherwise), whose scope must
+// cover the method and the range (CodeForbidden otherwise); the read
+// methods (get*, list*) are open. Every request body is bounded
+// (CodeRequestTooLarge, HTTP 413), and so are each token's write requests
+// in flight (CodeTooManyRequests).
+//
+// Reads: every read answer carries the node's last accepted block (Head);
+// a read may ask for a least height (MinHeight) and is answered NotReady
+// below it, and a node that knows its state is old (bootstrapping, or far
+// behind its peers) answers NotReady rather than old state.
 package api
 
 import (
@@ -42,6 +49,13 @@ const (
 	CodeUnauthorized    = int(errcode.Unauthorized)
 	CodeTooManyRequests = int(errcode.TooManyRequests)
 	CodeRequestTooLarge = int(errcode.RequestTooLarge)
+	CodeForbidden       = int(errcode.Forbidden)
+	// CodePreconditionFailed: a versioned write's condition failed
+	// (PreconditionData).
+	CodePreconditionFailed = int(errcode.PreconditionFailed)
+	// CodeConflict: a manifest names a chunk another live object holds, or
+	// one already released (ConflictData).
+	CodeConflict = int(errcode.Conflict)
 )
 
 // Reasons of CodeUnauthorized (UnauthorizedData.Reason).
@@ -59,6 +73,25 @@ const (
 // UnauthorizedData says why a write was refused.
 type UnauthorizedData struct {
 	Reason string `json:"reason"`
+}
+
+// Reasons of CodeForbidden (ForbiddenData.Reason).
+const (
+	// ScopeMethod: the token's methods do not include the method called.
+	ScopeMethod = "method_not_in_scope"
+	// ScopeRange: the token's ranges do not cover the range (or a
+	// manifest's bucket) written.
+	ScopeRange = "range_not_in_scope"
+)
+
+// ForbiddenData names the scope a valid token lacks: the method, or the
+// range, it would need to be given (chain config writeTokens[].methods,
+// .ranges).
+type ForbiddenData struct {
+	Reason string `json:"reason"`
+	Token  string `json:"token"`
+	Method string `json:"method,omitempty"`
+	Range  string `json:"range,omitempty"`
 }
 
 // LimitData names the exceeded limit of the node's chain config and its
@@ -88,9 +121,33 @@ type NotOwnerData struct {
 	Epoch uint64 `json:"epoch"`
 }
 
-// RetryData tells a client how long to back off.
+// RetryData tells a client how long to back off, and, for NotReady, why
+// (the error's reason: "bootstrapping", "behind_peers", "below_min_height",
+// "no_membership", ...). A read refused for freshness also names the
+// node's last accepted height.
 type RetryData struct {
-	RetryAfterMs uint64 `json:"retryAfterMs"`
+	RetryAfterMs   uint64 `json:"retryAfterMs"`
+	Reason         string `json:"reason,omitempty"`
+	AcceptedHeight uint64 `json:"acceptedHeight,omitempty"`
+}
+
+// Head is the node's last accepted block when it answered a read: the
+// answer reflects accepted state at this height or above. Nodes older than
+// this field leave it zero.
+type Head struct {
+	AcceptedHeight uint64 `json:"acceptedHeight"`
+	AcceptedID     ids.ID `json:"acceptedID"`
+}
+
+// Newer reports whether h is a later view of the chain than o.
+func (h Head) Newer(o Head) bool { return h.AcceptedHeight > o.AcceptedHeight }
+
+// AtLeast bounds a read from below: a node whose last accepted height is
+// below MinHeight answers NotReady (reason "below_min_height") instead of
+// older state. A client that saw height H anywhere asks for at least H, so
+// that no answer it takes goes back in time.
+type AtLeast struct {
+	MinHeight uint64 `json:"minHeight,omitempty"`
 }
 
 // RejectedData names the violated rule (a stable, lowercase identifier such
@@ -227,18 +284,32 @@ type BatchError struct {
 }
 
 // PutManifestArgs commits an object manifest; the node must own Bucket.
+//
+// From the manifests upgrade on (genesis upgrades.manifestsHeight) the
+// write is versioned: concurrent writes are group-committed, Condition is
+// checked against the object's current version when the transaction
+// executes, and Attributes (opaque, at most the genesis maxAttributeBytes)
+// are stored with the manifest. With Wait, a failed condition answers
+// CodePreconditionFailed (PreconditionData), a chunk another live object
+// holds or that was released CodeConflict (ConflictData). Before the
+// upgrade, a write with a condition or attributes answers CodeNotReady
+// (reason "not_activated").
 type PutManifestArgs struct {
-	Bucket      string      `json:"bucket"`
-	Key         string      `json:"key"`
-	Size        uint64      `json:"size"`
-	ContentHash ids.ID      `json:"contentHash"`
-	Chunks      []txs.Chunk `json:"chunks"`
-	Deleted     bool        `json:"deleted,omitempty"`
-	Wait        Wait        `json:"wait,omitempty"`
-	WaitMs      uint64      `json:"waitMs,omitempty"`
+	Bucket      string         `json:"bucket"`
+	Key         string         `json:"key"`
+	Size        uint64         `json:"size"`
+	ContentHash ids.ID         `json:"contentHash"`
+	Chunks      []txs.Chunk    `json:"chunks"`
+	Deleted     bool           `json:"deleted,omitempty"`
+	Attributes  []byte         `json:"attributes,omitempty"`
+	Condition   *txs.Condition `json:"condition,omitempty"`
+	Wait        Wait           `json:"wait,omitempty"`
+	WaitMs      uint64         `json:"waitMs,omitempty"`
 }
 
-// PutManifestReply names the transaction and entry.
+// PutManifestReply names the transaction and entry. Version is the
+// object's new version, known once the transaction is accepted (with
+// Wait); 0 for the deletion of an object that was not live.
 type PutManifestReply struct {
 	TxID         ids.ID `json:"txID"`
 	Index        int    `json:"index"`
@@ -248,6 +319,7 @@ type PutManifestReply struct {
 	Epoch   uint64        `json:"epoch"`
 	Owner   ids.NodeID    `json:"owner"`
 	Receipt *ReceiptReply `json:"receipt,omitempty"`
+	Version uint64        `json:"version,omitempty"`
 }
 
 // Receipt statuses.
@@ -261,6 +333,7 @@ const (
 // TxIDArgs names a transaction.
 type TxIDArgs struct {
 	TxID ids.ID `json:"txID"`
+	AtLeast
 }
 
 // WaitReceiptArgs asks for a transaction's receipt once it is decided
@@ -283,6 +356,7 @@ type WaitReceiptArgs struct {
 // blocks in between prove: getBlock). Check it offline against the P-chain
 // validator set with certificate.Verify or `schain verify`.
 type ReceiptReply struct {
+	Head
 	TxID        ids.ID                   `json:"txID"`
 	Status      string                   `json:"status"`
 	Height      uint64                   `json:"height,omitempty"`
@@ -297,12 +371,14 @@ type ReceiptReply struct {
 // HeightArgs names an accepted block by height.
 type HeightArgs struct {
 	Height uint64 `json:"height"`
+	AtLeast
 }
 
 // CertificateReply is the finality certificate covering a height: the
 // lowest one at or above it. CodeNotReady (reason "not_final") while none
 // does yet.
 type CertificateReply struct {
+	Head
 	Height      uint64                  `json:"height"`
 	Certificate certificate.Certificate `json:"certificate"`
 }
@@ -312,6 +388,7 @@ type CertificateReply struct {
 // transactions. A client walks parents from a certified block down to a
 // receipt's to prove the certificate covers it.
 type BlockReply struct {
+	Head
 	Height uint64 `json:"height"`
 	ID     ids.ID `json:"id"`
 	Bytes  string `json:"bytes"` // 0x-prefixed hex
@@ -320,10 +397,12 @@ type BlockReply struct {
 // RangeArgs names a range.
 type RangeArgs struct {
 	Range string `json:"range"`
+	AtLeast
 }
 
 // AllocationReply is a range's next unissued id in accepted state.
 type AllocationReply struct {
+	Head
 	Range string `json:"range"`
 	Next  uint64 `json:"next"`
 }
@@ -332,16 +411,25 @@ type AllocationReply struct {
 type ManifestArgs struct {
 	Bucket string `json:"bucket"`
 	Key    string `json:"key"`
+	AtLeast
 }
 
-// ManifestReply is an accepted manifest.
+// ManifestReply is an accepted manifest: the object's newest record (a
+// tombstone for a deleted object) with its version, the height that wrote
+// it and its attributes. A manifest written before the manifests upgrade
+// is version 0.
 type ManifestReply struct {
-	Manifest txs.Manifest `json:"manifest"`
+	Head
+	Manifest   txs.Manifest `json:"manifest"`
+	Version    uint64       `json:"version"`
+	Height     uint64       `json:"height"`
+	Attributes []byte       `json:"attributes,omitempty"`
 }
 
 // OwnerReply is a range's owner in the membership the next block will have
 // (what the node routes writes by).
 type OwnerReply struct {
+	Head
 	Range        string     `json:"range"`
 	Owner        ids.NodeID `json:"owner"`
 	PChainHeight uint64     `json:"pChainHeight"`
@@ -362,6 +450,7 @@ type Member struct {
 // and, for each validator of the P-chain set, what the chain knows of its
 // liveness.
 type MembershipReply struct {
+	Head
 	PChainHeight uint64 `json:"pChainHeight"`
 	// Round is the liveness round (block timestamp / RoundDurationMs).
 	Round       uint64 `json:"round"`
@@ -402,6 +491,7 @@ type ValidatorLiveness struct {
 // NodeReply identifies the node behind an endpoint, so a client can route
 // each range to its owner.
 type NodeReply struct {
+	Head
 	NodeID    ids.NodeID `json:"nodeID"`
 	NetworkID uint32     `json:"networkID"`
 	ChainID   ids.ID     `json:"chainID"`
@@ -413,7 +503,17 @@ type NodeReply struct {
 	// /ext/bc/<chainID> as for the node's): the same methods, tokens and
 	// limits without the node's HTTP hop.
 	DirectURI string `json:"directURI,omitempty"`
+	// NotReady names why the node answers reads NotReady now
+	// ("bootstrapping", "behind_peers"), empty when it does not. getNode
+	// itself always answers, so that a client can tell who is behind.
+	NotReady string `json:"notReady,omitempty"`
 }
 
 // Empty is the argument of methods without parameters.
 type Empty struct{}
+
+// ReadArgs is the argument of reads without other parameters
+// (getMembership, getNode).
+type ReadArgs struct {
+	AtLeast
+}

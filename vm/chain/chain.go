@@ -290,6 +290,18 @@ func (c *Chain) AcceptedAt(h uint64) (*block.Block, error) {
 // State gives read access to accepted state.
 func (c *Chain) State() state.Reader { return c.state.Accepted() }
 
+// ListObjects reads one page of a bucket's live objects from accepted
+// state.
+func (c *Chain) ListObjects(q state.ObjectQuery) (*state.ObjectPage, error) {
+	return c.state.ListObjects(q)
+}
+
+// ListReleased reads one page of a bucket's released list from accepted
+// state.
+func (c *Chain) ListReleased(q state.ReleasedQuery) (*state.ReleasedPage, error) {
+	return c.state.ListReleased(q)
+}
+
 // Signatures is the verified-signature cache Verify and admission share.
 func (c *Chain) Signatures() *execute.SignatureCache { return c.sigs }
 
@@ -319,6 +331,12 @@ func (c *Chain) Processing(txID ids.ID) (n int, carries bool) {
 // ValidatorSet is the P-chain validator set at height (cached).
 func (c *Chain) ValidatorSet(ctx context.Context, height uint64) (*execute.ValidatorSet, error) {
 	return c.validators.Get(ctx, height)
+}
+
+// CachedValidatorSet is the validator set at height if this node holds it,
+// without a lookup.
+func (c *Chain) CachedValidatorSet(height uint64) (*execute.ValidatorSet, bool) {
+	return c.validators.cached(height)
 }
 
 func (c *Chain) noteHeight(b *Block) {

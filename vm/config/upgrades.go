@@ -24,12 +24,17 @@ type Upgrades struct {
 	// only rounds that had a block, all of them and not just the rounds
 	// between a block and its parent (docs/liveness.md, Failover bound).
 	LivenessGapsHeight *uint64 `json:"livenessGapsHeight,omitempty"`
+	// ManifestsHeight: versioned manifests (ManifestTx, ReclaimTx) with
+	// preconditions, chunks bound to one live object and released lists;
+	// PutManifestTx is refused from here on (README, Manifests).
+	ManifestsHeight *uint64 `json:"manifestsHeight,omitempty"`
 }
 
 // Rules is what the schedule says for the block at height.
 func (u Upgrades) Rules(height uint64) execute.Rules {
 	return execute.Rules{
 		LivenessGaps: active(u.LivenessGapsHeight, height),
+		Manifests:    active(u.ManifestsHeight, height),
 	}
 }
 

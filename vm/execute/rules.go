@@ -17,4 +17,8 @@ type Rules struct {
 	// LivenessGaps: the membership record keeps the rounds that had a block,
 	// and a validator's grace counts only those (OpenMembership).
 	LivenessGaps bool
+	// Manifests: ManifestTx and ReclaimTx (versioned manifests with
+	// preconditions, chunks bound to one live object, released lists)
+	// replace PutManifestTx.
+	Manifests bool
 }

@@ -37,6 +37,9 @@ type Writes interface {
 	AllocatePooled(ctx context.Context, rangeKey string, count uint64) (writer.Pooled, error)
 	PoolHolds(rangeKey string, count uint64) bool
 	PutManifest(ctx context.Context, m txs.Manifest) (*txs.Tx, error)
+	WriteManifest(ctx context.Context, e txs.ManifestEntry) (writer.Submitted, error)
+	Reclaim(ctx context.Context, chunks []txs.ChunkRef) (*txs.Tx, error)
+	ManifestsActive() error
 	Receipt(txID ids.ID) (*api.ReceiptReply, error)
 	WaitReceipt(ctx context.Context, txID ids.ID) (*api.ReceiptReply, error)
 }
@@ -48,12 +51,16 @@ type Reads interface {
 	State() state.Reader
 	LastAccepted() *chain.Block
 	AcceptedAt(height uint64) (*block.Block, error)
+	ListObjects(q state.ObjectQuery) (*state.ObjectPage, error)
+	ListReleased(q state.ReleasedQuery) (*state.ReleasedPage, error)
 }
 
-// Finality is the node's finality certificates (package certifier).
+// Finality is the node's finality certificates (package certifier), and
+// what their pushed signatures say of the other validators' progress.
 type Finality interface {
 	Covering(height uint64) (*certificate.Certificate, error)
 	WaitFinal(ctx context.Context, height uint64) error
+	Peers
 }
 
 // Config is what the API needs from its node.
@@ -74,6 +81,7 @@ type Config struct {
 type Server struct {
 	cfg      Config
 	gate     *gate
+	fresh    *freshness
 	reads    Reads
 	writes   Writes
 	finality Finality
@@ -97,9 +105,9 @@ func New(cfg Config, reads Reads, writes Writes, finality Finality) (*Server, er
 	if err != nil {
 		return nil, err
 	}
-	srv := &Server{cfg: cfg, gate: g, reads: reads, writes: writes, finality: finality}
+	srv := &Server{cfg: cfg, gate: g, fresh: &freshness{reads: reads, peers: finality}, reads: reads, writes: writes, finality: finality}
 	server := rpc.NewServer()
-	codec := apiCodec{Codec: avajson.NewCodec(), gate: g}
+	codec := apiCodec{Codec: avajson.NewCodec(), gate: g, fresh: srv.fresh}
 	server.RegisterCodec(codec, "application/json")
 	server.RegisterCodec(codec, "application/json;charset=UTF-8")
 	if err := server.RegisterService(&Service{s: srv}, api.Service); err != nil {
@@ -123,6 +131,11 @@ func (s *Server) ServeDirect() error {
 	s.direct.Store(d)
 	return nil
 }
+
+// SetBootstrapping tells the API whether avalanchego is bootstrapping the
+// chain: while it is, every method but getNode answers NotReady
+// ("bootstrapping"), since accepted state may be far behind.
+func (s *Server) SetBootstrapping(b bool) { s.fresh.bootstrapping.Store(b) }
 
 // Handler serves the API at /ext/bc/<chainID>.
 func (s *Server) Handler() http.Handler { return s.handler }
@@ -207,6 +220,9 @@ func batchError(err error) *api.BatchError {
 }
 
 func (s *Service) allocate(r *http.Request, args *api.AllocateArgs, reply *api.AllocateReply) error {
+	if err := s.s.gate.covers(r, args.Range); err != nil {
+		return err
+	}
 	l := s.s.cfg.Genesis.TxLimits
 	if err := txs.VerifyRange(args.Range, l); err != nil {
 		return s.invalidParams(r, err)
@@ -254,9 +270,65 @@ func (s *Service) allocate(r *http.Request, args *api.AllocateArgs, reply *api.A
 	return nil
 }
 
-// PutManifest commits one manifest of a bucket this node owns.
+// PutManifest commits one manifest of a bucket this node owns: a versioned
+// write, group-committed, once the manifests upgrade is in force; a
+// PutManifestTx of its own before.
 func (s *Service) PutManifest(r *http.Request, args *api.PutManifestArgs, reply *api.PutManifestReply) error {
-	m := txs.Manifest{Bucket: args.Bucket, Key: args.Key, Size: args.Size, ContentHash: args.ContentHash, Chunks: args.Chunks, Deleted: args.Deleted}
+	if err := s.s.gate.covers(r, args.Bucket); err != nil {
+		return err
+	}
+	e := txs.ManifestEntry{
+		Manifest:   txs.Manifest{Bucket: args.Bucket, Key: args.Key, Size: args.Size, ContentHash: args.ContentHash, Chunks: args.Chunks, Deleted: args.Deleted},
+		Attributes: args.Attributes,
+	}
+	if args.Condition != nil {
+		e.Condition = *args.Condition
+	}
+	if err := s.s.writes.ManifestsActive(); err != nil {
+		if e.Condition.Kind != txs.IfAny || len(e.Attributes) > 0 {
+			return rpcError(err)
+		}
+		return s.putLegacyManifest(r, args, reply, e.Manifest)
+	}
+	if err := e.Verify(s.s.cfg.Genesis.TxLimits); err != nil {
+		return s.invalidParams(r, err)
+	}
+	sub, err := s.s.writes.WriteManifest(r.Context(), e)
+	if err != nil {
+		return rpcError(err)
+	}
+	//lint:ignore SA1019 the former field is sent for one release
+	*reply = api.PutManifestReply{TxID: sub.TxID, Index: sub.Index, PChainHeight: sub.PChainHeight, Epoch: sub.PChainHeight, Owner: sub.Owner}
+	if !args.Wait.Waits() {
+		return nil
+	}
+	rc, err := s.wait(r.Context(), sub.TxID, sub.Index, args.WaitMs, args.Wait)
+	if err != nil {
+		return err
+	}
+	reply.Receipt = rc
+	if rc.Status != api.StatusAccepted {
+		return nil
+	}
+	if sub.Index >= len(rc.Entries) {
+		return rpcError(fmt.Errorf("receipt of %s has %d entries, the write is entry %d", sub.TxID, len(rc.Entries), sub.Index))
+	}
+	en := rc.Entries[sub.Index]
+	if en.Refused != "" {
+		return refused(sub.TxID, sub.Index, en)
+	}
+	reply.Version = en.Version
+	return nil
+}
+
+// refused answers a write whose receipt entry wrote nothing with the
+// entry's reason, detail and the object's current version.
+func refused(txID ids.ID, index int, e state.ReceiptEntry) error {
+	msg := fmt.Sprintf("%s: %s (entry %d of %s)", e.Refused, e.Detail, index, txID)
+	return &json2.Error{Code: json2.ErrorCode(api.RefusalCode(e.Refused)), Message: msg, Data: api.Refusal(txID, index, e)}
+}
+
+func (s *Service) putLegacyManifest(r *http.Request, args *api.PutManifestArgs, reply *api.PutManifestReply, m txs.Manifest) error {
 	if err := m.Verify(s.s.cfg.Genesis.TxLimits); err != nil {
 		return s.invalidParams(r, err)
 	}
@@ -267,14 +339,38 @@ func (s *Service) PutManifest(r *http.Request, args *api.PutManifestArgs, reply 
 	h := tx.Unsigned.Head()
 	//lint:ignore SA1019 the former field is sent for one release
 	*reply = api.PutManifestReply{TxID: tx.ID(), PChainHeight: h.PChainHeight, Epoch: h.PChainHeight, Owner: h.Owner}
-	if args.Wait.Waits() {
-		rc, err := s.wait(r.Context(), tx.ID(), 0, args.WaitMs, args.Wait)
-		if err != nil {
+	reply.Receipt, err = s.waitIf(r.Context(), tx.ID(), args.Wait, args.WaitMs)
+	return err
+}
+
+// Reclaim acknowledges chunks a blob store reclaimed: they leave their
+// buckets' released lists. This node must own every chunk's bucket.
+func (s *Service) Reclaim(r *http.Request, args *api.ReclaimArgs, reply *api.ReclaimReply) error {
+	for _, c := range args.Chunks {
+		if err := s.s.gate.covers(r, c.Bucket()); err != nil {
 			return err
 		}
-		reply.Receipt = rc
 	}
-	return nil
+	u := &txs.ReclaimTx{Entries: args.Chunks}
+	if err := txs.Validate(u, s.s.cfg.Genesis.TxLimits); err != nil {
+		return s.invalidParams(r, err)
+	}
+	tx, err := s.s.writes.Reclaim(r.Context(), args.Chunks)
+	if err != nil {
+		return rpcError(err)
+	}
+	*reply = api.ReclaimReply{TxID: tx.ID(), Owner: tx.Unsigned.Head().Owner}
+	reply.Receipt, err = s.waitIf(r.Context(), tx.ID(), args.Wait, args.WaitMs)
+	return err
+}
+
+// waitIf is wait for a one-entry transaction when the call waits at all,
+// else no receipt.
+func (s *Service) waitIf(ctx context.Context, txID ids.ID, until api.Wait, waitMs uint64) (*api.ReceiptReply, error) {
+	if !until.Waits() {
+		return nil, nil
+	}
+	return s.wait(ctx, txID, 0, waitMs, until)
 }
 
 // wait waits for a write's receipt (with api.WaitFinal, for a certificate
@@ -292,6 +388,10 @@ func (s *Service) wait(ctx context.Context, txID ids.ID, index int, waitMs uint6
 	ctx, cancel := context.WithTimeout(ctx, bound)
 	defer cancel()
 	rc, err := s.s.writes.WaitReceipt(ctx, txID)
+	if err == nil {
+		// The decision is in accepted state at the head or below it.
+		rc.Head = s.s.currentHead()
+	}
 	if err == nil && until == api.WaitFinal && rc.Status == api.StatusAccepted {
 		if err = s.s.finality.WaitFinal(ctx, rc.Height); err != nil {
 			err = fmt.Errorf("accepted at height %d, not final yet: %w", rc.Height, err)
@@ -320,12 +420,17 @@ func (s *Service) invalidParams(r *http.Request, err error) error {
 
 // GetReceipt reports a transaction's status.
 func (s *Service) GetReceipt(_ *http.Request, args *api.TxIDArgs, reply *api.ReceiptReply) error {
+	head, err := s.s.fresh.head(args.MinHeight)
+	if err != nil {
+		return rpcError(err)
+	}
 	rc, err := s.s.writes.Receipt(args.TxID)
 	if err != nil {
 		return rpcError(err)
 	}
 	s.finalize(rc)
 	*reply = *rc
+	reply.Head = head
 	return nil
 }
 
@@ -342,12 +447,17 @@ func (s *Service) WaitReceipt(r *http.Request, args *api.WaitReceiptArgs, reply 
 	if until == api.WaitNone {
 		until = api.WaitAccepted
 	}
+	head, err := s.s.fresh.head(0)
+	if err != nil {
+		return rpcError(err)
+	}
 	now, err := s.s.writes.Receipt(args.TxID)
 	if err != nil {
 		return rpcError(err)
 	}
 	if now.Status == api.StatusUnknown {
 		*reply = *now
+		reply.Head = head
 		return nil
 	}
 	rc, err := s.wait(r.Context(), args.TxID, 0, args.WaitMs, until)
@@ -372,25 +482,33 @@ func (s *Service) finalize(rc *api.ReceiptReply) {
 // GetCertificate is the finality certificate covering a height: the lowest
 // one at or above it.
 func (s *Service) GetCertificate(_ *http.Request, args *api.HeightArgs, reply *api.CertificateReply) error {
-	if args.Height > s.s.reads.LastAccepted().Block.Height {
+	head, err := s.s.fresh.head(args.MinHeight)
+	if err != nil {
+		return rpcError(err)
+	}
+	if args.Height > head.AcceptedHeight {
 		return rpcError(fmt.Errorf("%w %d", chain.ErrNoBlock, args.Height))
 	}
 	cert, err := s.s.finality.Covering(args.Height)
 	if err != nil {
 		return rpcError(err)
 	}
-	*reply = api.CertificateReply{Height: args.Height, Certificate: *cert}
+	*reply = api.CertificateReply{Head: head, Height: args.Height, Certificate: *cert}
 	return nil
 }
 
 // GetBlock is the accepted block at a height, as bytes: what a client
 // walks to prove a certificate above a receipt covers it.
 func (s *Service) GetBlock(_ *http.Request, args *api.HeightArgs, reply *api.BlockReply) error {
+	head, err := s.s.fresh.head(args.MinHeight)
+	if err != nil {
+		return rpcError(err)
+	}
 	b, err := s.s.reads.AcceptedAt(args.Height)
 	if err != nil {
 		return rpcError(err)
 	}
-	*reply = api.BlockReply{Height: b.Height, ID: b.ID(), Bytes: "0x" + hex.EncodeToString(b.Bytes())}
+	*reply = api.BlockReply{Head: head, Height: b.Height, ID: b.ID(), Bytes: "0x" + hex.EncodeToString(b.Bytes())}
 	return nil
 }
 
@@ -399,25 +517,120 @@ func (s *Service) GetAllocation(_ *http.Request, args *api.RangeArgs, reply *api
 	if err := txs.VerifyRange(args.Range, s.s.cfg.Genesis.TxLimits); err != nil {
 		return invalidParams(err)
 	}
+	head, err := s.s.fresh.head(args.MinHeight)
+	if err != nil {
+		return rpcError(err)
+	}
 	next, err := s.s.reads.State().Counter(args.Range)
 	if err != nil {
 		return rpcError(err)
 	}
-	*reply = api.AllocationReply{Range: args.Range, Next: next}
+	*reply = api.AllocationReply{Head: head, Range: args.Range, Next: next}
 	return nil
 }
 
-// GetManifest reads an accepted manifest.
+// GetManifest reads an object's newest accepted manifest (a tombstone for
+// a deleted object), with its version and attributes.
 func (s *Service) GetManifest(_ *http.Request, args *api.ManifestArgs, reply *api.ManifestReply) error {
-	m, err := s.s.reads.State().Manifest(args.Bucket, args.Key)
+	head, err := s.s.fresh.head(args.MinHeight)
+	if err != nil {
+		return rpcError(err)
+	}
+	o, err := s.s.reads.State().Object(args.Bucket, args.Key)
 	if errors.Is(err, state.ErrNotFound) {
 		return &json2.Error{Code: json2.ErrorCode(errcode.NotFound), Message: err.Error()}
 	}
 	if err != nil {
 		return rpcError(err)
 	}
-	reply.Manifest = *m
+	*reply = manifestReply(o)
+	reply.Head = head
 	return nil
+}
+
+func manifestReply(o *state.Object) api.ManifestReply {
+	return api.ManifestReply{Manifest: o.Manifest, Version: o.Version, Height: o.Height, Attributes: o.Attributes}
+}
+
+// ErrBadListing: a listing's arguments out of bounds.
+var ErrBadListing = errcode.New(errcode.InvalidParams, "bad_listing", "rpc: a listing takes a limit of 0 to 1000 and names within the genesis limits")
+
+// ListManifests reads one page of a bucket's live objects in key order
+// from accepted state.
+func (s *Service) ListManifests(_ *http.Request, args *api.ListManifestsArgs, reply *api.ListManifestsReply) error {
+	l := s.s.cfg.Genesis.TxLimits
+	if err := txs.VerifyBucket(args.Bucket, l); err != nil {
+		return invalidParams(err)
+	}
+	limit, err := listLimit(args.Limit)
+	if err != nil {
+		return invalidParams(err)
+	}
+	for _, v := range []string{args.Prefix, args.StartAfter, args.Delimiter} {
+		if len(v) > l.MaxKeyLen {
+			return invalidParams(fmt.Errorf("%w: a prefix, startAfter or delimiter of %d bytes (maxKeyLen %d)", ErrBadListing, len(v), l.MaxKeyLen))
+		}
+	}
+	head, err := s.s.fresh.head(args.MinHeight)
+	if err != nil {
+		return rpcError(err)
+	}
+	page, err := s.s.reads.ListObjects(state.ObjectQuery{
+		Bucket: args.Bucket, Prefix: args.Prefix, StartAfter: args.StartAfter, Delimiter: args.Delimiter,
+		Limit: limit, ScanLimit: limit * api.ListScanFactor,
+	})
+	if err != nil {
+		return rpcError(err)
+	}
+	*reply = api.ListManifestsReply{Head: head, Manifests: make([]api.ManifestReply, 0, len(page.Objects)), CommonPrefixes: page.CommonPrefixes, Truncated: page.Truncated, Height: head.AcceptedHeight}
+	if page.Truncated {
+		reply.Next = page.Next
+	}
+	for _, o := range page.Objects {
+		reply.Manifests = append(reply.Manifests, manifestReply(o))
+	}
+	return nil
+}
+
+// ListReleased reads one page of a bucket's released list (chunks of
+// overwritten and deleted objects waiting to be reclaimed) from accepted
+// state.
+func (s *Service) ListReleased(_ *http.Request, args *api.ListReleasedArgs, reply *api.ListReleasedReply) error {
+	if err := txs.VerifyBucket(args.Bucket, s.s.cfg.Genesis.TxLimits); err != nil {
+		return invalidParams(err)
+	}
+	limit, err := listLimit(args.Limit)
+	if err != nil {
+		return invalidParams(err)
+	}
+	q := state.ReleasedQuery{Bucket: args.Bucket, Limit: limit}
+	if a := args.After; a != nil {
+		q.After = &state.Released{Height: a.Height, Chunk: txs.Chunk{Range: a.Range, ID: a.ID}}
+	}
+	head, err := s.s.fresh.head(args.MinHeight)
+	if err != nil {
+		return rpcError(err)
+	}
+	page, err := s.s.reads.ListReleased(q)
+	if err != nil {
+		return rpcError(err)
+	}
+	*reply = api.ListReleasedReply{Head: head, Released: make([]api.Released, 0, len(page.Entries)), Truncated: page.Truncated, Height: head.AcceptedHeight}
+	for _, r := range page.Entries {
+		reply.Released = append(reply.Released, api.Released{Range: r.Chunk.Range, ID: r.Chunk.ID, Size: r.Chunk.Size, Hash: r.Chunk.Hash, Height: r.Height})
+	}
+	return nil
+}
+
+// listLimit is a page's limit: 1..MaxListLimit, 0 meaning the bound.
+func listLimit(n int) (int, error) {
+	switch {
+	case n == 0:
+		return api.MaxListLimit, nil
+	case n < 0 || n > api.MaxListLimit:
+		return 0, fmt.Errorf("%w: limit %d", ErrBadListing, n)
+	}
+	return n, nil
 }
 
 // GetOwner names a range's owner in the membership the next block will
@@ -426,30 +639,38 @@ func (s *Service) GetOwner(r *http.Request, args *api.RangeArgs, reply *api.Owne
 	if err := txs.VerifyRange(args.Range, s.s.cfg.Genesis.TxLimits); err != nil {
 		return invalidParams(err)
 	}
+	head, err := s.s.fresh.head(args.MinHeight)
+	if err != nil {
+		return rpcError(err)
+	}
 	e, err := s.s.reads.Snapshot(r.Context())
 	if err != nil {
 		return rpcError(err)
 	}
 	//lint:ignore SA1019 the former field is sent for one release
-	*reply = api.OwnerReply{Range: args.Range, Owner: e.Owner(args.Range), PChainHeight: e.Height(), Epoch: e.Height(), Fingerprint: e.Fingerprint()}
+	*reply = api.OwnerReply{Head: head, Range: args.Range, Owner: e.Owner(args.Range), PChainHeight: e.Height(), Epoch: e.Height(), Fingerprint: e.Fingerprint()}
 	return nil
 }
 
 // GetMembership describes the membership the next block will have: the
 // members (live validators), the whole P-chain set and each validator's
 // liveness record.
-func (s *Service) GetMembership(r *http.Request, _ *api.Empty, reply *api.MembershipReply) error {
-	return s.membership(r, reply)
+func (s *Service) GetMembership(r *http.Request, args *api.ReadArgs, reply *api.MembershipReply) error {
+	return s.membership(r, args.MinHeight, reply)
 }
 
 // GetEpoch is GetMembership under its former name.
 //
 // Deprecated: kept for one release; use getMembership.
-func (s *Service) GetEpoch(r *http.Request, args *api.Empty, reply *api.MembershipReply) error {
-	return s.membership(r, reply)
+func (s *Service) GetEpoch(r *http.Request, args *api.ReadArgs, reply *api.MembershipReply) error {
+	return s.membership(r, args.MinHeight, reply)
 }
 
-func (s *Service) membership(r *http.Request, reply *api.MembershipReply) error {
+func (s *Service) membership(r *http.Request, minHeight uint64, reply *api.MembershipReply) error {
+	head, err := s.s.fresh.head(minHeight)
+	if err != nil {
+		return rpcError(err)
+	}
 	e, err := s.s.reads.Snapshot(r.Context())
 	if err != nil {
 		return rpcError(err)
@@ -460,6 +681,7 @@ func (s *Service) membership(r *http.Request, reply *api.MembershipReply) error 
 	}
 	m := e.Record()
 	*reply = api.MembershipReply{
+		Head:         head,
 		PChainHeight: e.Height(), Round: m.Round, Fingerprint: e.Fingerprint(),
 		Generation: m.Generation, Fallback: m.Fallback,
 		RoundDurationMs: s.s.cfg.Genesis.RoundDurationMs, LivenessRounds: s.s.cfg.Genesis.LivenessRounds,
@@ -489,11 +711,25 @@ func (s *Service) membership(r *http.Request, reply *api.MembershipReply) error 
 	return nil
 }
 
-// GetNode identifies this node and its last accepted block.
-func (s *Service) GetNode(_ *http.Request, _ *api.Empty, reply *api.NodeReply) error {
+// GetNode identifies this node and its last accepted block, and says
+// whether it answers reads (it answers even when they do not, so that a
+// client can tell who is behind).
+func (s *Service) GetNode(_ *http.Request, _ *api.ReadArgs, reply *api.NodeReply) error {
 	last := s.s.reads.LastAccepted()
-	*reply = api.NodeReply{NodeID: s.s.cfg.NodeID, NetworkID: s.s.cfg.NetworkID, ChainID: s.s.cfg.ChainID, Height: last.Block.Height, StateRoot: last.StateRoot, DirectURI: s.s.DirectURI()}
+	*reply = api.NodeReply{
+		Head:   api.Head{AcceptedHeight: last.Block.Height, AcceptedID: last.ID()},
+		NodeID: s.s.cfg.NodeID, NetworkID: s.s.cfg.NetworkID, ChainID: s.s.cfg.ChainID,
+		Height: last.Block.Height, StateRoot: last.StateRoot, DirectURI: s.s.DirectURI(),
+		NotReady: reason(s.s.fresh.notReady()),
+	}
 	return nil
+}
+
+// currentHead is the last accepted block, for answers that are not reads
+// of their own (a write's receipt).
+func (s *Server) currentHead() api.Head {
+	last := s.reads.LastAccepted()
+	return api.Head{AcceptedHeight: last.Block.Height, AcceptedID: last.ID()}
 }
 
 func invalidParams(err error) error {
@@ -524,7 +760,12 @@ func rpcError(err error) error {
 		if !ok {
 			wait = 1000
 		}
-		e.Data = api.RetryData{RetryAfterMs: wait}
+		d := api.RetryData{RetryAfterMs: wait}
+		if code == errcode.NotReady {
+			d.Reason = reason
+			d.AcceptedHeight, _ = acceptedOf(err)
+		}
+		e.Data = d
 	case errcode.Rejected, errcode.InvalidParams:
 		e.Data = api.RejectedData{Reason: reason}
 	case errcode.NotFound:

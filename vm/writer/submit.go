@@ -8,6 +8,7 @@ import (
 	"github.com/s-chain/schain/errcode"
 
 	"github.com/ava-labs/avalanchego/ids"
+	"github.com/ava-labs/avalanchego/utils/crypto/bls"
 
 	"github.com/s-chain/schain/state"
 	"github.com/s-chain/schain/txs"
@@ -26,16 +27,49 @@ func (w *Writer) Allocate(ctx context.Context, entries []txs.AllocateEntry) (*tx
 	}, (&txs.AllocateTx{Entries: entries}).Ranges())
 }
 
-// PutManifest signs a manifest of a bucket this node owns and queues it. A
-// bucket that moves to this node at the next block waits for that block,
-// as an allocation does (checkOwned).
+// PutManifest signs one unconditional manifest of a bucket this node owns
+// at once, without waiting for a group, and queues it: a PutManifestTx
+// before the manifests upgrade, a ManifestTx of one entry after. A bucket
+// that moves to this node at the next block waits for that block, as an
+// allocation does (checkOwned).
 func (w *Writer) PutManifest(ctx context.Context, m txs.Manifest) (*txs.Tx, error) {
 	if err := w.checkOwned(ctx, []string{m.Bucket}); err != nil {
 		return nil, err
 	}
+	versioned := w.ManifestsActive() == nil
 	return w.signOwn(ctx, func(h txs.Header) txs.Unsigned {
+		if versioned {
+			return &txs.ManifestTx{Header: h, Entries: []txs.ManifestEntry{{Manifest: m}}}
+		}
 		return &txs.PutManifestTx{Header: h, Entries: []txs.Manifest{m}}
 	}, []string{m.Bucket})
+}
+
+// Reclaim signs the acknowledgement that a blob store reclaimed released
+// chunks of buckets this node owns, and queues it.
+func (w *Writer) Reclaim(ctx context.Context, chunks []txs.ChunkRef) (*txs.Tx, error) {
+	if err := w.ManifestsActive(); err != nil {
+		return nil, err
+	}
+	u := &txs.ReclaimTx{Entries: chunks}
+	if err := w.checkOwned(ctx, u.Ranges()); err != nil {
+		return nil, err
+	}
+	return w.signOwn(ctx, func(h txs.Header) txs.Unsigned {
+		return &txs.ReclaimTx{Header: h, Entries: chunks}
+	}, u.Ranges())
+}
+
+// ManifestsActive answers nil once the next block runs versioned manifests
+// (execute.Rules.Manifests), else NotReady not_activated. Blocks only go
+// up, so a write signed once it answers nil is never refused for the
+// upgrade.
+func (w *Writer) ManifestsActive() error {
+	next := w.chain.LastAccepted().Block.Height + 1
+	if !w.genesis.Upgrades.Rules(next).Manifests {
+		return fmt.Errorf("%w: versioned manifests are not activated at height %d (genesis upgrades.manifestsHeight)", execute.ErrNotActivated, next)
+	}
+	return nil
 }
 
 // signOwn pins a transaction of this node's own ranges to the membership in
@@ -124,6 +158,11 @@ var (
 	// ErrUnknownMembership: pinned to a membership this node has not
 	// computed (it may lag behind the signer); gossip offers it again.
 	ErrUnknownMembership = errcode.New(errcode.NotReady, "unknown_membership", "writer: transaction pinned to a membership this node does not know")
+	// ErrLookupRefused: a heartbeat pinned to a P-chain height whose
+	// validator set this node holds no copy of, and which gossip may not
+	// make it look up now (its signer is not in the membership in force,
+	// or the lookup budget is spent); gossip offers it again.
+	ErrLookupRefused = errcode.New(errcode.NotReady, "lookup_refused", "writer: transaction pinned to a P-chain height this node will not look up now")
 )
 
 // window is what admission checks a transaction's pins against: the P-chain
@@ -259,18 +298,65 @@ func (w *Writer) checkSigner(tx *txs.Tx) error {
 	if w.sigs.Verified(tx.ID()) {
 		return nil
 	}
-	e, err := w.chain.ValidatorSet(context.Background(), h.PChainHeight)
-	if err != nil {
-		return fmt.Errorf("%w: %w", chain.ErrNotReady, err)
+	if err := tx.CheckSignatureShape(); err != nil {
+		return err
 	}
-	pk, ok := e.PublicKey(h.Owner)
-	if !ok {
-		return fmt.Errorf("%w: %s", execute.ErrUnknownSigner, h.Owner)
+	pk, err := w.signerKey(h, pinned, win)
+	if err != nil {
+		return err
 	}
 	if err := tx.VerifySignature(pk); err != nil {
 		return err
 	}
 	w.sigs.Add(tx.ID())
+	return nil
+}
+
+// signerKey is the signer's BLS key at the transaction's P-chain height,
+// found cheapest first: in the membership it is pinned to, or in a
+// validator set this node holds. Only a signer of the membership in force
+// may make this node look a set up, within the lookup budget: a peer's
+// junk, each at another height of the window, costs at most that.
+func (w *Writer) signerKey(h *txs.Header, pinned *execute.Membership, win window) (*bls.PublicKey, error) {
+	var pk *bls.PublicKey
+	ok := false
+	switch vs, cached := w.chain.CachedValidatorSet(h.PChainHeight); {
+	case pinned != nil:
+		pk, ok = pinned.PublicKey(h.Owner)
+	case cached:
+		pk, ok = vs.PublicKey(h.Owner)
+	default:
+		if _, known := win.inForce.PublicKey(h.Owner); !known {
+			return nil, fmt.Errorf("%w: %s is no validator of the membership in force, P-chain height %d not looked up", ErrLookupRefused, h.Owner, h.PChainHeight)
+		}
+		if !w.lookups.take(w.cfg.Clock()) {
+			return nil, fmt.Errorf("%w: P-chain height %d (lookup budget spent)", ErrLookupRefused, h.PChainHeight)
+		}
+		vs, err := w.chain.ValidatorSet(context.Background(), h.PChainHeight)
+		if err != nil {
+			return nil, fmt.Errorf("%w: %w", chain.ErrNotReady, err)
+		}
+		pk, ok = vs.PublicKey(h.Owner)
+	}
+	if !ok {
+		return nil, fmt.Errorf("%w: %s", execute.ErrUnknownSigner, h.Owner)
+	}
+	return pk, nil
+}
+
+// checkKind refuses a kind the next block's rules refuse: a versioned
+// manifest write or reclaim before the manifests upgrade, a PutManifestTx
+// after it. Block heights only go up, so either can never be included.
+func (w *Writer) checkKind(tx *txs.Tx) error {
+	active := w.ManifestsActive()
+	switch tx.Unsigned.(type) {
+	case *txs.ManifestTx, *txs.ReclaimTx:
+		return active
+	case *txs.PutManifestTx:
+		if active == nil {
+			return fmt.Errorf("%w: %s", execute.ErrSuperseded, tx.ID())
+		}
+	}
 	return nil
 }
 
@@ -292,6 +378,10 @@ func (w *Writer) Admit(tx *txs.Tx) error {
 	}
 	if w.mempool.Has(tx.ID()) {
 		return fmt.Errorf("%w: %s", mempool.ErrDuplicate, tx.ID())
+	}
+	if err := w.checkKind(tx); err != nil {
+		w.metrics.refused.WithLabelValues(reason(err)).Inc()
+		return err
 	}
 	if err := w.checkSigner(tx); err != nil {
 		w.metrics.refused.WithLabelValues(reason(err)).Inc()
