@@ -293,6 +293,10 @@ func (e *fakeEndpoint) GetValidatorsAt(context.Context, ids.ID, platformapi.Heig
 	return nil, errors.New("not used")
 }
 
+func (e *fakeEndpoint) GetBlockByHeight(context.Context, uint64, ...rpc.Option) ([]byte, error) {
+	return nil, errors.New("not used")
+}
+
 func (e *fakeEndpoint) IssueTx(_ context.Context, b []byte, _ ...rpc.Option) (ids.ID, error) {
 	if err := e.check(); err != nil {
 		return ids.Empty, err
