@@ -105,7 +105,7 @@ func TestDeployOntoRunningNetwork(t *testing.T) {
 	// would, and its content into the flag.)
 	token, err := vmconfig.GenerateToken()
 	require.NoError(err)
-	wt, err := vmconfig.NewWriteToken("operator", token)
+	wt, err := vmconfig.NewWriteToken("operator", token, nil, nil)
 	require.NoError(err)
 	cc := vmconfig.DefaultChainConfig()
 	cc.WriteTokens = []vmconfig.WriteToken{wt}
