@@ -39,6 +39,12 @@ const (
 	TooManyRequests Code = -32017
 	// RequestTooLarge: the request body exceeds the node's limit.
 	RequestTooLarge Code = -32018
+	// LeaseHeld: another holder holds the lease unexpired. Data names it.
+	LeaseHeld Code = -32021
+	// LeaseLost: the grant a renew or release names is no longer held (it
+	// expired, was released or another holder took the lease): its fencing
+	// token is refused.
+	LeaseLost Code = -32022
 	// InvalidParams: malformed or out-of-limit arguments (JSON-RPC's code).
 	InvalidParams Code = -32602
 	// Unknown: anything else (an internal failure).
@@ -55,12 +61,12 @@ const (
 )
 
 // Codes lists every code of the API, in a fixed order.
-var Codes = []Code{NotOwner, NotReady, MempoolFull, Rejected, Timeout, NotFound, Unauthorized, TooManyRequests, RequestTooLarge, InvalidParams, Unknown}
+var Codes = []Code{NotOwner, NotReady, MempoolFull, Rejected, Timeout, NotFound, Unauthorized, TooManyRequests, RequestTooLarge, LeaseHeld, LeaseLost, InvalidParams, Unknown}
 
 var names = map[Code]string{
 	NotOwner: "not_owner", NotReady: "not_ready", MempoolFull: "mempool_full", Rejected: "rejected",
 	Timeout: "timeout", NotFound: "not_found", Unauthorized: "unauthorized", TooManyRequests: "too_many_requests",
-	RequestTooLarge: "request_too_large", InvalidParams: "invalid_params", Unknown: "unknown",
+	RequestTooLarge: "request_too_large", LeaseHeld: "lease_held", LeaseLost: "lease_lost", InvalidParams: "invalid_params", Unknown: "unknown",
 	ParseError: "parse_error", InvalidRequest: "invalid_request", MethodNotFound: "method_not_found", InternalError: "internal_error",
 }
 

@@ -17,6 +17,8 @@ const (
 	tagAccepted     byte = 'a'
 	tagLiveness     byte = 'l'
 	tagMembership   byte = 'p'
+	tagLease        byte = 'L'
+	tagFence        byte = 'F'
 )
 
 func livenessKey(nodeID ids.NodeID) []byte { return append([]byte{tagLiveness}, nodeID[:]...) }
@@ -32,6 +34,10 @@ func manifestKey(bucket, key string) []byte {
 	b = append(b, bucket...)
 	return append(b, key...)
 }
+
+func leaseKey(rangeKey string) []byte { return append([]byte{tagLease}, rangeKey...) }
+
+func fenceKey(rangeKey string) []byte { return append([]byte{tagFence}, rangeKey...) }
 
 func receiptKey(txID ids.ID) []byte { return append([]byte{tagReceipt}, txID[:]...) }
 

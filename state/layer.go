@@ -53,6 +53,16 @@ type Changes struct {
 	SigningHash ids.ID
 	// Liveness records are written whole.
 	Liveness []LivenessUpdate
+	// Leases are written whole, or deleted.
+	Leases []LeaseUpdate
+}
+
+// LeaseUpdate sets a range's lease (nil: released) and, when Fence is not
+// zero, its last fencing token (a new grant).
+type LeaseUpdate struct {
+	Range string
+	Lease *Lease
+	Fence uint64
 }
 
 // LivenessUpdate sets one validator's liveness record.
@@ -91,6 +101,9 @@ func (l *Layer) Apply(c *Changes) error {
 	if err := l.putLiveness(c.Liveness); err != nil {
 		return err
 	}
+	if err := l.putLeases(c.Leases); err != nil {
+		return err
+	}
 	if c.Receipt != nil {
 		b, err := encodeReceipt(c.Receipt)
 		if err != nil {
@@ -122,6 +135,26 @@ func (l *Layer) Freeze(m *Membership, seen []LivenessUpdate) error {
 func (l *Layer) putLiveness(us []LivenessUpdate) error {
 	for _, u := range us {
 		if err := l.put(livenessKey(u.NodeID), encodeLiveness(u.Record)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (l *Layer) putLeases(us []LeaseUpdate) error {
+	for _, u := range us {
+		if u.Fence != 0 {
+			if err := l.put(fenceKey(u.Range), binary.BigEndian.AppendUint64(nil, u.Fence)); err != nil {
+				return err
+			}
+		}
+		var err error
+		if u.Lease == nil {
+			err = l.del(leaseKey(u.Range))
+		} else {
+			err = l.put(leaseKey(u.Range), encodeLease(*u.Lease))
+		}
+		if err != nil {
 			return err
 		}
 	}

@@ -19,7 +19,8 @@ type Receipt struct {
 }
 
 // ReceiptEntry is one entry's outcome: the ids reserved by an allocate entry
-// ([Base, Base+Count) in Range), or the object a manifest entry wrote.
+// ([Base, Base+Count) in Range), the object a manifest entry wrote, or what
+// a lease entry got.
 type ReceiptEntry struct {
 	Range   string `json:"range,omitempty"`
 	Base    uint64 `json:"base,omitempty"`
@@ -27,13 +28,48 @@ type ReceiptEntry struct {
 	Bucket  string `json:"bucket,omitempty"`
 	Key     string `json:"key,omitempty"`
 	Deleted bool   `json:"deleted,omitempty"`
+	// Lease is a lease entry's outcome (a LeaseOutcome); Holder, Token and
+	// ExpiresMs are the lease of Range the block left: the grant, or the
+	// holder who kept it (empty when nobody holds it).
+	Lease     LeaseOutcome `json:"lease,omitempty"`
+	Holder    string       `json:"holder,omitempty"`
+	Token     uint64       `json:"token,omitempty"`
+	ExpiresMs uint64       `json:"expiresMs,omitempty"`
 }
 
-const receiptVersion byte = 1
+// LeaseOutcome is what a lease entry got.
+type LeaseOutcome string
+
+// The outcomes. Granted, Renewed and Released did what was asked; Held and
+// Lost did nothing.
+const (
+	LeaseGranted  LeaseOutcome = "granted"
+	LeaseRenewed  LeaseOutcome = "renewed"
+	LeaseReleased LeaseOutcome = "released"
+	// LeaseHeld: an acquire found another holder's unexpired grant.
+	LeaseHeld LeaseOutcome = "held"
+	// LeaseLost: a renew or release named a grant that expired, was
+	// released or was never this holder's.
+	LeaseLost LeaseOutcome = "lost"
+)
+
+// Receipt versions: 2 adds the lease fields of each entry, and is written
+// only for receipts that have them, so that the receipts (and state roots)
+// of the other kinds stay what they were.
+const (
+	receiptVersion      byte = 1
+	receiptVersionLease byte = 2
+)
 
 func encodeReceipt(r *Receipt) ([]byte, error) {
+	version := receiptVersion
+	for _, e := range r.Entries {
+		if e.Lease != "" {
+			version = receiptVersionLease
+		}
+	}
 	w := &wire.Writer{}
-	w.U8(receiptVersion)
+	w.U8(version)
 	w.Raw(r.TxID[:])
 	w.U64(r.Height)
 	w.Str(r.Kind)
@@ -45,14 +81,21 @@ func encodeReceipt(r *Receipt) ([]byte, error) {
 		w.Str(e.Bucket)
 		w.Str(e.Key)
 		w.Bool(e.Deleted)
+		if version == receiptVersionLease {
+			w.Str(string(e.Lease))
+			w.Str(e.Holder)
+			w.U64(e.Token)
+			w.U64(e.ExpiresMs)
+		}
 	}
 	return w.B, w.Err
 }
 
 func decodeReceipt(b []byte) (*Receipt, error) {
 	r := &wire.Reader{B: b}
-	if v := r.U8(); r.Err == nil && v != receiptVersion {
-		return nil, fmt.Errorf("%w: receipt version %d", ErrCorrupt, v)
+	version := r.U8()
+	if r.Err == nil && version != receiptVersion && version != receiptVersionLease {
+		return nil, fmt.Errorf("%w: receipt version %d", ErrCorrupt, version)
 	}
 	rc := &Receipt{}
 	r.Fixed(rc.TxID[:])
@@ -60,15 +103,56 @@ func decodeReceipt(b []byte) (*Receipt, error) {
 	rc.Kind = r.Str()
 	n := r.U32()
 	for i := uint32(0); i < n && r.Err == nil; i++ {
-		rc.Entries = append(rc.Entries, ReceiptEntry{
+		e := ReceiptEntry{
 			Range: r.Str(), Base: r.U64(), Count: r.U64(),
 			Bucket: r.Str(), Key: r.Str(), Deleted: r.Bool(),
-		})
+		}
+		if version == receiptVersionLease {
+			e.Lease, e.Holder, e.Token, e.ExpiresMs = LeaseOutcome(r.Str()), r.Str(), r.U64(), r.U64()
+		}
+		rc.Entries = append(rc.Entries, e)
 	}
 	if err := r.Done(); err != nil {
 		return nil, fmt.Errorf("%w: receipt: %w", ErrCorrupt, err)
 	}
 	return rc, nil
+}
+
+// Lease is the lease of a range: its holder, the fencing token of the grant
+// (it only grows for a range, across holders and releases) and when it
+// expires, in unix milliseconds of block time. Whether it still holds is a
+// matter of the block time it is read at: an expired lease is free to
+// acquire, but its record stays until the next operation on the range.
+type Lease struct {
+	Holder    string `json:"holder"`
+	Token     uint64 `json:"token"`
+	ExpiresMs uint64 `json:"expiresMs"`
+}
+
+// Held reports whether l is unexpired at block time nowMs.
+func (l Lease) Held(nowMs uint64) bool { return nowMs < l.ExpiresMs }
+
+const leaseVersion byte = 1
+
+func encodeLease(l Lease) []byte {
+	w := &wire.Writer{}
+	w.U8(leaseVersion)
+	w.Str(l.Holder)
+	w.U64(l.Token)
+	w.U64(l.ExpiresMs)
+	return w.B
+}
+
+func decodeLease(b []byte) (Lease, error) {
+	r := &wire.Reader{B: b}
+	if v := r.U8(); r.Err == nil && v != leaseVersion {
+		return Lease{}, fmt.Errorf("%w: lease version %d", ErrCorrupt, v)
+	}
+	l := Lease{Holder: r.Str(), Token: r.U64(), ExpiresMs: r.U64()}
+	if err := r.Done(); err != nil {
+		return Lease{}, fmt.Errorf("%w: lease record: %w", ErrCorrupt, err)
+	}
+	return l, nil
 }
 
 // Accepted is the last accepted block as the database records it.

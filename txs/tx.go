@@ -77,6 +77,7 @@ type Visitor interface {
 	Allocate(*AllocateTx) error
 	PutManifest(*PutManifestTx) error
 	Heartbeat(*HeartbeatTx) error
+	Lease(*LeaseTx) error
 }
 
 // Unsigned is the part of a transaction the owner signs.
@@ -335,6 +336,8 @@ func (tx *Tx) Kind() string {
 		return "putManifest"
 	case kindHeartbeat:
 		return "heartbeat"
+	case kindLease:
+		return "lease"
 	default:
 		return "unknown"
 	}

@@ -91,6 +91,8 @@ type Context struct {
 	Membership *Membership
 	// Height is the block height, recorded in receipts.
 	Height uint64
+	// Time is the block's timestamp (unix ms): the clock leases expire by.
+	Time uint64
 	// ReplayPruneLimit bounds the expired replay entries one block deletes
 	// (0: DefaultReplayPruneLimit). It must exceed the transactions one
 	// block can carry, so that the backlog of a burst only shrinks.

@@ -40,6 +40,7 @@ var openMethods = map[string]bool{
 	"GetNode":        true,
 	"GetCertificate": true,
 	"GetBlock":       true,
+	"GetLease":       true,
 }
 
 // Reasons of api rejects beyond api.Reason* (metric and log labels).
