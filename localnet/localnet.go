@@ -175,8 +175,12 @@ func Genesis(round time.Duration, k, poolChunk uint64) []byte {
 	// The chain starts now: with a genesis time after the proposer VM's
 	// fork, the chain reaches blocks with a P-chain context one block
 	// sooner.
-	return []byte(fmt.Sprintf(`{"timestamp": %d, "roundDurationMs": %d, "livenessRounds": %d, "txLifetimeRounds": %d, "poolChunk": %d}`,
-		time.Now().UnixMilli(), round.Milliseconds(), k, lifetime, poolChunk))
+	upgrades, err := json.Marshal(vmconfig.UpgradesAtGenesis())
+	if err != nil {
+		panic(fmt.Sprintf("localnet: encoding the upgrades: %v", err))
+	}
+	return []byte(fmt.Sprintf(`{"timestamp": %d, "roundDurationMs": %d, "livenessRounds": %d, "txLifetimeRounds": %d, "poolChunk": %d, "upgrades": %s}`,
+		time.Now().UnixMilli(), round.Milliseconds(), k, lifetime, poolChunk, upgrades))
 }
 
 // FailoverBound is how long a dead validator stays a member of a network

@@ -234,6 +234,11 @@ type Membership struct {
 	// was taken instead (never nobody).
 	Fallback bool             `json:"fallback"`
 	Members  []pinning.Member `json:"members"`
+	// BlockRounds is this round and the rounds before it that had a block,
+	// newest first (K+1 of them): what a validator's grace is counted in
+	// (execute.Rules.LivenessGaps). Empty in records written before that
+	// change, whose encoding it leaves as it was.
+	BlockRounds []uint64 `json:"blockRounds,omitempty"`
 }
 
 // After reports whether m comes later than o on one chain: a higher P-chain
@@ -247,11 +252,21 @@ func (m *Membership) After(o *Membership) bool {
 	return m.Generation > o.Generation
 }
 
-const membershipVersion byte = 1
+// Membership encodings: version 1 as first written; version 2 appends
+// BlockRounds and is written only when there are any, so a record without
+// them keeps its bytes (and the state root its value).
+const (
+	membershipVersion       byte = 1
+	membershipVersionRounds byte = 2
+)
 
 func encodeMembership(m *Membership) ([]byte, error) {
 	w := &wire.Writer{}
-	w.U8(membershipVersion)
+	version := membershipVersion
+	if len(m.BlockRounds) > 0 {
+		version = membershipVersionRounds
+	}
+	w.U8(version)
 	w.U64(m.PChainHeight)
 	w.U64(m.Round)
 	w.U64(m.Generation)
@@ -261,13 +276,20 @@ func encodeMembership(m *Membership) ([]byte, error) {
 		w.Raw(mb.NodeID[:])
 		w.U64(mb.Weight)
 	}
+	if version == membershipVersionRounds {
+		w.U32(uint32(len(m.BlockRounds)))
+		for _, r := range m.BlockRounds {
+			w.U64(r)
+		}
+	}
 	return w.B, w.Err
 }
 
 func decodeMembership(b []byte) (*Membership, error) {
 	r := &wire.Reader{B: b}
-	if v := r.U8(); r.Err == nil && v != membershipVersion {
-		return nil, fmt.Errorf("%w: membership version %d", ErrCorrupt, v)
+	version := r.U8()
+	if r.Err == nil && version != membershipVersion && version != membershipVersionRounds {
+		return nil, fmt.Errorf("%w: membership version %d", ErrCorrupt, version)
 	}
 	m := &Membership{PChainHeight: r.U64(), Round: r.U64(), Generation: r.U64(), Fallback: r.Bool()}
 	n := r.U32()
@@ -276,6 +298,15 @@ func decodeMembership(b []byte) (*Membership, error) {
 		r.Fixed(mb.NodeID[:])
 		mb.Weight = r.U64()
 		m.Members = append(m.Members, mb)
+	}
+	if version == membershipVersionRounds {
+		n := r.U32()
+		for i := uint32(0); i < n && r.Err == nil; i++ {
+			m.BlockRounds = append(m.BlockRounds, r.U64())
+		}
+		if r.Err == nil && n == 0 {
+			return nil, fmt.Errorf("%w: membership record of version %d without rounds", ErrCorrupt, version)
+		}
 	}
 	if err := r.Done(); err != nil {
 		return nil, fmt.Errorf("%w: membership record: %w", ErrCorrupt, err)

@@ -194,6 +194,11 @@ func (vm *VM) Init(cfg Config, db database.Database, genesisBytes []byte) error 
 	if err != nil {
 		return err
 	}
+	if cfg.ChainConfig != nil {
+		if g.Upgrades, err = g.Upgrades.Overlay(cfg.ChainConfig.Upgrades); err != nil {
+			return err
+		}
+	}
 	if cfg.Clock == nil {
 		cfg.Clock = time.Now
 	}
@@ -305,6 +310,7 @@ func (vm *VM) logStart() {
 		zap.Uint64("txLifetimeRounds", g.TxLifetimeRounds), zap.Uint64("maxTimeSkewMs", g.MaxTimeSkewMs),
 		zap.Uint64("poolChunk", g.PoolChunkOrDefault()), zap.Int("mempoolMaxTxs", g.Mempool.MaxTxs),
 		zap.Bool("gossip", vm.gossip != nil), zap.Bool("heartbeats", vm.cfg.Heartbeats),
+		zap.Strings("upgrades", g.Upgrades.Schedule()),
 	)
 }
 

@@ -2,6 +2,7 @@ package vm_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"maps"
 	"sync/atomic"
@@ -90,6 +91,7 @@ func newNetWith(t testing.TB, n int, g []byte) *net {
 
 // newConfiguredNet is newNetWith whose VMs run with chain config cc.
 func newConfiguredNet(t testing.TB, n int, g []byte, cc *config.ChainConfig) *net {
+	g = atGenesis(t, g)
 	keys, err := newKeys(t, n)
 	require.NoError(t, err)
 	all := map[ids.NodeID]*validators.GetValidatorOutput{}
@@ -103,6 +105,22 @@ func newConfiguredNet(t testing.TB, n int, g []byte, cc *config.ChainConfig) *ne
 		nw.vms = append(nw.vms, nw.start(i))
 	}
 	return nw
+}
+
+// atGenesis gives g every change of execution from its first block, as
+// a new chain's genesis has them, unless g schedules its own.
+func atGenesis(t testing.TB, g []byte) []byte {
+	var fields map[string]json.RawMessage
+	require.NoError(t, json.Unmarshal(g, &fields))
+	if _, ok := fields["upgrades"]; ok {
+		return g
+	}
+	u, err := json.Marshal(config.UpgradesAtGenesis())
+	require.NoError(t, err)
+	fields["upgrades"] = u
+	out, err := json.Marshal(fields)
+	require.NoError(t, err)
+	return out
 }
 
 func (nw *net) start(i int) *vm.VM {

@@ -220,6 +220,7 @@ func (c *Chain) execContext(ctx context.Context, hasPChainHeight bool, pChainHei
 		Time:       timestamp,
 		Signatures: c.sigs,
 		Liveness:   c.genesis.Liveness(),
+		Rules:      c.genesis.Upgrades.Rules(height),
 		Round:      c.Round(timestamp),
 		Restrict:   c.memberships.restrict,
 

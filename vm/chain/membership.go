@@ -89,7 +89,7 @@ func sameMembers(a, b *state.Membership) bool {
 func (c *Chain) Snapshot(ctx context.Context) (*execute.Membership, error) {
 	c.mu.Lock()
 	h, ok := c.newest, c.haveNewest
-	lastID := c.lastAccepted.ID()
+	lastID, next := c.lastAccepted.ID(), c.lastAccepted.Block.Height+1
 	c.mu.Unlock()
 	if !ok {
 		c.cfg.OnNoMembership()
@@ -104,7 +104,7 @@ func (c *Chain) Snapshot(ctx context.Context) (*execute.Membership, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrNotReady, err)
 	}
-	o, err := execute.OpenMembership(c.state.Accepted(), v, round, c.genesis.Liveness())
+	o, err := execute.OpenMembership(c.state.Accepted(), v, round, c.genesis.Liveness(), c.genesis.Upgrades.Rules(next))
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrNotReady, err)
 	}

@@ -84,6 +84,11 @@ type ChainConfig struct {
 	// a few requests (the per-block cost dominates). 0 builds at once.
 	// Nothing waits when the last block is accepted.
 	PipelineIntervalMs uint64 `json:"pipelineIntervalMs"`
+	// Upgrades schedules changes of execution the genesis leaves unset
+	// (Genesis.Upgrades, Upgrades.Overlay): the one field of this file that
+	// is a consensus rule, so every validator must carry the same values
+	// before the chain reaches them (docs/configuration.md, Upgrades).
+	Upgrades Upgrades `json:"upgrades"`
 }
 
 // WriteToken is one named bearer token, stored as the SHA-256 of the token
@@ -151,7 +156,7 @@ func ParseChainConfig(b []byte) (ChainConfig, error) {
 	dec := json.NewDecoder(bytes.NewReader(b))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&c); err != nil {
-		return ChainConfig{}, fmt.Errorf("%w: %w (known fields: writeTokens[{name, sha256}], maxRequestBytes, maxPendingPerToken, maxWaitMs, certificateStallMs, certificates, cpuProfileDir, cpuProfileEveryMs, cpuProfileMaxFiles, directAPI, pipelineIntervalMs)", ErrBadChainConfig, err)
+		return ChainConfig{}, fmt.Errorf("%w: %w (known fields: writeTokens[{name, sha256}], maxRequestBytes, maxPendingPerToken, maxWaitMs, certificateStallMs, certificates, cpuProfileDir, cpuProfileEveryMs, cpuProfileMaxFiles, directAPI, pipelineIntervalMs, upgrades)", ErrBadChainConfig, err)
 	}
 	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
 		return ChainConfig{}, fmt.Errorf("%w: data after the JSON object", ErrBadChainConfig)

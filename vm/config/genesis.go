@@ -80,6 +80,9 @@ type Genesis struct {
 	// crash are skipped, so a larger chunk only wastes 64-bit id space.
 	PoolChunk  uint64 `json:"poolChunk"`
 	PoolRanges int    `json:"poolRanges"`
+	// Upgrades schedules the changes of execution (Upgrades): unset ones
+	// never apply unless a node's chain config schedules them.
+	Upgrades Upgrades `json:"upgrades"`
 
 	// Deprecated: the former names of RoundDurationMs, LivenessRounds,
 	// TxLifetimeRounds and ValidatorSetCache, accepted for one release.

@@ -78,6 +78,8 @@ type Context struct {
 	Validators *ValidatorSet
 	Round      uint64
 	Liveness   Liveness
+	// Rules are the scheduled changes of execution in force at Height.
+	Rules Rules
 	// Restrict, if set, builds (or finds cached) the membership of a frozen
 	// record; nil means Validators.Restrict.
 	Restrict func(v *ValidatorSet, m *state.Membership) (*Membership, error)
@@ -136,6 +138,9 @@ func Tx(r state.Reader, c *Context, tx *txs.Tx) (*state.Changes, error) {
 	}
 	if err := txs.Validate(tx.Unsigned, c.Limits); err != nil {
 		return nil, err
+	}
+	if _, lease := tx.Unsigned.(*txs.LeaseTx); lease && !c.Rules.Leases {
+		return nil, fmt.Errorf("%w: leases, block %d", ErrNotActivated, c.Height)
 	}
 	if err := c.Membership.CheckOwner(tx.Unsigned.Ranges(), h.Owner); err != nil {
 		return nil, err
@@ -296,7 +301,7 @@ func Open(l *state.Layer, c *Context) error {
 	if c.Validators == nil {
 		return nil
 	}
-	o, err := OpenMembership(l, c.Validators, c.Round, c.Liveness)
+	o, err := OpenMembership(l, c.Validators, c.Round, c.Liveness, c.Rules)
 	if err != nil {
 		return err
 	}

@@ -42,12 +42,71 @@ type Liveness struct {
 // Round is the liveness round of a block timestamp.
 func (l Liveness) Round(timestampMs uint64) uint64 { return timestampMs / l.RoundMs }
 
-// live reports whether a validator with record rec is a member in a round
-// that follows round ref-1 with a block (ref is that round itself when
-// every round had one).
-func (l Liveness) live(rec state.Liveness, ref uint64) bool {
-	recent := func(at uint64) bool { return at >= ref || ref-at <= l.K }
-	return recent(rec.FirstSeen) || (rec.HasHeartbeat && recent(rec.Heartbeat))
+// liveTest returns whether a validator with a given record is a member of
+// the membership opened in round, after the one recorded in prev.
+//
+// A heartbeat (or a first appearance) keeps a validator a member for the
+// round it landed in and the next K rounds that had a block. With
+// rules.LivenessGaps the record keeps those rounds (BlockRounds), so every
+// round without a block is discounted. Before it, only the gap between
+// prev's round and this one was: rounds without a block further back still
+// counted, and with K >= 2 a grace could end after fewer than K+1 rounds
+// with blocks. A record written before the change carries no BlockRounds,
+// so the first openings after it keep the old measure until the record has
+// them.
+func (l Liveness) liveTest(prev *state.Membership, round uint64, rules Rules) func(state.Liveness) bool {
+	since := func(from uint64) func(state.Liveness) bool {
+		return func(rec state.Liveness) bool {
+			return rec.FirstSeen >= from || (rec.HasHeartbeat && rec.Heartbeat >= from)
+		}
+	}
+	if rules.LivenessGaps && (prev == nil || len(prev.BlockRounds) > 0) {
+		before := l.roundsBefore(prev, round)
+		if uint64(len(before)) < l.K {
+			// The chain has had fewer than K rounds with a block before
+			// this one: nobody's grace can have run out.
+			return since(0)
+		}
+		return since(before[l.K-1])
+	}
+	ref := round
+	if prev != nil && prev.Round < round {
+		ref = prev.Round + 1
+	}
+	return func(rec state.Liveness) bool {
+		recent := func(at uint64) bool { return at >= ref || ref-at <= l.K }
+		return recent(rec.FirstSeen) || (rec.HasHeartbeat && recent(rec.Heartbeat))
+	}
+}
+
+// roundsBefore is the rounds with a block before round that prev records,
+// newest first.
+func (Liveness) roundsBefore(prev *state.Membership, round uint64) []uint64 {
+	if prev == nil {
+		return nil
+	}
+	i := 0
+	for i < len(prev.BlockRounds) && prev.BlockRounds[i] >= round {
+		i++
+	}
+	return prev.BlockRounds[i:]
+}
+
+// blockRounds is what the membership opened in round records: round, then
+// the rounds with a block before it, newest first, K+1 in all. K+1 and not
+// K, because a membership opened for a new P-chain height within a round
+// that already had one needs the K rounds before that round.
+func (l Liveness) blockRounds(prev *state.Membership, round uint64) []uint64 {
+	before := l.roundsBefore(prev, round)
+	out := make([]uint64, 0, l.K+1)
+	out = append(out, round)
+	for _, r := range before {
+		if uint64(len(out)) == l.K+1 {
+			break
+		}
+		out = append(out, r)
+	}
+	return out
 }
 
 // Opening is what OpenMembership decided for one block.
@@ -82,7 +141,7 @@ type Opening struct {
 // It is pure: the same parent state, set and round give the same result on
 // every node, which is why a membership never depends on a node's own view
 // of who is up.
-func OpenMembership(r state.Reader, v *ValidatorSet, round uint64, l Liveness) (Opening, error) {
+func OpenMembership(r state.Reader, v *ValidatorSet, round uint64, l Liveness, rules Rules) (Opening, error) {
 	prev, err := r.Membership()
 	switch {
 	case errors.Is(err, state.ErrNotFound):
@@ -94,13 +153,10 @@ func OpenMembership(r state.Reader, v *ValidatorSet, round uint64, l Liveness) (
 	case round < prev.Round:
 		return Opening{}, fmt.Errorf("%w: %d < %d", ErrRoundBackward, round, prev.Round)
 	}
-	ref := round
-	if prev != nil && prev.Round < round {
-		ref = prev.Round + 1
-	}
+	live := l.liveTest(prev, round, rules)
 	var (
-		live []pinning.Member
-		seen []state.LivenessUpdate
+		members []pinning.Member
+		seen    []state.LivenessUpdate
 	)
 	all := v.Members()
 	for _, mb := range all {
@@ -112,12 +168,15 @@ func OpenMembership(r state.Reader, v *ValidatorSet, round uint64, l Liveness) (
 			rec = state.Liveness{FirstSeen: round}
 			seen = append(seen, state.LivenessUpdate{NodeID: mb.NodeID, Record: rec})
 		}
-		if l.live(rec, ref) {
-			live = append(live, mb)
+		if live(rec) {
+			members = append(members, mb)
 		}
 	}
-	m := &state.Membership{PChainHeight: v.Height(), Round: round, Members: live}
-	if len(live) == 0 {
+	m := &state.Membership{PChainHeight: v.Height(), Round: round, Members: members}
+	if rules.LivenessGaps {
+		m.BlockRounds = l.blockRounds(prev, round)
+	}
+	if len(members) == 0 {
 		m.Fallback, m.Members = true, fallback(prev, all)
 	}
 	changed := prev == nil || prev.PChainHeight != m.PChainHeight

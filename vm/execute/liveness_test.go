@@ -1,6 +1,7 @@
 package execute_test
 
 import (
+	"math/rand/v2"
 	"testing"
 
 	"github.com/ava-labs/avalanchego/ids"
@@ -23,6 +24,8 @@ type chain struct {
 	h uint64
 	// rule, if set, replaces the package's rule.
 	rule *execute.Liveness
+	// rules are the scheduled changes every block executes with.
+	rules execute.Rules
 }
 
 func newChain(t *testing.T, w *world) *chain {
@@ -44,7 +47,7 @@ func (c *chain) block(v *execute.ValidatorSet, round uint64, beats ...int) *exec
 	l, err := c.s.NewLayer(nil)
 	require.NoError(c.t, err)
 	ctx := &execute.Context{NetworkID: testNetwork, ChainID: testChain, Limits: txs.DefaultLimits(),
-		Validators: v, Round: round, Liveness: rule, Height: c.h + 1}
+		Validators: v, Round: round, Liveness: rule, Rules: c.rules, Height: c.h + 1}
 	require.NoError(c.t, execute.Open(l, ctx))
 	var blockTxs []*txs.Tx
 	for _, i := range beats {
@@ -59,7 +62,7 @@ func (c *chain) block(v *execute.ValidatorSet, round uint64, beats ...int) *exec
 	l2, err := c.s.NewLayer(nil)
 	require.NoError(c.t, err)
 	require.NoError(c.t, execute.Block(l2, &execute.Context{NetworkID: testNetwork, ChainID: testChain, Limits: txs.DefaultLimits(),
-		Validators: v, Round: round, Liveness: rule, Height: c.h + 1}, blockTxs))
+		Validators: v, Round: round, Liveness: rule, Rules: c.rules, Height: c.h + 1}, blockTxs))
 	_, err = l2.Seal()
 	require.NoError(c.t, err)
 	c.s.Reject(l)
@@ -224,4 +227,150 @@ func TestRoundsWithoutBlocksDoNotKeepTheDead(t *testing.T) {
 	require.Equal(w.ids(0, 1), members(c.block(v, 109, 0, 1)))
 	require.Equal(w.ids(0, 1), members(c.block(v, 110, 0)))
 	require.Equal(w.ids(0), members(c.block(v, 111, 0)), "1 missed 110, a round with a block")
+}
+
+// TestGraceCountsOnlyRoundsWithBlocks: with K=2 and every other round
+// empty, a validator whose heartbeats stop stays a member for K+1 = 3
+// rounds with blocks, its heartbeat's included, as when every round has a
+// block. Before the LivenessGaps rule only the gap right before a block was
+// discounted, and it left after 2.
+func TestGraceCountsOnlyRoundsWithBlocks(t *testing.T) {
+	run := func(t *testing.T, rules execute.Rules) (at106, at108 []ids.NodeID) {
+		w := newWorld(t, 3)
+		v := w.set(10, map[int]uint64{0: 10, 1: 10, 2: 10})
+		c := newChain(t, w)
+		c.rules = rules
+		c.block(v, 100, 0, 1, 2)
+		c.block(v, 101, 0, 1, 2)
+		c.block(v, 102, 0, 1, 2)
+		// 2 dies after its heartbeat of 102; rounds 103, 105, 107 are empty.
+		require.Equal(t, w.ids(0, 1, 2), members(c.block(v, 104, 0, 1)))
+		at106 = members(c.block(v, 106, 0, 1))
+		at108 = members(c.block(v, 108, 0, 1))
+		return at106, at108
+	}
+	t.Run("activated", func(t *testing.T) {
+		w := newWorld(t, 3)
+		at106, at108 := run(t, execute.Rules{LivenessGaps: true})
+		require.Equal(t, w.ids(0, 1, 2), at106, "102 is one of the last K=2 rounds with a block before 106")
+		require.Equal(t, w.ids(0, 1), at108, "three rounds with blocks without its heartbeat: out")
+	})
+	t.Run("before its height", func(t *testing.T) {
+		w := newWorld(t, 3)
+		at106, _ := run(t, execute.Rules{})
+		require.Equal(t, w.ids(0, 1), at106, "the rule of the code before the change, kept until its activation height")
+	})
+}
+
+// TestGraceAcrossTheActivation: the first memberships opened under the
+// rule follow records written before it, which carry no rounds with
+// blocks; they keep the old measure until a record has them, and the
+// records' bytes before the activation are the old ones.
+func TestGraceAcrossTheActivation(t *testing.T) {
+	require := require.New(t)
+	w := newWorld(t, 3)
+	v := w.set(10, map[int]uint64{0: 10, 1: 10, 2: 10})
+	c := newChain(t, w)
+	c.block(v, 100, 0, 1, 2)
+	old := c.block(v, 102, 0, 1, 2)
+	require.Empty(old.Record().BlockRounds, "nothing new is written before the activation")
+	c.rules = execute.Rules{LivenessGaps: true}
+	first := c.block(v, 104, 0, 1)
+	require.Equal([]uint64{104}, first.Record().BlockRounds, "the history starts at the activation")
+	require.Equal(w.ids(0, 1, 2), members(first))
+	second := c.block(v, 106, 0, 1)
+	require.Equal([]uint64{106, 104}, second.Record().BlockRounds)
+	require.Equal(w.ids(0, 1, 2), members(second), "fewer than K rounds recorded before 106: 104 is one of the last K rounds with a block, 102 the other")
+	third := c.block(v, 108, 0, 1)
+	require.Equal([]uint64{108, 106, 104}, third.Record().BlockRounds, "K+1 rounds kept")
+	require.Equal(w.ids(0, 1), members(third))
+	require.Equal([]uint64{110, 108, 106}, c.block(v, 110, 0, 1).Record().BlockRounds, "and no more")
+}
+
+// TestGraceMatchesTheWholeHistory checks the rule against a model that
+// keeps every round that had a block (the record keeps only K+1): over
+// random chains with empty rounds, new P-chain heights within a round and
+// heartbeats that stop, a validator is a member exactly when its last
+// heartbeat or first appearance is no older than the K-th round with a
+// block before the block's round.
+func TestGraceMatchesTheWholeHistory(t *testing.T) {
+	rng := rand.New(rand.NewPCG(7, 11))
+	for trial := range 60 {
+		k := uint64(1 + trial%3)
+		rule := execute.Liveness{RoundMs: 1000, K: k}
+		w := newWorld(t, 4)
+		c := newChain(t, w)
+		c.rule = &rule
+		c.rules = execute.Rules{LivenessGaps: true}
+		var (
+			blockRounds []uint64 // every round with a block, oldest first
+			lastSeen    = map[int]uint64{}
+			height      = uint64(10)
+			stopped     = map[int]uint64{}
+			lastBeat    = map[int]uint64{} // one heartbeat per validator and round
+			frozen      struct {
+				round, height uint64
+				want          []int
+			}
+		)
+		for i := range 4 {
+			stopped[i] = 100 + rng.Uint64N(40) // heartbeats stop after this round
+		}
+		for round := uint64(100); round < 150; round++ {
+			if rng.IntN(3) == 0 {
+				continue // a round without a block
+			}
+			for range 1 + rng.IntN(2) { // sometimes a new P-chain height within the round
+				if rng.IntN(4) == 0 {
+					height++
+				}
+				v := w.set(height, map[int]uint64{0: 10, 1: 10, 2: 10, 3: 10})
+				var beats []int
+				for i := range 4 {
+					if round <= stopped[i] && lastBeat[i] != round && rng.IntN(5) != 0 {
+						beats = append(beats, i)
+					}
+				}
+				var before []uint64 // rounds with a block before this one, newest first
+				for j := len(blockRounds) - 1; j >= 0; j-- {
+					if blockRounds[j] < round {
+						before = append(before, blockRounds[j])
+					}
+				}
+				from := uint64(0)
+				if uint64(len(before)) >= k {
+					from = before[k-1]
+				}
+				var want []int
+				for i := range 4 {
+					seen, ok := lastSeen[i]
+					if !ok {
+						seen = round // first seen now
+					}
+					if seen >= from {
+						want = append(want, i)
+					}
+				}
+				if frozen.round == round && frozen.height == height {
+					want = frozen.want // a membership is frozen for its (P-chain height, round)
+				}
+				frozen.round, frozen.height, frozen.want = round, height, want
+				e := c.block(v, round, beats...)
+				if !e.Record().Fallback {
+					require.Equal(t, w.ids(want...), members(e), "trial %d, K=%d, round %d", trial, k, round)
+				}
+				if len(blockRounds) == 0 || blockRounds[len(blockRounds)-1] != round {
+					blockRounds = append(blockRounds, round)
+				}
+				for i := range 4 {
+					if _, ok := lastSeen[i]; !ok {
+						lastSeen[i] = round
+					}
+				}
+				for _, i := range beats {
+					lastSeen[i], lastBeat[i] = round, round
+				}
+			}
+		}
+	}
 }

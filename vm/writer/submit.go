@@ -316,7 +316,9 @@ func (w *Writer) Admit(tx *txs.Tx) error {
 // might have granted within the clock skew; the caller retries). The rest
 // the block that carries it decides.
 func (w *Writer) Lease(ctx context.Context, e txs.LeaseEntry) (*txs.Tx, error) {
-	// RULES-PENDING activation
+	if err := w.activated(func(r execute.Rules) bool { return r.Leases }); err != nil {
+		return nil, err
+	}
 	if err := w.checkOwned(ctx, []string{e.Range}); err != nil {
 		return nil, err
 	}
@@ -361,3 +363,11 @@ func (w *Writer) leaseSettled(e txs.LeaseEntry) error {
 	return nil
 }
 
+// activated refuses a change of execution the next block does not run yet.
+func (w *Writer) activated(change func(execute.Rules) bool) error {
+	next := w.chain.LastAccepted().Block.Height + 1
+	if !change(w.genesis.Upgrades.Rules(next)) {
+		return fmt.Errorf("%w: block %d", execute.ErrNotActivated, next)
+	}
+	return nil
+}
