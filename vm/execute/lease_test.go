@@ -113,7 +113,7 @@ func TestLeaseNeverTwoHolders(t *testing.T) {
 	holders := []string{"m1", "m2", "m3"}
 	now := uint64(1_000_000)
 	var lastToken uint64
-	for step := 0; step < 3000; step++ {
+	for step := 0; step < 800; step++ {
 		now += uint64(rnd.IntN(400))
 		h := holders[rnd.IntN(len(holders))]
 		ttl := uint64(100 + rnd.IntN(1_000))
@@ -155,7 +155,7 @@ func TestLeaseNeverTwoHolders(t *testing.T) {
 			t.Fatalf("outcome %q", got.Lease)
 		}
 	}
-	require.Greater(t, len(grants), 100, "the run should take over the lease many times")
+	require.Greater(t, len(grants), 30, "the run should take over the lease many times")
 }
 
 func nonZero(v uint64) uint64 {
