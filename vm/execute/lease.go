@@ -56,72 +56,82 @@ func (e *LeaseError) Is(target error) bool {
 func (e *LeaseError) Code() errcode.Code { return e.sentinel().Code() }
 func (e *LeaseError) Reason() string     { return e.sentinel().Reason() }
 
-// Lease decides each entry by the block's time, the only clock a lease
-// expires by, so that every validator reaches the same outcome. Every entry
-// gets a receipt outcome; none fails the transaction, so a refused acquire
-// costs its owner a receipt, not an eviction.
-//
-//   - acquire: granted, with the range's next fencing token and an expiry of
-//     block time + TTL, unless another grant is unexpired (held; the receipt
-//     names it). An unexpired grant of the same holder name is held too: a
-//     name may be shared by processes, a grant never is.
-//   - renew: the expiry of the holder's unexpired grant Token moves to block
-//     time + TTL; an expired, released or other grant is lost.
-//   - release: the holder's grant Token ends (expired or not); any other is
-//     lost.
+// Lease decides each entry by the block's time (DecideLease), the only
+// clock a lease expires by, so that every validator reaches the same
+// outcome. Every entry gets a receipt outcome; none fails the transaction,
+// so a refused acquire costs its owner a receipt, not an eviction.
 func (e *executor) Lease(t *txs.LeaseTx) error {
-	now := e.c.Time
 	for i, en := range t.Entries {
 		cur, ok, err := e.r.Lease(en.Range)
 		if err != nil {
 			return err
 		}
-		live := ok && cur.Held(now)
-		mine := ok && cur.Holder == en.Holder && cur.Token == en.Token
-		rc := state.ReceiptEntry{Range: en.Range}
-		if live {
-			rc.Holder, rc.Token, rc.ExpiresMs = cur.Holder, cur.Token, cur.ExpiresMs
+		fence, err := e.r.Fence(en.Range)
+		if err != nil {
+			return err
 		}
-		var u *state.LeaseUpdate
-		switch {
-		case en.Op == txs.LeaseAcquire && live:
-			rc.Lease = state.LeaseHeld
-		case en.Op == txs.LeaseAcquire:
-			fence, err := e.r.Fence(en.Range)
-			if err != nil {
-				return err
-			}
-			if fence == ^uint64(0) {
-				return fmt.Errorf("entry %d: %w: fencing tokens of %q", i, ErrCounterOverflow, en.Range)
-			}
-			grant, err := leaseUntil(en, fence+1, now)
-			if err != nil {
-				return fmt.Errorf("entry %d: %w", i, err)
-			}
-			rc.Lease = state.LeaseGranted
-			u = &state.LeaseUpdate{Range: en.Range, Lease: &grant, Fence: grant.Token}
-		case en.Op == txs.LeaseRenew && live && mine:
-			grant, err := leaseUntil(en, cur.Token, now)
-			if err != nil {
-				return fmt.Errorf("entry %d: %w", i, err)
-			}
-			rc.Lease = state.LeaseRenewed
-			u = &state.LeaseUpdate{Range: en.Range, Lease: &grant}
-		case en.Op == txs.LeaseRelease && mine:
-			rc.Lease, rc.Holder, rc.Token, rc.ExpiresMs = state.LeaseReleased, "", 0, 0
-			u = &state.LeaseUpdate{Range: en.Range}
-		default:
-			rc.Lease = state.LeaseLost
+		rc, u, err := DecideLease(en, cur, ok, fence, e.c.Time)
+		if err != nil {
+			return fmt.Errorf("entry %d: %w", i, err)
 		}
 		if u != nil {
-			if u.Lease != nil {
-				rc.Holder, rc.Token, rc.ExpiresMs = u.Lease.Holder, u.Lease.Token, u.Lease.ExpiresMs
-			}
 			e.out.Leases = append(e.out.Leases, *u)
 		}
 		e.out.Receipt.Entries = append(e.out.Receipt.Entries, rc)
 	}
 	return nil
+}
+
+// DecideLease is the rule of one lease entry at block time now, given the
+// range's lease (cur, if ok) and last fencing token: its receipt entry and
+// the update it writes (nil: none).
+//
+//   - acquire: granted, with the range's next fencing token and an expiry of
+//     now + TTL, unless another grant is unexpired (held; the receipt names
+//     it). An unexpired grant of the same holder name is held too: a name
+//     may be shared by processes, a grant never is.
+//   - renew: the expiry of the holder's unexpired grant Token moves to now +
+//     TTL; an expired, released or other grant is lost.
+//   - release: the holder's grant Token ends (expired or not); any other is
+//     lost.
+func DecideLease(en txs.LeaseEntry, cur state.Lease, ok bool, fence, now uint64) (state.ReceiptEntry, *state.LeaseUpdate, error) {
+	live := ok && cur.Held(now)
+	mine := ok && cur.Holder == en.Holder && cur.Token == en.Token
+	rc := state.ReceiptEntry{Range: en.Range}
+	if live {
+		rc.Holder, rc.Token, rc.ExpiresMs = cur.Holder, cur.Token, cur.ExpiresMs
+	}
+	var u *state.LeaseUpdate
+	switch {
+	case en.Op == txs.LeaseAcquire && live:
+		rc.Lease = state.LeaseHeld
+	case en.Op == txs.LeaseAcquire:
+		if fence == ^uint64(0) {
+			return rc, nil, fmt.Errorf("%w: fencing tokens of %q", ErrCounterOverflow, en.Range)
+		}
+		grant, err := leaseUntil(en, fence+1, now)
+		if err != nil {
+			return rc, nil, err
+		}
+		rc.Lease = state.LeaseGranted
+		u = &state.LeaseUpdate{Range: en.Range, Lease: &grant, Fence: grant.Token}
+	case en.Op == txs.LeaseRenew && live && mine:
+		grant, err := leaseUntil(en, cur.Token, now)
+		if err != nil {
+			return rc, nil, err
+		}
+		rc.Lease = state.LeaseRenewed
+		u = &state.LeaseUpdate{Range: en.Range, Lease: &grant}
+	case en.Op == txs.LeaseRelease && mine:
+		rc.Lease, rc.Holder, rc.Token, rc.ExpiresMs = state.LeaseReleased, "", 0, 0
+		u = &state.LeaseUpdate{Range: en.Range}
+	default:
+		rc.Lease = state.LeaseLost
+	}
+	if u != nil && u.Lease != nil {
+		rc.Holder, rc.Token, rc.ExpiresMs = u.Lease.Holder, u.Lease.Token, u.Lease.ExpiresMs
+	}
+	return rc, u, nil
 }
 
 // leaseUntil is en's holder's grant token, expiring TTL after block time now.
