@@ -46,9 +46,10 @@ unit:
 kat32:
 	./scripts/kat32.sh
 
-## e2e: end-to-end tests on a local 4-node network they start and always stop (logs of a failed run stay under build/e2e), then on real SeaweedFS clusters (e2e-weed)
+## e2e: end-to-end tests on a local 4-node network they start and always stop (logs of a failed run stay under build/e2e), on a one-node network, then on real SeaweedFS clusters (e2e-weed)
 e2e: $(NODE) $(PLUGIN) $(SCHAIN)
 	$(GO) test -tags e2e -count=1 -timeout 30m -v ./tests/e2e/
+	$(GO) test -tags e2e -count=1 -timeout 10m -v ./tests/onenode/
 	@$(MAKE) --no-print-directory e2e-weed
 
 ## e2e-weed: SeaweedFS (build/weed) on S-Chain: leader kills in stock and schain mode, shadow then cutover, a validator kill (logs of a failed test stay under build/e2e-weed)
@@ -65,14 +66,14 @@ fmt:
 # never breaks them unnoticed.
 vet:
 	$(GO) vet $(PKGS)
-	$(GO) vet -tags e2e ./tests/e2e/ ./seaweedfs/e2e/
+	$(GO) vet -tags e2e ./tests/... ./seaweedfs/e2e/
 
 $(STATICCHECK):
 	GOBIN=$(BIN) $(GO) install honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION)
 
 staticcheck: $(STATICCHECK)
 	$(STATICCHECK) $(PKGS)
-	$(STATICCHECK) -tags e2e ./tests/e2e/ ./seaweedfs/e2e/
+	$(STATICCHECK) -tags e2e ./tests/... ./seaweedfs/e2e/
 
 $(BENCHSTAT):
 	GOBIN=$(BIN) $(GO) install golang.org/x/perf/cmd/benchstat@$(BENCHSTAT_VERSION)
@@ -120,6 +121,8 @@ profile:
 FUZZTIME ?= 20s
 fuzz:
 	$(GO) test -run '^$$' -fuzz FuzzParse -fuzztime $(FUZZTIME) ./txs/
+	@for f in FuzzObjectRecord FuzzChunkRecord FuzzReceiptRecord; do \
+	  $(GO) test -run '^$$' -fuzz "^$$f\$$" -fuzztime $(FUZZTIME) ./state/ || exit 1; done
 
 ## run: a local 4-node S-Chain network on 127.0.0.1 (reused if already up), a demo, and a short shadow run against an embedded legacy raft allocator
 run: build

@@ -47,6 +47,13 @@ var (
 	// ErrLeaseLost matches api.CodeLeaseLost: the grant is no longer the
 	// range's and its token is refused. Not retried.
 	ErrLeaseLost = errcode.LeaseLost.Class()
+	// ErrPreconditionFailed matches api.CodePreconditionFailed: a versioned
+	// write's condition failed (IsPreconditionFailed names the current
+	// version). Not retried: the same write fails the same way.
+	ErrPreconditionFailed = errcode.PreconditionFailed.Class()
+	// ErrConflict matches api.CodeConflict: a manifest names a chunk another
+	// live object holds, or one already released. Not retried.
+	ErrConflict = errcode.Conflict.Class()
 	// ErrServer matches every other code (api.CodeUnknown and the JSON-RPC
 	// protocol codes).
 	ErrServer = errcode.Unknown.Class()
@@ -183,4 +190,41 @@ func decodeData(err error, code int, v any) bool {
 func retryable(err error) bool {
 	return errors.Is(err, ErrNotReady) || errors.Is(err, ErrMempoolFull) || errors.Is(err, ErrTooManyRequests) ||
 		errors.Is(err, ErrTransport)
+}
+
+// EntryError is the error of one entry of an accepted versioned manifest
+// write or reclaim: nil if the entry wrote, else the *Error the node
+// answers a waited write with (api.CodePreconditionFailed, CodeConflict or
+// CodeRejected, with its data). A write sent without Wait learns its fate
+// this way from its receipt.
+func EntryError(rc *api.ReceiptReply, index int) error {
+	if rc == nil || rc.Status != api.StatusAccepted {
+		return nil
+	}
+	if index < 0 || index >= len(rc.Entries) {
+		return fmt.Errorf("%w: receipt of %s has %d entries, not entry %d", ErrMalformedResponse, rc.TxID, len(rc.Entries), index)
+	}
+	e := rc.Entries[index]
+	if e.Refused == "" {
+		return nil
+	}
+	data, err := json.Marshal(api.Refusal(rc.TxID, index, e))
+	if err != nil {
+		return err
+	}
+	return &Error{Code: api.RefusalCode(e.Refused), Message: fmt.Sprintf("%s: %s", e.Refused, e.Detail), Data: data}
+}
+
+// IsPreconditionFailed reports whether err is a PreconditionFailed answer
+// and returns the object's current version.
+func IsPreconditionFailed(err error) (api.PreconditionData, bool) {
+	var d api.PreconditionData
+	return d, decodeData(err, api.CodePreconditionFailed, &d)
+}
+
+// IsConflict reports whether err is a Conflict answer (a chunk another live
+// object holds, or one released) and returns what stood in the way.
+func IsConflict(err error) (api.ConflictData, bool) {
+	var d api.ConflictData
+	return d, decodeData(err, api.CodeConflict, &d)
 }

@@ -39,12 +39,19 @@ const (
 	TooManyRequests Code = -32017
 	// RequestTooLarge: the request body exceeds the node's limit.
 	RequestTooLarge Code = -32018
+	// PreconditionFailed: a conditional manifest write found the object at
+	// another version (or live where it had to be absent). Data names the
+	// current version. Retrying the same write fails the same way.
+	PreconditionFailed Code = -32020
 	// LeaseHeld: another holder holds the lease unexpired. Data names it.
 	LeaseHeld Code = -32021
 	// LeaseLost: the grant a renew or release names is no longer held (it
 	// expired, was released or another holder took the lease): its fencing
 	// token is refused.
 	LeaseLost Code = -32022
+	// Conflict: the write names a chunk another live object holds, or one
+	// already released. Data names the chunk and its holder.
+	Conflict Code = -32023
 	// InvalidParams: malformed or out-of-limit arguments (JSON-RPC's code).
 	InvalidParams Code = -32602
 	// Unknown: anything else (an internal failure).
@@ -61,12 +68,13 @@ const (
 )
 
 // Codes lists every code of the API, in a fixed order.
-var Codes = []Code{NotOwner, NotReady, MempoolFull, Rejected, Timeout, NotFound, Unauthorized, TooManyRequests, RequestTooLarge, LeaseHeld, LeaseLost, InvalidParams, Unknown}
+var Codes = []Code{NotOwner, NotReady, MempoolFull, Rejected, Timeout, NotFound, Unauthorized, TooManyRequests, RequestTooLarge, PreconditionFailed, LeaseHeld, LeaseLost, Conflict, InvalidParams, Unknown}
 
 var names = map[Code]string{
 	NotOwner: "not_owner", NotReady: "not_ready", MempoolFull: "mempool_full", Rejected: "rejected",
 	Timeout: "timeout", NotFound: "not_found", Unauthorized: "unauthorized", TooManyRequests: "too_many_requests",
-	RequestTooLarge: "request_too_large", LeaseHeld: "lease_held", LeaseLost: "lease_lost", InvalidParams: "invalid_params", Unknown: "unknown",
+	RequestTooLarge: "request_too_large", PreconditionFailed: "precondition_failed", LeaseHeld: "lease_held", LeaseLost: "lease_lost",
+	Conflict: "conflict", InvalidParams: "invalid_params", Unknown: "unknown",
 	ParseError: "parse_error", InvalidRequest: "invalid_request", MethodNotFound: "method_not_found", InternalError: "internal_error",
 }
 

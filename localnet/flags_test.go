@@ -32,18 +32,27 @@ func TestNodeFlags(t *testing.T) {
 	require.Equal("zstd", flags[config.NetworkCompressionTypeKey])
 }
 
-// TestConfigBoundsNodes: a network of fewer than 2 or more than MaxNodes
-// nodes is refused by name before anything starts (the binaries are not
-// even looked for).
+// TestConfigBoundsNodes: a network of no node or more than MaxNodes nodes
+// is refused by name before anything starts (the binaries are not even
+// looked for).
 func TestConfigBoundsNodes(t *testing.T) {
 	require := require.New(t)
-	for _, n := range []int{0, 1, MaxNodes + 1} {
+	for _, n := range []int{-1, 0, MaxNodes + 1} {
 		err := Config{Nodes: n}.verify()
 		require.ErrorIs(err, ErrNodeCount, "%d nodes", n)
-		require.Contains(err.Error(), "2 to 16")
+		require.Contains(err.Error(), "1 to 16")
 	}
-	for _, n := range []int{2, DefaultNodes, MaxNodes} {
+	for _, n := range []int{1, 2, DefaultNodes, MaxNodes} {
 		err := Config{Nodes: n, PluginDir: t.TempDir()}.verify()
 		require.ErrorIs(err, ErrMissingBinary, "%d nodes pass the bound and reach the binaries' check", n)
 	}
+}
+
+// TestSingleNodeFlags: a lone node keeps sybil protection on (tmpnet would
+// turn it off).
+func TestSingleNodeFlags(t *testing.T) {
+	require := require.New(t)
+	flags := nodeFlags(Snow(1), nil)
+	singleNode(flags)
+	require.Equal("true", flags[config.SybilProtectionEnabledKey])
 }

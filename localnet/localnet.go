@@ -19,6 +19,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/ava-labs/avalanchego/api/health"
 	"github.com/ava-labs/avalanchego/config"
 	nodeconfig "github.com/ava-labs/avalanchego/config/node"
 	"github.com/ava-labs/avalanchego/ids"
@@ -37,14 +38,15 @@ var (
 	ErrNoNetwork = errors.New("localnet: no network (start one with `schain network start` or `make run`)")
 	// ErrMissingBinary means the node or plugin binary was not built.
 	ErrMissingBinary = errors.New("localnet: binary missing (run `make build`)")
-	// ErrNodeCount means Config.Nodes is outside [2, MaxNodes].
+	// ErrNodeCount means Config.Nodes is outside [1, MaxNodes].
 	ErrNodeCount = errors.New("localnet: number of nodes out of bounds")
 )
 
 // Config describes a network to start.
 type Config struct {
-	// Nodes is the number of validators, 2 to MaxNodes: a single node runs
-	// without sybil protection and has no validator set.
+	// Nodes is the number of validators, 1 to MaxNodes. One node keeps
+	// sybil protection on and validates the subnet alone: the same
+	// consensus, Verify and Accept as four, with a quorum of one voter.
 	Nodes int
 	// RootDir holds network directories and the pointer to the current one.
 	RootDir string
@@ -276,8 +278,8 @@ func (n *Network) ChainURIsBase() []string {
 func (n *Network) ChainURI(nd Node) string { return nd.URI + "/ext/bc/" + n.ChainID.String() }
 
 func (c Config) verify() error {
-	if c.Nodes < 2 || c.Nodes > MaxNodes {
-		return fmt.Errorf("%w: %d (hint: 2 to %d; one node runs without a validator set, and every node is two processes on this machine)", ErrNodeCount, c.Nodes, MaxNodes)
+	if c.Nodes < 1 || c.Nodes > MaxNodes {
+		return fmt.Errorf("%w: %d (hint: 1 to %d; every node is two processes on this machine)", ErrNodeCount, c.Nodes, MaxNodes)
 	}
 	for _, p := range []string{c.AvalancheGo, filepath.Join(c.PluginDir, vm.ID.String())} {
 		if _, err := os.Stat(p); err != nil {
@@ -333,6 +335,9 @@ func Start(ctx context.Context, cfg Config) (*Network, error) {
 		return nil, err
 	}
 	flags := nodeFlags(snow, cfg.NodeFlags)
+	if cfg.Nodes == 1 {
+		singleNode(flags)
+	}
 	tn := &tmpnet.Network{
 		Owner:        "schain",
 		DefaultFlags: flags,
@@ -350,7 +355,11 @@ func Start(ctx context.Context, cfg Config) (*Network, error) {
 		}},
 	}
 	fmt.Fprintf(progress(cfg), "starting %d avalanchego nodes on 127.0.0.1 with an S-Chain subnet (about 20 s)...\n", cfg.Nodes)
-	if err := tmpnet.BootstrapNewNetwork(ctx, log, tn, cfg.RootDir); err != nil {
+	bootstrap := tmpnet.BootstrapNewNetwork
+	if cfg.Nodes == 1 {
+		bootstrap = bootstrapSingle
+	}
+	if err := bootstrap(ctx, log, tn, cfg.RootDir); err != nil {
 		if tn.Dir != "" {
 			_ = tn.Stop(context.Background())
 		}
@@ -405,6 +414,63 @@ func nodeFlags(snow map[string]any, extra map[string]string) tmpnet.FlagsMap {
 		flags[k] = v
 	}
 	return flags
+}
+
+// singleNode keeps a one-node network on the path of every other: tmpnet
+// turns sybil protection off for a lone node by default (then the node
+// validates with a made-up weight, not as the P-chain's validator). With
+// it on, the node is the subnet's only validator on the P-chain, and
+// consensus, certificates and liveness run on that set as on four.
+func singleNode(flags tmpnet.FlagsMap) {
+	flags[config.SybilProtectionEnabledKey] = "true"
+}
+
+// bootstrapSingle is tmpnet's bootstrap for a network of one node, which
+// waits for the node to be ready instead of healthy: avalanchego's network
+// health check fails on a node that has no peer to exchange messages with,
+// whatever its flags, while every chain it runs is bootstrapped and
+// deciding blocks alone.
+func bootstrapSingle(ctx context.Context, log logging.Logger, tn *tmpnet.Network, rootDir string) error {
+	if err := tn.EnsureDefaultConfig(ctx, log); err != nil {
+		return err
+	}
+	if err := tn.Create(rootDir); err != nil {
+		return err
+	}
+	nd := tn.Nodes[0]
+	if err := tn.StartNode(ctx, nd); err != nil {
+		return err
+	}
+	if err := waitReady(ctx, nd); err != nil {
+		return err
+	}
+	if _, err := tn.CreateSubnets(ctx, log, nd); err != nil {
+		return err
+	}
+	// The restart makes the node track the subnet and read the chain config.
+	if err := nd.Restart(ctx); err != nil {
+		return err
+	}
+	return waitReady(ctx, nd)
+}
+
+// waitReady waits until every chain the node runs is bootstrapped (its
+// readiness checks pass).
+func waitReady(ctx context.Context, nd *tmpnet.Node) error {
+	ready, err := health.AwaitReady(ctx, health.NewClient(nd.URI), 500*time.Millisecond, nil)
+	if err != nil || !ready {
+		return fmt.Errorf("localnet: node %s not ready: %w", nd.NodeID, errors.Join(err, ctx.Err()))
+	}
+	return nil
+}
+
+// waitServing waits until a started node serves: healthy, or for the only
+// node of a network, ready (see bootstrapSingle).
+func (n *Network) waitServing(ctx context.Context, nd *tmpnet.Node) error {
+	if len(n.tmp.Nodes) == 1 {
+		return waitReady(ctx, nd)
+	}
+	return nd.WaitForHealthy(ctx)
 }
 
 // chainConfig returns the network's token and the chain config JSON that
@@ -645,7 +711,7 @@ func (n *Network) StartNode(ctx context.Context, id ids.NodeID) error {
 	if err := n.tmp.StartNode(ctx, nd); err != nil {
 		return err
 	}
-	if err := nd.WaitForHealthy(ctx); err != nil {
+	if err := n.waitServing(ctx, nd); err != nil {
 		return err
 	}
 	pc, _ := readProcess(nd)

@@ -17,6 +17,13 @@
 //	'e'                            -> u64 round below which 'r' is empty (rooted)
 //	'L' range                      -> lease {holder, token, expiry} (rooted)
 //	'F' range                      -> u64 last fencing token granted (rooted)
+//	'v' str bucket | key           -> object: version, height, manifest,
+//	                                  attributes (kind 4; rooted)
+//	'k' str range | u64 id         -> chunk: live (holder) | released |
+//	                                  reclaimed (height) (rooted)
+//	'g' str bucket | u64 height | str range | u64 id
+//	                               -> u64 size | [32] hash: the bucket's
+//	                                  released list (rooted)
 //	'b' blockID                    -> block bytes                 (index)
 //	'h' u64 height                 -> blockID                     (index)
 //	'a'                            -> last accepted {id, height, root}

@@ -4,6 +4,8 @@ import (
 	"encoding/binary"
 
 	"github.com/ava-labs/avalanchego/ids"
+
+	"github.com/s-chain/schain/txs"
 )
 
 const (
@@ -19,6 +21,9 @@ const (
 	tagMembership   byte = 'p'
 	tagLease        byte = 'L'
 	tagFence        byte = 'F'
+	tagObject       byte = 'v'
+	tagChunk        byte = 'k'
+	tagReleased     byte = 'g'
 )
 
 func livenessKey(nodeID ids.NodeID) []byte { return append([]byte{tagLiveness}, nodeID[:]...) }
@@ -27,12 +32,51 @@ func counterKey(rangeKey string) []byte {
 	return append([]byte{tagCounter}, rangeKey...)
 }
 
-func manifestKey(bucket, key string) []byte {
-	b := make([]byte, 0, 3+len(bucket)+len(key))
-	b = append(b, tagManifest)
+func manifestKey(bucket, key string) []byte { return bucketKey(tagManifest, bucket, key) }
+
+func objectKey(bucket, key string) []byte { return bucketKey(tagObject, bucket, key) }
+
+// bucketKey is tag | u16 length | bucket | rest: one bucket's keys are
+// contiguous and in the order of rest.
+func bucketKey(tag byte, bucket, rest string) []byte {
+	b := make([]byte, 0, 3+len(bucket)+len(rest))
+	b = append(b, tag)
 	b = binary.BigEndian.AppendUint16(b, uint16(len(bucket)))
 	b = append(b, bucket...)
-	return append(b, key...)
+	return append(b, rest...)
+}
+
+func chunkKey(c txs.ChunkRef) []byte {
+	b := make([]byte, 0, 3+len(c.Range)+8)
+	b = append(b, tagChunk)
+	b = binary.BigEndian.AppendUint16(b, uint16(len(c.Range)))
+	b = append(b, c.Range...)
+	return binary.BigEndian.AppendUint64(b, c.ID)
+}
+
+// releasedKey orders a bucket's released list by the height that released
+// each chunk, then by chunk.
+func releasedKey(bucket string, height uint64, c txs.ChunkRef) []byte {
+	b := bucketKey(tagReleased, bucket, "")
+	b = binary.BigEndian.AppendUint64(b, height)
+	b = binary.BigEndian.AppendUint16(b, uint16(len(c.Range)))
+	b = append(b, c.Range...)
+	return binary.BigEndian.AppendUint64(b, c.ID)
+}
+
+// parseReleasedKey reads the height and chunk of a released-list key whose
+// bucket part is prefixLen bytes long.
+func parseReleasedKey(k []byte, prefixLen int) (uint64, txs.ChunkRef, bool) {
+	rest := k[prefixLen:]
+	if len(rest) < 8+2+8 {
+		return 0, txs.ChunkRef{}, false
+	}
+	height := binary.BigEndian.Uint64(rest)
+	n := int(binary.BigEndian.Uint16(rest[8:]))
+	if len(rest) != 8+2+n+8 {
+		return 0, txs.ChunkRef{}, false
+	}
+	return height, txs.ChunkRef{Range: string(rest[10 : 10+n]), ID: binary.BigEndian.Uint64(rest[10+n:])}, true
 }
 
 func leaseKey(rangeKey string) []byte { return append([]byte{tagLease}, rangeKey...) }

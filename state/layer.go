@@ -53,6 +53,16 @@ type Changes struct {
 	SigningHash ids.ID
 	// Liveness records are written whole.
 	Liveness []LivenessUpdate
+	// Objects are versioned manifests written whole, in order (kind 4).
+	// Writing one drops the object's legacy manifest, if any: an object
+	// lives in one table.
+	Objects []*Object
+	// Chunks are chunk records set, in order.
+	Chunks []ChunkUpdate
+	// Released adds chunks to their buckets' released lists, Reclaimed
+	// takes them off.
+	Released  []ReleasedUpdate
+	Reclaimed []ReleasedUpdate
 	// Leases are written whole, or deleted.
 	Leases []LeaseUpdate
 }
@@ -63,6 +73,19 @@ type LeaseUpdate struct {
 	Range string
 	Lease *Lease
 	Fence uint64
+}
+
+// ChunkUpdate sets a chunk's record.
+type ChunkUpdate struct {
+	Ref    txs.ChunkRef
+	Record Chunk
+}
+
+// ReleasedUpdate is one entry of a bucket's released list: the chunk
+// released at Height (its size and hash matter only when it is added).
+type ReleasedUpdate struct {
+	Height uint64
+	Chunk  txs.Chunk
 }
 
 // LivenessUpdate sets one validator's liveness record.
@@ -104,6 +127,9 @@ func (l *Layer) Apply(c *Changes) error {
 	if err := l.putLeases(c.Leases); err != nil {
 		return err
 	}
+	if err := l.putObjects(c); err != nil {
+		return err
+	}
 	if c.Receipt != nil {
 		b, err := encodeReceipt(c.Receipt)
 		if err != nil {
@@ -130,6 +156,40 @@ func (l *Layer) Freeze(m *Membership, seen []LivenessUpdate) error {
 		return err
 	}
 	return l.put(membershipKey, b)
+}
+
+func (l *Layer) putObjects(c *Changes) error {
+	for _, o := range c.Objects {
+		m := &o.Manifest
+		if err := l.put(objectKey(m.Bucket, m.Key), encodeObject(o)); err != nil {
+			return err
+		}
+		legacy := manifestKey(m.Bucket, m.Key)
+		switch had, err := l.vdb.Has(legacy); {
+		case err != nil:
+			return err
+		case had:
+			if err := l.del(legacy); err != nil {
+				return err
+			}
+		}
+	}
+	for _, u := range c.Chunks {
+		if err := l.put(chunkKey(u.Ref), encodeChunk(u.Record)); err != nil {
+			return err
+		}
+	}
+	for _, u := range c.Released {
+		if err := l.put(releasedKey(u.Chunk.Bucket(), u.Height, u.Chunk.Ref()), encodeReleased(u.Chunk)); err != nil {
+			return err
+		}
+	}
+	for _, u := range c.Reclaimed {
+		if err := l.del(releasedKey(u.Chunk.Bucket(), u.Height, u.Chunk.Ref())); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 func (l *Layer) putLiveness(us []LivenessUpdate) error {

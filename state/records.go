@@ -19,8 +19,9 @@ type Receipt struct {
 }
 
 // ReceiptEntry is one entry's outcome: the ids reserved by an allocate entry
-// ([Base, Base+Count) in Range), the object a manifest entry wrote, or what
-// a lease entry got.
+// ([Base, Base+Count) in Range), the object a manifest entry wrote, the
+// chunk a reclaim entry took off its released list (Range, ID), or what a
+// lease entry got.
 type ReceiptEntry struct {
 	Range   string `json:"range,omitempty"`
 	Base    uint64 `json:"base,omitempty"`
@@ -28,9 +29,25 @@ type ReceiptEntry struct {
 	Bucket  string `json:"bucket,omitempty"`
 	Key     string `json:"key,omitempty"`
 	Deleted bool   `json:"deleted,omitempty"`
-	// Lease is a lease entry's outcome (a LeaseOutcome); Holder, Token and
-	// ExpiresMs are the lease of Range the block left: the grant, or the
-	// holder who kept it (empty when nobody holds it).
+	// The fields below are a ManifestTx's or ReclaimTx's (receipt record
+	// version 2).
+
+	// Version is the version a manifest entry wrote (0 for the deletion of
+	// an object that was not live, which writes nothing).
+	Version uint64 `json:"version,omitempty"`
+	// Refused is the reason an entry wrote nothing (an errcode reason such
+	// as "precondition_failed" or "chunk_in_use"), with Detail naming what
+	// stood in the way.
+	Refused string `json:"refused,omitempty"`
+	Detail  string `json:"detail,omitempty"`
+	// Current is the object's version when its precondition failed (0: not
+	// live).
+	Current uint64 `json:"current,omitempty"`
+	// ID is the chunk a reclaim entry names (in Range).
+	ID uint64 `json:"id,omitempty"`
+	// The fields below are a LeaseTx's (receipt record version 3): the
+	// entry's outcome, and the lease of Range the block left (the grant,
+	// or the holder who kept it; empty when nobody holds it).
 	Lease     LeaseOutcome `json:"lease,omitempty"`
 	Holder    string       `json:"holder,omitempty"`
 	Token     uint64       `json:"token,omitempty"`
@@ -53,22 +70,30 @@ const (
 	LeaseLost LeaseOutcome = "lost"
 )
 
-// Receipt versions: 2 adds the lease fields of each entry, and is written
-// only for receipts that have them, so that the receipts (and state roots)
-// of the other kinds stay what they were.
+// Receipt record versions: 1 for the kinds before the manifests upgrade
+// (their bytes, and so the state root, never change), 2 for ManifestTx and
+// ReclaimTx, 3 for LeaseTx.
 const (
 	receiptVersion      byte = 1
-	receiptVersionLease byte = 2
+	receiptVersionV2    byte = 2
+	receiptVersionLease byte = 3
 )
 
-func encodeReceipt(r *Receipt) ([]byte, error) {
-	version := receiptVersion
-	for _, e := range r.Entries {
-		if e.Lease != "" {
-			version = receiptVersionLease
-		}
+// receiptVersionOf is the record version of a receipt of kind.
+func receiptVersionOf(kind string) byte {
+	switch kind {
+	case "manifest", "reclaim":
+		return receiptVersionV2
+	case "lease":
+		return receiptVersionLease
 	}
+	return receiptVersion
+}
+
+func encodeReceipt(r *Receipt) ([]byte, error) {
 	w := &wire.Writer{}
+	version := receiptVersionOf(r.Kind)
+	v2 := version == receiptVersionV2
 	w.U8(version)
 	w.Raw(r.TxID[:])
 	w.U64(r.Height)
@@ -81,6 +106,13 @@ func encodeReceipt(r *Receipt) ([]byte, error) {
 		w.Str(e.Bucket)
 		w.Str(e.Key)
 		w.Bool(e.Deleted)
+		if v2 {
+			w.U64(e.Version)
+			w.Str(e.Refused)
+			w.Str(e.Detail)
+			w.U64(e.Current)
+			w.U64(e.ID)
+		}
 		if version == receiptVersionLease {
 			w.Str(string(e.Lease))
 			w.Str(e.Holder)
@@ -93,9 +125,9 @@ func encodeReceipt(r *Receipt) ([]byte, error) {
 
 func decodeReceipt(b []byte) (*Receipt, error) {
 	r := &wire.Reader{B: b}
-	version := r.U8()
-	if r.Err == nil && version != receiptVersion && version != receiptVersionLease {
-		return nil, fmt.Errorf("%w: receipt version %d", ErrCorrupt, version)
+	v := r.U8()
+	if r.Err == nil && v != receiptVersion && v != receiptVersionV2 && v != receiptVersionLease {
+		return nil, fmt.Errorf("%w: receipt version %d", ErrCorrupt, v)
 	}
 	rc := &Receipt{}
 	r.Fixed(rc.TxID[:])
@@ -107,10 +139,16 @@ func decodeReceipt(b []byte) (*Receipt, error) {
 			Range: r.Str(), Base: r.U64(), Count: r.U64(),
 			Bucket: r.Str(), Key: r.Str(), Deleted: r.Bool(),
 		}
-		if version == receiptVersionLease {
+		if v == receiptVersionV2 {
+			e.Version, e.Refused, e.Detail, e.Current, e.ID = r.U64(), r.Str(), r.Str(), r.U64(), r.U64()
+		}
+		if v == receiptVersionLease {
 			e.Lease, e.Holder, e.Token, e.ExpiresMs = LeaseOutcome(r.Str()), r.Str(), r.U64(), r.U64()
 		}
 		rc.Entries = append(rc.Entries, e)
+	}
+	if r.Err == nil && receiptVersionOf(rc.Kind) != v {
+		return nil, fmt.Errorf("%w: receipt of a %s in record version %d", ErrCorrupt, rc.Kind, v)
 	}
 	if err := r.Done(); err != nil {
 		return nil, fmt.Errorf("%w: receipt: %w", ErrCorrupt, err)

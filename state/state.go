@@ -42,6 +42,11 @@ type Reader interface {
 	// Counter is the next unissued id of a range (0 if never allocated).
 	Counter(rangeKey string) (uint64, error)
 	Manifest(bucket, key string) (*txs.Manifest, error)
+	// Object is an object's newest manifest with its version: the versioned
+	// record, or a legacy manifest as version 0; ErrNotFound if neither.
+	Object(bucket, key string) (*Object, error)
+	// Chunk is what the chain records of a chunk (ChunkFree if nothing).
+	Chunk(c txs.ChunkRef) (Chunk, error)
 	Receipt(txID ids.ID) (*Receipt, error)
 	// Applied reports whether a transaction signed in liveness round round
 	// with this signing hash was applied.
@@ -273,6 +278,40 @@ func (v view) Manifest(bucket, key string) (*txs.Manifest, error) {
 		return nil, fmt.Errorf("%w: manifest %s/%s: %w", ErrCorrupt, bucket, key, err)
 	}
 	return m, nil
+}
+
+func (v view) Object(bucket, key string) (*Object, error) {
+	b, err := v.db.Get(objectKey(bucket, key))
+	switch {
+	case err == nil:
+		o, err := decodeObject(b, v.limits)
+		if err != nil {
+			return nil, fmt.Errorf("object %s/%s: %w", bucket, key, err)
+		}
+		return o, nil
+	case !errors.Is(err, database.ErrNotFound):
+		return nil, err
+	}
+	m, err := v.Manifest(bucket, key)
+	if err != nil {
+		return nil, err
+	}
+	return &Object{Manifest: *m}, nil
+}
+
+func (v view) Chunk(c txs.ChunkRef) (Chunk, error) {
+	b, err := v.db.Get(chunkKey(c))
+	switch {
+	case errors.Is(err, database.ErrNotFound):
+		return Chunk{}, nil
+	case err != nil:
+		return Chunk{}, err
+	}
+	rec, err := decodeChunk(b)
+	if err != nil {
+		return Chunk{}, fmt.Errorf("chunk %s#%d: %w", c.Range, c.ID, err)
+	}
+	return rec, nil
 }
 
 func (v view) Receipt(txID ids.ID) (*Receipt, error) {

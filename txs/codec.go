@@ -159,6 +159,10 @@ func Parse(b []byte, l Limits) (*Tx, error) {
 			t.Entries = append(t.Entries, readLeaseEntry(r))
 		}
 		u = t
+	case kindManifest:
+		u = readManifestEntries(r, h, n, l)
+	case kindReclaim:
+		u = readReclaimEntries(r, h, n)
 	default:
 		return nil, fmt.Errorf("%w: %d", ErrUnknownKind, kind)
 	}

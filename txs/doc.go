@@ -3,14 +3,22 @@
 //
 // The kinds are a closed set visited through Visitor:
 //
-//   - AllocateTx reserves ids [base, base+count) from each entry's range.
-//   - PutManifestTx commits object manifests whose chunks point at ids
-//     already reserved.
-//   - HeartbeatTx states that a validator is alive in a liveness round.
-//   - LeaseTx acquires, renews or releases the lease of each entry's range
-//     (kind 8).
+//   - AllocateTx (1) reserves ids [base, base+count) from each entry's range.
+//   - PutManifestTx (2) commits object manifests whose chunks point at ids
+//     already reserved, last writer wins; chains run it only before the
+//     manifests upgrade (execute.Rules.Manifests).
+//   - HeartbeatTx (3) is a validator's liveness statement.
+//   - ManifestTx (4) writes versioned manifests, each with a precondition
+//     and opaque attributes; an object's chunks are bound to it while it is
+//     live and released when it is overwritten or deleted.
+//   - ReclaimTx (5) acknowledges released chunks a blob store reclaimed.
+//   - LeaseTx (8) acquires, renews or releases the lease of each entry's
+//     range: one holder at a time, with a fencing token.
 //
-// Every kind but the heartbeat carries many entries of one owner under a single BLS signature
+// Kinds 6 and 7 are reserved for manifests, 9 to 11 for leases. A kind's
+// encoding never changes: a new encoding is a new kind.
+//
+// A kind with entries carries many entries of one owner under a single BLS signature
 // (group commit), so one signature check is amortised over the whole batch.
 //
 // # Wire format (version 3, all integers big endian)
@@ -27,6 +35,10 @@
 //	manifest entry:  str bucket | str key | u64 size | [32] contentHash
 //	                 u8 deleted | u16 chunks | chunks...
 //	chunk:           str range | u64 id | u64 size | [32] hash
+//	manifest entry (kind 4): manifest entry as above | u8 condition
+//	                 [u64 version if condition 2 | [32] hash if 3]
+//	                 u32 attributes length | attributes
+//	reclaim entry:   str range | u64 id
 //	lease entry:     u8 op | str range | str holder | u64 token | u64 ttlMs
 //	str:             u16 length | bytes
 //

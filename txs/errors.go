@@ -31,6 +31,8 @@ var (
 	ErrDuplicateEntry     = errcode.New(errcode.InvalidParams, "duplicate_entry", "txs: object written twice in one transaction")
 	ErrBadHolder          = errcode.New(errcode.InvalidParams, "bad_holder", "txs: invalid lease holder")
 	ErrBadLease           = errcode.New(errcode.InvalidParams, "bad_lease", "txs: invalid lease entry")
+	ErrBadCondition       = errcode.New(errcode.InvalidParams, "bad_condition", "txs: invalid manifest condition")
+	ErrAttributesTooLarge = errcode.New(errcode.InvalidParams, "attributes_too_large", "txs: manifest attributes exceed the size limit")
 	ErrBadSignature       = errcode.New(errcode.Rejected, "bad_signature", "txs: signature does not verify")
 	ErrNotCanonical       = errcode.New(errcode.InvalidParams, "not_canonical", "txs: bytes are not the canonical encoding")
 	// ErrHeartbeatFingerprint: a heartbeat is pinned to no membership, so

@@ -25,6 +25,9 @@ type Limits struct {
 	// MaxCount bounds the ids one allocate entry may reserve, so one request
 	// cannot burn a range.
 	MaxCount uint64 `json:"maxCount"`
+	// MaxAttributeBytes bounds the opaque attributes of one manifest (a
+	// SeaweedFS filer's encoded entry).
+	MaxAttributeBytes int `json:"maxAttributeBytes"`
 }
 
 // DefaultLimits are sized for group commit of 1024 small entries.
@@ -36,6 +39,9 @@ func DefaultLimits() Limits {
 		MaxKeyLen:   1024,
 		MaxChunks:   256,
 		MaxCount:    1 << 20,
+		// A filer entry of a 1 GiB object in 8 MiB chunks encodes to about
+		// 8 KiB.
+		MaxAttributeBytes: 32 << 10,
 	}
 }
 
@@ -54,6 +60,8 @@ func (l Limits) Verify() error {
 		return fmt.Errorf("%w: maxChunks %d not in [0, 65535]", errBadLimits, l.MaxChunks)
 	case l.MaxCount < 1:
 		return fmt.Errorf("%w: maxCount must be at least 1", errBadLimits)
+	case l.MaxAttributeBytes < 0 || l.MaxAttributeBytes > 1<<24:
+		return fmt.Errorf("%w: maxAttributeBytes %d not in [0, 16777216]", errBadLimits, l.MaxAttributeBytes)
 	}
 	return nil
 }

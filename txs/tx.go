@@ -78,6 +78,8 @@ type Visitor interface {
 	PutManifest(*PutManifestTx) error
 	Heartbeat(*HeartbeatTx) error
 	Lease(*LeaseTx) error
+	Manifest(*ManifestTx) error
+	Reclaim(*ReclaimTx) error
 }
 
 // Unsigned is the part of a transaction the owner signs.
@@ -338,6 +340,10 @@ func (tx *Tx) Kind() string {
 		return "heartbeat"
 	case kindLease:
 		return "lease"
+	case kindManifest:
+		return "manifest"
+	case kindReclaim:
+		return "reclaim"
 	default:
 		return "unknown"
 	}

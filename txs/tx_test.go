@@ -64,7 +64,7 @@ func TestRoundTrip(t *testing.T) {
 	k := newKey(t)
 	bound := sampleAllocate(k.NodeID)
 	bound.BlockHeight = 1_000_003
-	for _, u := range []txs.Unsigned{sampleAllocate(k.NodeID), sampleManifest(k.NodeID), sampleHeartbeat(k.NodeID), sampleLease(k.NodeID), bound} {
+	for _, u := range []txs.Unsigned{sampleAllocate(k.NodeID), sampleManifest(k.NodeID), sampleHeartbeat(k.NodeID), bound, sampleVersioned(k.NodeID), sampleReclaim(k.NodeID), sampleLease(k.NodeID)} {
 		require := require.New(t)
 		tx, err := k.Sign(u)
 		require.NoError(err)
@@ -237,7 +237,7 @@ func TestLimitsVerify(t *testing.T) {
 
 func FuzzParse(f *testing.F) {
 	k := newKey(f)
-	for _, u := range []txs.Unsigned{sampleAllocate(k.NodeID), sampleManifest(k.NodeID), sampleHeartbeat(k.NodeID), sampleLease(k.NodeID)} {
+	for _, u := range []txs.Unsigned{sampleAllocate(k.NodeID), sampleManifest(k.NodeID), sampleHeartbeat(k.NodeID), sampleVersioned(k.NodeID), sampleReclaim(k.NodeID), sampleLease(k.NodeID)} {
 		tx, err := k.Sign(u)
 		require.NoError(f, err)
 		f.Add(tx.Bytes())

@@ -219,8 +219,9 @@ func TestJSONRPC(t *testing.T) {
 		require.Equal(api.CodeNotFound, e.Code)
 	}
 	require.Nil(rpcCall(t, url0, "getReceipt", api.TxIDArgs{TxID: badPut.TxID}, &rc))
-	require.Equal(api.StatusRejected, rc.Status)
-	require.Contains(rc.Error, "never allocated")
+	require.Equal(api.StatusAccepted, rc.Status, "a versioned write refuses the entry, not the transaction")
+	require.Equal("unallocated_chunk", rc.Entries[badPut.Index].Refused)
+	require.Contains(rc.Entries[badPut.Index].Detail, "next unissued id is 104")
 
 	// Wait returns the receipt once accepted.
 	done := make(chan api.AllocateReply, 1)

@@ -143,10 +143,10 @@ func TestBenchLegacyProcesses(t *testing.T) {
 // stopped for a network that cannot start).
 func TestNetworkStartBoundsNodes(t *testing.T) {
 	dir := t.TempDir()
-	for _, n := range []string{"1", "17"} {
+	for _, n := range []string{"0", "17"} {
 		code, _, errOut := run(t, "network", "start", "--build-dir", dir, "--nodes", n)
 		require.Equal(t, exitUsage, code, errOut)
-		require.Contains(t, errOut, "--nodes "+n+" (hint: 2 to 16")
+		require.Contains(t, errOut, "--nodes "+n+" (hint: 1 to 16")
 	}
 	entries, err := os.ReadDir(dir)
 	require.NoError(t, err)

@@ -208,8 +208,9 @@ func runDemo(ctx context.Context, g *globals, n *localnet.Network) error {
 	bad, err := r.PutManifest(ctx, unallocated)
 	if err == nil {
 		var rc *api.ReceiptReply
-		rc, err = r.WaitForReceipt(ctx, bad.TxID)
-		if rc != nil {
+		if rc, err = r.WaitForReceipt(ctx, bad.TxID); err == nil {
+			err = client.EntryError(rc, bad.Index)
+		} else if rc != nil {
 			err = errors.New(rc.Error)
 		}
 	}

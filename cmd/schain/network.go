@@ -47,8 +47,8 @@ stops it and starts a new one.`,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			// Checked before a running network is looked at: a bad
 			// --nodes must not stop the network it would replace.
-			if nodes < 2 || nodes > localnet.MaxNodes {
-				return usageError{fmt.Errorf("%w: --nodes %d (hint: 2 to %d; 4 keep finalizing with one down)", localnet.ErrNodeCount, nodes, localnet.MaxNodes)}
+			if nodes < 1 || nodes > localnet.MaxNodes {
+				return usageError{fmt.Errorf("%w: --nodes %d (hint: 1 to %d; 4 keep finalizing with one down)", localnet.ErrNodeCount, nodes, localnet.MaxNodes)}
 			}
 			ctx := cmd.Context()
 			root := filepath.Join(buildDir, "network")
@@ -79,7 +79,7 @@ stops it and starts a new one.`,
 			return printNetwork(g, n)
 		},
 	}
-	start.Flags().IntVar(&nodes, "nodes", localnet.DefaultNodes, "number of validators (2 to 16; 4 keep finalizing with one down)")
+	start.Flags().IntVar(&nodes, "nodes", localnet.DefaultNodes, "number of validators (1 to 16; 4 keep finalizing with one down; 1 is a one-validator subnet with sybil protection on)")
 	start.Flags().BoolVar(&replace, "replace", false, "stop a running network and start a new one")
 	start.Flags().StringVar(&profileDir, "profile-dir", "", "write CPU profiles of every node (<dir>/<nodeID>/cpu.profile.N, every 10 s) and its plugin (<dir>/<nodeID>.N.pprof) there")
 

@@ -129,7 +129,7 @@ object per line, one per pass.
 	root.MarkFlagsMutuallyExclusive("token", "token-file")
 	root.AddCommand(
 		newAllocateCmd(g), newPutManifestCmd(g),
-		newReceiptCmd(g), newOwnerCmd(g), newMembershipCmd(g), newAllocCmd(g), newManifestCmd(g), newNodeCmd(g),
+		newReceiptCmd(g), newOwnerCmd(g), newMembershipCmd(g), newAllocCmd(g), newManifestCmd(g), newManifestsCmd(g), newNodeCmd(g),
 		newLegacyCmd(g), newNetworkCmd(g), newDemoCmd(g), newTokenCmd(g), newShadowCmd(g), newBenchCmd(g),
 		newValidatorsCmd(g), newSeaweedFSCmd(g), newVerifyCmd(g), newLeaseCmd(g),
 	)

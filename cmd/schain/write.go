@@ -92,12 +92,18 @@ func newPutManifestCmd(g *globals) *cobra.Command {
 		contentHash string
 		chunkSpecs  []string
 		wait, final bool
+		ifAbsent    bool
+		ifVersion   uint64
+		ifHash      string
 	)
 	cmd := &cobra.Command{
-		Use:   "put-manifest --bucket B --key K --size S --content-hash H --chunk range:id:size:hash ... [--deleted] [--wait | --final]",
+		Use:   "put-manifest --bucket B --key K --size S --content-hash H --chunk range:id:size:hash ... [--deleted] [--if-absent | --if-version V | --if-content-hash H] [--wait | --final]",
 		Short: "Commit an object manifest at its bucket's owner",
 		Long: `Commit an object manifest; every chunk id must already be allocated in its
-range (the bucket or one of its bands). Hashes are CB58 or 64 hex digits.`,
+range (the bucket or one of its bands) and belong to no other live object.
+Hashes are CB58 or 64 hex digits. With a condition the write commits only if
+the object is not live (--if-absent), or is live at that version or content
+hash; otherwise it fails with precondition_failed and the current version.`,
 		Args: exactArgs(0, "no arguments"),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if contentHash != "" {
@@ -114,15 +120,34 @@ range (the bucket or one of its bands). Hashes are CB58 or 64 hex digits.`,
 				}
 				args.Chunks = append(args.Chunks, c)
 			}
+			switch {
+			case ifAbsent:
+				args.Condition = &txs.Condition{Kind: txs.IfAbsent}
+			case ifVersion != 0:
+				args.Condition = &txs.Condition{Kind: txs.IfVersion, Version: ifVersion}
+			case ifHash != "":
+				h, err := parseID(ifHash)
+				if err != nil {
+					return usageError{fmt.Errorf("--if-content-hash: %w", err)}
+				}
+				args.Condition = &txs.Condition{Kind: txs.IfContentHash, ContentHash: h}
+			}
 			return g.withRouter(cmd, func(ctx context.Context, r *client.Router) error {
 				reply, err := r.PutManifest(ctx, args)
 				if err != nil {
 					return err
 				}
 				reply.Receipt, err = waitFor(ctx, r, reply.TxID, wait, final)
+				if err == nil {
+					err = client.EntryError(reply.Receipt, reply.Index)
+				}
 				fs := []field{{"txID", reply.TxID}, {"index", reply.Index}, {"pChainHeight", reply.PChainHeight}, {"owner", reply.Owner}}
-				if reply.Receipt != nil {
-					fs = append(fs, waitedFields(reply.TxID, reply.Receipt)...)
+				if rc := reply.Receipt; rc != nil {
+					if reply.Index < len(rc.Entries) && rc.Entries[reply.Index].Version != 0 {
+						reply.Version = rc.Entries[reply.Index].Version
+						fs = append(fs, field{"version", reply.Version})
+					}
+					fs = append(fs, waitedFields(reply.TxID, rc)...)
 				}
 				return errors.Join(err, g.emit(reply, fs))
 			})
@@ -135,6 +160,10 @@ range (the bucket or one of its bands). Hashes are CB58 or 64 hex digits.`,
 	f.StringVar(&contentHash, "content-hash", "", "object content hash")
 	f.StringArrayVar(&chunkSpecs, "chunk", nil, "chunk as range:id:size:hash (repeatable, in order)")
 	f.BoolVar(&args.Deleted, "deleted", false, "write a tombstone")
+	f.BoolVar(&ifAbsent, "if-absent", false, "commit only if the object is not live (S3 If-None-Match: *)")
+	f.Uint64Var(&ifVersion, "if-version", 0, "commit only if the object is live at this version")
+	f.StringVar(&ifHash, "if-content-hash", "", "commit only if the object is live with this content hash")
+	cmd.MarkFlagsMutuallyExclusive("if-absent", "if-version", "if-content-hash")
 	f.BoolVar(&wait, "wait", false, "wait until the transaction is decided")
 	f.BoolVar(&final, "final", false, "wait until the transaction is decided and a finality certificate covers it")
 	mustMarkRequired(cmd, "bucket", "key")

@@ -374,12 +374,55 @@ func TestC_Manifests(t *testing.T) {
 	bput, err := r.PutManifest(ctx, bad)
 	require.NoError(err)
 	brc, err := r.WaitForReceipt(ctx, bput.TxID)
-	require.ErrorIs(err, client.ErrTxRejected)
-	require.NotNil(brc)
-	require.Equal(api.StatusRejected, brc.Status)
-	require.Contains(brc.Error, "never allocated")
+	require.NoError(err, "a versioned write refuses the entry, not the transaction")
+	err = client.EntryError(brc, bput.Index)
+	require.ErrorIs(err, client.ErrRejected)
+	rejected, _ := client.IsRejected(err)
+	require.Equal("unallocated_chunk", rejected.Reason)
 	_, err = r.GetManifest(ctx, bucket, bad.Key)
 	require.Error(err)
+
+	// Versioned: an exclusive create of a live object fails with its
+	// version; the listing shows it; an overwrite releases the chunk it
+	// drops, and the acknowledgement of its reclaim takes it off the list.
+	version := prc.Entries[put.Index].Version
+	require.NotZero(version)
+	excl := m
+	excl.Condition, excl.Wait = &txs.Condition{Kind: txs.IfAbsent}, api.WaitAccepted
+	_, err = r.PutManifest(ctx, excl)
+	require.ErrorIs(err, client.ErrPreconditionFailed)
+	pf, ok := client.IsPreconditionFailed(err)
+	require.True(ok)
+	require.Equal(version, pf.Current)
+	require.NoError(poll(ctx, func() error {
+		list, err := r.ListManifests(ctx, api.ListManifestsArgs{Bucket: bucket, Prefix: "dir/", Delimiter: "/"})
+		if err == nil && (len(list.Manifests) != 1 || list.Manifests[0].Manifest.Key != m.Key) {
+			err = fmt.Errorf("listed %v", list.Manifests)
+		}
+		return err
+	}))
+	shrunk := m
+	shrunk.Size, shrunk.Chunks, shrunk.Wait = 10, m.Chunks[:1], api.WaitAccepted
+	shrunk.Condition = &txs.Condition{Kind: txs.IfVersion, Version: version}
+	over, err := r.PutManifest(ctx, shrunk)
+	require.NoError(err)
+	require.Greater(over.Version, version)
+	require.NoError(poll(ctx, func() error { // any node: one that lags catches up
+		rel, err := r.ListReleased(ctx, api.ListReleasedArgs{Bucket: bucket})
+		if err == nil && (len(rel.Released) != 1 || rel.Released[0].ID != base+1) {
+			err = fmt.Errorf("released %v, want chunk %d", rel.Released, base+1)
+		}
+		return err
+	}))
+	_, err = r.Reclaim(ctx, api.ReclaimArgs{Chunks: []txs.ChunkRef{{Range: bucket, ID: base + 1}}, Wait: api.WaitAccepted})
+	require.NoError(err)
+	require.NoError(poll(ctx, func() error {
+		rel, err := r.ListReleased(ctx, api.ListReleasedArgs{Bucket: bucket})
+		if err == nil && len(rel.Released) != 0 {
+			err = fmt.Errorf("%d released chunks left", len(rel.Released))
+		}
+		return err
+	}))
 }
 
 func TestD_BadInput(t *testing.T) {

@@ -9,6 +9,10 @@
 // lease methods) require "Authorization: Bearer <token>" with one of the node's write
 // tokens (CodeUnauthorized otherwise); the read methods (get*) are open.
 // Every request body is bounded (CodeRequestTooLarge, HTTP 413), and so are
+// Access: the methods that make the node sign (allocate, putManifest,
+// reclaim) require "Authorization: Bearer <token>" with one of the node's
+// write tokens (CodeUnauthorized otherwise); the read methods (get*,
+// list*) are open. Every request body is bounded (CodeRequestTooLarge, HTTP 413), and so are
 // each token's write requests in flight (CodeTooManyRequests).
 package api
 
@@ -44,6 +48,12 @@ const (
 	CodeRequestTooLarge = int(errcode.RequestTooLarge)
 	CodeLeaseHeld       = int(errcode.LeaseHeld)
 	CodeLeaseLost       = int(errcode.LeaseLost)
+	// CodePreconditionFailed: a versioned write's condition failed
+	// (PreconditionData).
+	CodePreconditionFailed = int(errcode.PreconditionFailed)
+	// CodeConflict: a manifest names a chunk another live object holds, or
+	// one already released (ConflictData).
+	CodeConflict = int(errcode.Conflict)
 )
 
 // Reasons of CodeUnauthorized (UnauthorizedData.Reason).
@@ -229,18 +239,32 @@ type BatchError struct {
 }
 
 // PutManifestArgs commits an object manifest; the node must own Bucket.
+//
+// From the manifests upgrade on (genesis upgrades.manifestsHeight) the
+// write is versioned: concurrent writes are group-committed, Condition is
+// checked against the object's current version when the transaction
+// executes, and Attributes (opaque, at most the genesis maxAttributeBytes)
+// are stored with the manifest. With Wait, a failed condition answers
+// CodePreconditionFailed (PreconditionData), a chunk another live object
+// holds or that was released CodeConflict (ConflictData). Before the
+// upgrade, a write with a condition or attributes answers CodeNotReady
+// (reason "not_activated").
 type PutManifestArgs struct {
-	Bucket      string      `json:"bucket"`
-	Key         string      `json:"key"`
-	Size        uint64      `json:"size"`
-	ContentHash ids.ID      `json:"contentHash"`
-	Chunks      []txs.Chunk `json:"chunks"`
-	Deleted     bool        `json:"deleted,omitempty"`
-	Wait        Wait        `json:"wait,omitempty"`
-	WaitMs      uint64      `json:"waitMs,omitempty"`
+	Bucket      string         `json:"bucket"`
+	Key         string         `json:"key"`
+	Size        uint64         `json:"size"`
+	ContentHash ids.ID         `json:"contentHash"`
+	Chunks      []txs.Chunk    `json:"chunks"`
+	Deleted     bool           `json:"deleted,omitempty"`
+	Attributes  []byte         `json:"attributes,omitempty"`
+	Condition   *txs.Condition `json:"condition,omitempty"`
+	Wait        Wait           `json:"wait,omitempty"`
+	WaitMs      uint64         `json:"waitMs,omitempty"`
 }
 
-// PutManifestReply names the transaction and entry.
+// PutManifestReply names the transaction and entry. Version is the
+// object's new version, known once the transaction is accepted (with
+// Wait); 0 for the deletion of an object that was not live.
 type PutManifestReply struct {
 	TxID         ids.ID `json:"txID"`
 	Index        int    `json:"index"`
@@ -250,6 +274,7 @@ type PutManifestReply struct {
 	Epoch   uint64        `json:"epoch"`
 	Owner   ids.NodeID    `json:"owner"`
 	Receipt *ReceiptReply `json:"receipt,omitempty"`
+	Version uint64        `json:"version,omitempty"`
 }
 
 // Receipt statuses.
@@ -336,9 +361,15 @@ type ManifestArgs struct {
 	Key    string `json:"key"`
 }
 
-// ManifestReply is an accepted manifest.
+// ManifestReply is an accepted manifest: the object's newest record (a
+// tombstone for a deleted object) with its version, the height that wrote
+// it and its attributes. A manifest written before the manifests upgrade
+// is version 0.
 type ManifestReply struct {
-	Manifest txs.Manifest `json:"manifest"`
+	Manifest   txs.Manifest `json:"manifest"`
+	Version    uint64       `json:"version"`
+	Height     uint64       `json:"height"`
+	Attributes []byte       `json:"attributes,omitempty"`
 }
 
 // OwnerReply is a range's owner in the membership the next block will have

@@ -290,6 +290,18 @@ func (c *Chain) AcceptedAt(h uint64) (*block.Block, error) {
 // State gives read access to accepted state.
 func (c *Chain) State() state.Reader { return c.state.Accepted() }
 
+// ListObjects reads one page of a bucket's live objects from accepted
+// state.
+func (c *Chain) ListObjects(q state.ObjectQuery) (*state.ObjectPage, error) {
+	return c.state.ListObjects(q)
+}
+
+// ListReleased reads one page of a bucket's released list from accepted
+// state.
+func (c *Chain) ListReleased(q state.ReleasedQuery) (*state.ReleasedPage, error) {
+	return c.state.ListReleased(q)
+}
+
 // Signatures is the verified-signature cache Verify and admission share.
 func (c *Chain) Signatures() *execute.SignatureCache { return c.sigs }
 

@@ -27,6 +27,10 @@ type Upgrades struct {
 	// LeasesHeight: lease transactions (acquire, renew, release a range's
 	// lease, with a fencing token) become valid.
 	LeasesHeight *uint64 `json:"leasesHeight,omitempty"`
+	// ManifestsHeight: versioned manifests (ManifestTx, ReclaimTx) with
+	// preconditions, chunks bound to one live object and released lists;
+	// PutManifestTx is refused from here on (README, Manifests).
+	ManifestsHeight *uint64 `json:"manifestsHeight,omitempty"`
 }
 
 // Rules is what the schedule says for the block at height.
@@ -34,6 +38,7 @@ func (u Upgrades) Rules(height uint64) execute.Rules {
 	return execute.Rules{
 		LivenessGaps: active(u.LivenessGapsHeight, height),
 		Leases:       active(u.LeasesHeight, height),
+		Manifests:    active(u.ManifestsHeight, height),
 	}
 }
 

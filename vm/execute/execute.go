@@ -238,6 +238,9 @@ func (e *executor) Heartbeat(t *txs.HeartbeatTx) error {
 }
 
 func (e *executor) PutManifest(t *txs.PutManifestTx) error {
+	if e.c.Rules.Manifests {
+		return fmt.Errorf("%w: at height %d", ErrSuperseded, e.c.Height)
+	}
 	for i := range t.Entries {
 		m := &t.Entries[i]
 		for j, ch := range m.Chunks {

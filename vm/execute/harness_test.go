@@ -78,6 +78,23 @@ func (w *world) put(e *execute.Membership, ms ...txs.Manifest) *txs.Tx {
 	return tx
 }
 
+// write signs versioned manifest writes by the owner of the first entry's
+// bucket.
+func (w *world) write(e *execute.Membership, es ...txs.ManifestEntry) *txs.Tx {
+	owner := e.Owner(es[0].Bucket)
+	tx, err := w.byNode[owner].Sign(&txs.ManifestTx{Header: w.header(e, owner), Entries: es})
+	require.NoError(w.t, err)
+	return tx
+}
+
+// reclaim signs a reclaim by the owner of the first chunk's bucket.
+func (w *world) reclaim(e *execute.Membership, refs ...txs.ChunkRef) *txs.Tx {
+	owner := e.Owner(refs[0].Bucket())
+	tx, err := w.byNode[owner].Sign(&txs.ReclaimTx{Header: w.header(e, owner), Entries: refs})
+	require.NoError(w.t, err)
+	return tx
+}
+
 // rangesOwnedBy returns n ranges that owner owns in e.
 func rangesOwnedBy(e *execute.Membership, owner ids.NodeID, n int) []string {
 	var out []string

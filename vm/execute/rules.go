@@ -20,4 +20,8 @@ type Rules struct {
 	// Leases: lease transactions (txs.LeaseTx, kind 8) are valid, and write
 	// the leases and fencing tokens of their ranges.
 	Leases bool
+	// Manifests: ManifestTx and ReclaimTx (versioned manifests with
+	// preconditions, chunks bound to one live object, released lists)
+	// replace PutManifestTx.
+	Manifests bool
 }

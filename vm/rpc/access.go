@@ -41,6 +41,8 @@ var openMethods = map[string]bool{
 	"GetCertificate": true,
 	"GetBlock":       true,
 	"GetLease":       true,
+	"ListManifests":  true,
+	"ListReleased":   true,
 }
 
 // Reasons of api rejects beyond api.Reason* (metric and log labels).

@@ -38,6 +38,9 @@ type Writes interface {
 	PoolHolds(rangeKey string, count uint64) bool
 	PutManifest(ctx context.Context, m txs.Manifest) (*txs.Tx, error)
 	Lease(ctx context.Context, e txs.LeaseEntry) (*txs.Tx, error)
+	WriteManifest(ctx context.Context, e txs.ManifestEntry) (writer.Submitted, error)
+	Reclaim(ctx context.Context, chunks []txs.ChunkRef) (*txs.Tx, error)
+	ManifestsActive() error
 	Receipt(txID ids.ID) (*api.ReceiptReply, error)
 	WaitReceipt(ctx context.Context, txID ids.ID) (*api.ReceiptReply, error)
 }
@@ -49,6 +52,8 @@ type Reads interface {
 	State() state.Reader
 	LastAccepted() *chain.Block
 	AcceptedAt(height uint64) (*block.Block, error)
+	ListObjects(q state.ObjectQuery) (*state.ObjectPage, error)
+	ListReleased(q state.ReleasedQuery) (*state.ReleasedPage, error)
 }
 
 // Finality is the node's finality certificates (package certifier).
@@ -255,9 +260,62 @@ func (s *Service) allocate(r *http.Request, args *api.AllocateArgs, reply *api.A
 	return nil
 }
 
-// PutManifest commits one manifest of a bucket this node owns.
+// PutManifest commits one manifest of a bucket this node owns: a versioned
+// write, group-committed, once the manifests upgrade is in force; a
+// PutManifestTx of its own before.
 func (s *Service) PutManifest(r *http.Request, args *api.PutManifestArgs, reply *api.PutManifestReply) error {
-	m := txs.Manifest{Bucket: args.Bucket, Key: args.Key, Size: args.Size, ContentHash: args.ContentHash, Chunks: args.Chunks, Deleted: args.Deleted}
+	e := txs.ManifestEntry{
+		Manifest:   txs.Manifest{Bucket: args.Bucket, Key: args.Key, Size: args.Size, ContentHash: args.ContentHash, Chunks: args.Chunks, Deleted: args.Deleted},
+		Attributes: args.Attributes,
+	}
+	if args.Condition != nil {
+		e.Condition = *args.Condition
+	}
+	if err := s.s.writes.ManifestsActive(); err != nil {
+		if e.Condition.Kind != txs.IfAny || len(e.Attributes) > 0 {
+			return rpcError(err)
+		}
+		return s.putLegacyManifest(r, args, reply, e.Manifest)
+	}
+	if err := e.Verify(s.s.cfg.Genesis.TxLimits); err != nil {
+		return s.invalidParams(r, err)
+	}
+	sub, err := s.s.writes.WriteManifest(r.Context(), e)
+	if err != nil {
+		return rpcError(err)
+	}
+	//lint:ignore SA1019 the former field is sent for one release
+	*reply = api.PutManifestReply{TxID: sub.TxID, Index: sub.Index, PChainHeight: sub.PChainHeight, Epoch: sub.PChainHeight, Owner: sub.Owner}
+	if !args.Wait.Waits() {
+		return nil
+	}
+	rc, err := s.wait(r.Context(), sub.TxID, sub.Index, args.WaitMs, args.Wait)
+	if err != nil {
+		return err
+	}
+	reply.Receipt = rc
+	if rc.Status != api.StatusAccepted {
+		return nil
+	}
+	if sub.Index >= len(rc.Entries) {
+		return rpcError(fmt.Errorf("receipt of %s has %d entries, the write is entry %d", sub.TxID, len(rc.Entries), sub.Index))
+	}
+	en := rc.Entries[sub.Index]
+	if en.Refused != "" {
+		return refused(sub.TxID, sub.Index, en)
+	}
+	reply.Version = en.Version
+	return nil
+}
+
+// refused answers a write whose receipt entry wrote nothing with the
+// entry's reason, detail and the object's current version.
+func refused(txID ids.ID, index int, e state.ReceiptEntry) error {
+	msg := fmt.Sprintf("%s: %s (entry %d of %s)", e.Refused, e.Detail, index, txID)
+	return &json2.Error{Code: json2.ErrorCode(api.RefusalCode(e.Refused)), Message: msg, Data: api.Refusal(txID, index, e)}
+}
+
+func (s *Service) putLegacyManifest(r *http.Request, args *api.PutManifestArgs, reply *api.PutManifestReply, m txs.Manifest) error {
 	if err := m.Verify(s.s.cfg.Genesis.TxLimits); err != nil {
 		return s.invalidParams(r, err)
 	}
@@ -268,14 +326,33 @@ func (s *Service) PutManifest(r *http.Request, args *api.PutManifestArgs, reply 
 	h := tx.Unsigned.Head()
 	//lint:ignore SA1019 the former field is sent for one release
 	*reply = api.PutManifestReply{TxID: tx.ID(), PChainHeight: h.PChainHeight, Epoch: h.PChainHeight, Owner: h.Owner}
-	if args.Wait.Waits() {
-		rc, err := s.wait(r.Context(), tx.ID(), 0, args.WaitMs, args.Wait)
-		if err != nil {
-			return err
-		}
-		reply.Receipt = rc
+	reply.Receipt, err = s.waitIf(r.Context(), tx.ID(), args.Wait, args.WaitMs)
+	return err
+}
+
+// Reclaim acknowledges chunks a blob store reclaimed: they leave their
+// buckets' released lists. This node must own every chunk's bucket.
+func (s *Service) Reclaim(r *http.Request, args *api.ReclaimArgs, reply *api.ReclaimReply) error {
+	u := &txs.ReclaimTx{Entries: args.Chunks}
+	if err := txs.Validate(u, s.s.cfg.Genesis.TxLimits); err != nil {
+		return s.invalidParams(r, err)
 	}
-	return nil
+	tx, err := s.s.writes.Reclaim(r.Context(), args.Chunks)
+	if err != nil {
+		return rpcError(err)
+	}
+	*reply = api.ReclaimReply{TxID: tx.ID(), Owner: tx.Unsigned.Head().Owner}
+	reply.Receipt, err = s.waitIf(r.Context(), tx.ID(), args.Wait, args.WaitMs)
+	return err
+}
+
+// waitIf is wait for a one-entry transaction when the call waits at all,
+// else no receipt.
+func (s *Service) waitIf(ctx context.Context, txID ids.ID, until api.Wait, waitMs uint64) (*api.ReceiptReply, error) {
+	if !until.Waits() {
+		return nil, nil
+	}
+	return s.wait(ctx, txID, 0, waitMs, until)
 }
 
 // AcquireLease asks for a range's lease (LeaseArgs.Holder, TTLMs).
@@ -478,17 +555,97 @@ func (s *Service) GetAllocation(_ *http.Request, args *api.RangeArgs, reply *api
 	return nil
 }
 
-// GetManifest reads an accepted manifest.
+// GetManifest reads an object's newest accepted manifest (a tombstone for
+// a deleted object), with its version and attributes.
 func (s *Service) GetManifest(_ *http.Request, args *api.ManifestArgs, reply *api.ManifestReply) error {
-	m, err := s.s.reads.State().Manifest(args.Bucket, args.Key)
+	o, err := s.s.reads.State().Object(args.Bucket, args.Key)
 	if errors.Is(err, state.ErrNotFound) {
 		return &json2.Error{Code: json2.ErrorCode(errcode.NotFound), Message: err.Error()}
 	}
 	if err != nil {
 		return rpcError(err)
 	}
-	reply.Manifest = *m
+	*reply = manifestReply(o)
 	return nil
+}
+
+func manifestReply(o *state.Object) api.ManifestReply {
+	return api.ManifestReply{Manifest: o.Manifest, Version: o.Version, Height: o.Height, Attributes: o.Attributes}
+}
+
+// ErrBadListing: a listing's arguments out of bounds.
+var ErrBadListing = errcode.New(errcode.InvalidParams, "bad_listing", "rpc: a listing takes a limit of 0 to 1000 and names within the genesis limits")
+
+// ListManifests reads one page of a bucket's live objects in key order
+// from accepted state.
+func (s *Service) ListManifests(_ *http.Request, args *api.ListManifestsArgs, reply *api.ListManifestsReply) error {
+	l := s.s.cfg.Genesis.TxLimits
+	if err := txs.VerifyBucket(args.Bucket, l); err != nil {
+		return invalidParams(err)
+	}
+	limit, err := listLimit(args.Limit)
+	if err != nil {
+		return invalidParams(err)
+	}
+	for _, v := range []string{args.Prefix, args.StartAfter, args.Delimiter} {
+		if len(v) > l.MaxKeyLen {
+			return invalidParams(fmt.Errorf("%w: a prefix, startAfter or delimiter of %d bytes (maxKeyLen %d)", ErrBadListing, len(v), l.MaxKeyLen))
+		}
+	}
+	height := s.s.reads.LastAccepted().Block.Height
+	page, err := s.s.reads.ListObjects(state.ObjectQuery{
+		Bucket: args.Bucket, Prefix: args.Prefix, StartAfter: args.StartAfter, Delimiter: args.Delimiter,
+		Limit: limit, ScanLimit: limit * api.ListScanFactor,
+	})
+	if err != nil {
+		return rpcError(err)
+	}
+	*reply = api.ListManifestsReply{Manifests: make([]api.ManifestReply, 0, len(page.Objects)), CommonPrefixes: page.CommonPrefixes, Truncated: page.Truncated, Height: height}
+	if page.Truncated {
+		reply.Next = page.Next
+	}
+	for _, o := range page.Objects {
+		reply.Manifests = append(reply.Manifests, manifestReply(o))
+	}
+	return nil
+}
+
+// ListReleased reads one page of a bucket's released list (chunks of
+// overwritten and deleted objects waiting to be reclaimed) from accepted
+// state.
+func (s *Service) ListReleased(_ *http.Request, args *api.ListReleasedArgs, reply *api.ListReleasedReply) error {
+	if err := txs.VerifyBucket(args.Bucket, s.s.cfg.Genesis.TxLimits); err != nil {
+		return invalidParams(err)
+	}
+	limit, err := listLimit(args.Limit)
+	if err != nil {
+		return invalidParams(err)
+	}
+	q := state.ReleasedQuery{Bucket: args.Bucket, Limit: limit}
+	if a := args.After; a != nil {
+		q.After = &state.Released{Height: a.Height, Chunk: txs.Chunk{Range: a.Range, ID: a.ID}}
+	}
+	height := s.s.reads.LastAccepted().Block.Height
+	page, err := s.s.reads.ListReleased(q)
+	if err != nil {
+		return rpcError(err)
+	}
+	*reply = api.ListReleasedReply{Released: make([]api.Released, 0, len(page.Entries)), Truncated: page.Truncated, Height: height}
+	for _, r := range page.Entries {
+		reply.Released = append(reply.Released, api.Released{Range: r.Chunk.Range, ID: r.Chunk.ID, Size: r.Chunk.Size, Hash: r.Chunk.Hash, Height: r.Height})
+	}
+	return nil
+}
+
+// listLimit is a page's limit: 1..MaxListLimit, 0 meaning the bound.
+func listLimit(n int) (int, error) {
+	switch {
+	case n == 0:
+		return api.MaxListLimit, nil
+	case n < 0 || n > api.MaxListLimit:
+		return 0, fmt.Errorf("%w: limit %d", ErrBadListing, n)
+	}
+	return n, nil
 }
 
 // GetOwner names a range's owner in the membership the next block will

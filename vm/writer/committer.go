@@ -22,9 +22,12 @@ type Submitted struct {
 	Owner        ids.NodeID
 }
 
+// intent is one request waiting for a group: an allocation, or a
+// versioned manifest write (manifest set).
 type intent struct {
-	entry txs.AllocateEntry
-	reply chan intentResult
+	entry    txs.AllocateEntry
+	manifest *txs.ManifestEntry
+	reply    chan intentResult
 }
 
 type intentResult struct {
@@ -39,7 +42,28 @@ func (w *Writer) AllocateOne(ctx context.Context, entry txs.AllocateEntry) (Subm
 	if err := w.checkOwned(ctx, []string{entry.Range}); err != nil {
 		return Submitted{}, err
 	}
-	it := intent{entry: entry, reply: make(chan intentResult, 1)}
+	return w.enqueue(ctx, intent{entry: entry, reply: make(chan intentResult, 1)})
+}
+
+// WriteManifest queues one versioned manifest write of a bucket this node
+// owns for group commit, with the allocations and the other writes that
+// arrive meanwhile: concurrent writes are signed as one ManifestTx. The
+// entry's condition is checked when the transaction executes; its receipt
+// entry says whether it wrote (Version) or why not (Refused).
+func (w *Writer) WriteManifest(ctx context.Context, entry txs.ManifestEntry) (Submitted, error) {
+	if err := w.ManifestsActive(); err != nil {
+		return Submitted{}, err
+	}
+	if err := entry.Verify(w.genesis.TxLimits); err != nil {
+		return Submitted{}, err
+	}
+	if err := w.checkOwned(ctx, []string{entry.Bucket}); err != nil {
+		return Submitted{}, err
+	}
+	return w.enqueue(ctx, intent{manifest: &entry, reply: make(chan intentResult, 1)})
+}
+
+func (w *Writer) enqueue(ctx context.Context, it intent) (Submitted, error) {
 	select {
 	case w.intents <- it:
 	case <-ctx.Done():
@@ -174,19 +198,61 @@ func (w *Writer) drainIntents() {
 	}
 }
 
+// commitGroup signs a group's allocations as one AllocateTx and its
+// manifest writes as ManifestTxs of at most maxTxBytes each.
 func (w *Writer) commitGroup(ctx context.Context, group []intent) {
+	var allocs, writes []intent
+	for _, it := range group {
+		if it.manifest != nil {
+			writes = append(writes, it)
+		} else {
+			allocs = append(allocs, it)
+		}
+	}
+	if len(allocs) > 0 {
+		w.commitKind(ctx, allocs, w.signAllocations)
+	}
+	// What one transaction can carry besides its header and signature.
+	room := w.genesis.TxLimits.MaxTxBytes - txs.Overhead
+	for len(writes) > 0 {
+		n, size := 1, writes[0].manifest.EncodedLen()
+		for n < len(writes) && size+writes[n].manifest.EncodedLen() <= room {
+			size += writes[n].manifest.EncodedLen()
+			n++
+		}
+		w.commitKind(ctx, writes[:n], w.signManifests)
+		writes = writes[n:]
+	}
+}
+
+func (w *Writer) signAllocations(ctx context.Context, group []intent) (*txs.Tx, error) {
 	entries := make([]txs.AllocateEntry, len(group))
 	for i, it := range group {
 		entries[i] = it.entry
 	}
-	tx, err := w.Allocate(ctx, entries)
+	return w.Allocate(ctx, entries)
+}
+
+func (w *Writer) signManifests(ctx context.Context, group []intent) (*txs.Tx, error) {
+	entries := make([]txs.ManifestEntry, len(group))
+	for i, it := range group {
+		entries[i] = *it.manifest
+	}
+	return w.signOwn(ctx, func(h txs.Header) txs.Unsigned {
+		return &txs.ManifestTx{Header: h, Entries: entries}
+	}, (&txs.ManifestTx{Entries: entries}).Ranges())
+}
+
+// commitKind signs one group of one kind and answers its requests.
+func (w *Writer) commitKind(ctx context.Context, group []intent, sign func(context.Context, []intent) (*txs.Tx, error)) {
+	tx, err := sign(ctx, group)
 	if err != nil && len(group) > 1 {
 		var noe *execute.NotOwnerError
 		if errors.As(err, &noe) {
 			// The membership moved while the group formed: answer each request
 			// on its own so owned ranges still go through.
 			for _, it := range group {
-				w.commitGroup(ctx, []intent{it})
+				w.commitKind(ctx, []intent{it}, sign)
 			}
 			return
 		}

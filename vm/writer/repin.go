@@ -54,6 +54,10 @@ func (w *Writer) repin(ctx context.Context, old *txs.Tx) {
 			return &txs.AllocateTx{Header: h, Entries: u.Entries}
 		case *txs.PutManifestTx:
 			return &txs.PutManifestTx{Header: h, Entries: u.Entries}
+		case *txs.ManifestTx:
+			return &txs.ManifestTx{Header: h, Entries: u.Entries}
+		case *txs.ReclaimTx:
+			return &txs.ReclaimTx{Header: h, Entries: u.Entries}
 		default:
 			panic(fmt.Sprintf("re-pinning a %T", u))
 		}

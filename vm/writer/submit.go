@@ -26,16 +26,49 @@ func (w *Writer) Allocate(ctx context.Context, entries []txs.AllocateEntry) (*tx
 	}, (&txs.AllocateTx{Entries: entries}).Ranges())
 }
 
-// PutManifest signs a manifest of a bucket this node owns and queues it. A
-// bucket that moves to this node at the next block waits for that block,
-// as an allocation does (checkOwned).
+// PutManifest signs one unconditional manifest of a bucket this node owns
+// at once, without waiting for a group, and queues it: a PutManifestTx
+// before the manifests upgrade, a ManifestTx of one entry after. A bucket
+// that moves to this node at the next block waits for that block, as an
+// allocation does (checkOwned).
 func (w *Writer) PutManifest(ctx context.Context, m txs.Manifest) (*txs.Tx, error) {
 	if err := w.checkOwned(ctx, []string{m.Bucket}); err != nil {
 		return nil, err
 	}
+	versioned := w.ManifestsActive() == nil
 	return w.signOwn(ctx, func(h txs.Header) txs.Unsigned {
+		if versioned {
+			return &txs.ManifestTx{Header: h, Entries: []txs.ManifestEntry{{Manifest: m}}}
+		}
 		return &txs.PutManifestTx{Header: h, Entries: []txs.Manifest{m}}
 	}, []string{m.Bucket})
+}
+
+// Reclaim signs the acknowledgement that a blob store reclaimed released
+// chunks of buckets this node owns, and queues it.
+func (w *Writer) Reclaim(ctx context.Context, chunks []txs.ChunkRef) (*txs.Tx, error) {
+	if err := w.ManifestsActive(); err != nil {
+		return nil, err
+	}
+	u := &txs.ReclaimTx{Entries: chunks}
+	if err := w.checkOwned(ctx, u.Ranges()); err != nil {
+		return nil, err
+	}
+	return w.signOwn(ctx, func(h txs.Header) txs.Unsigned {
+		return &txs.ReclaimTx{Header: h, Entries: chunks}
+	}, u.Ranges())
+}
+
+// ManifestsActive answers nil once the next block runs versioned manifests
+// (execute.Rules.Manifests), else NotReady not_activated. Blocks only go
+// up, so a write signed once it answers nil is never refused for the
+// upgrade.
+func (w *Writer) ManifestsActive() error {
+	next := w.chain.LastAccepted().Block.Height + 1
+	if !w.genesis.Upgrades.Rules(next).Manifests {
+		return fmt.Errorf("%w: versioned manifests are not activated at height %d (genesis upgrades.manifestsHeight)", execute.ErrNotActivated, next)
+	}
+	return nil
 }
 
 // signOwn pins a transaction of this node's own ranges to the membership in
@@ -274,6 +307,22 @@ func (w *Writer) checkSigner(tx *txs.Tx) error {
 	return nil
 }
 
+// checkKind refuses a kind the next block's rules refuse: a versioned
+// manifest write or reclaim before the manifests upgrade, a PutManifestTx
+// after it. Block heights only go up, so either can never be included.
+func (w *Writer) checkKind(tx *txs.Tx) error {
+	active := w.ManifestsActive()
+	switch tx.Unsigned.(type) {
+	case *txs.ManifestTx, *txs.ReclaimTx:
+		return active
+	case *txs.PutManifestTx:
+		if active == nil {
+			return fmt.Errorf("%w: %s", execute.ErrSuperseded, tx.ID())
+		}
+	}
+	return nil
+}
+
 // SubmitTx queues a signed transaction of this node (API, re-pinning) and
 // pushes it to the other validators.
 func (w *Writer) SubmitTx(tx *txs.Tx) error {
@@ -292,6 +341,10 @@ func (w *Writer) Admit(tx *txs.Tx) error {
 	}
 	if w.mempool.Has(tx.ID()) {
 		return fmt.Errorf("%w: %s", mempool.ErrDuplicate, tx.ID())
+	}
+	if err := w.checkKind(tx); err != nil {
+		w.metrics.refused.WithLabelValues(reason(err)).Inc()
+		return err
 	}
 	if err := w.checkSigner(tx); err != nil {
 		w.metrics.refused.WithLabelValues(reason(err)).Inc()

@@ -1,0 +1,54 @@
+package client
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/s-chain/schain/vm/api"
+)
+
+var errNoChunks = errors.New("reclaim names no chunk")
+
+// ListManifests reads one page of a bucket's live objects in key order.
+func (c *Client) ListManifests(ctx context.Context, args api.ListManifestsArgs) (*api.ListManifestsReply, error) {
+	reply := new(api.ListManifestsReply)
+	return reply, c.call(ctx, "listManifests", args, reply, false)
+}
+
+// ListReleased reads one page of a bucket's released chunks.
+func (c *Client) ListReleased(ctx context.Context, args api.ListReleasedArgs) (*api.ListReleasedReply, error) {
+	reply := new(api.ListReleasedReply)
+	return reply, c.call(ctx, "listReleased", args, reply, false)
+}
+
+// Reclaim acknowledges reclaimed chunks; the node must own their bucket.
+func (c *Client) Reclaim(ctx context.Context, args api.ReclaimArgs) (*api.ReclaimReply, error) {
+	reply := new(api.ReclaimReply)
+	return reply, c.call(ctx, "reclaim", args, reply, args.Wait.Waits())
+}
+
+// ListManifests asks any healthy endpoint.
+func (r *Router) ListManifests(ctx context.Context, args api.ListManifestsArgs) (*api.ListManifestsReply, error) {
+	return readAny(ctx, r, func(ctx context.Context, e *endpoint) (*api.ListManifestsReply, error) {
+		return e.c.ListManifests(ctx, args)
+	})
+}
+
+// ListReleased asks any healthy endpoint.
+func (r *Router) ListReleased(ctx context.Context, args api.ListReleasedArgs) (*api.ListReleasedReply, error) {
+	return readAny(ctx, r, func(ctx context.Context, e *endpoint) (*api.ListReleasedReply, error) {
+		return e.c.ListReleased(ctx, args)
+	})
+}
+
+// Reclaim acknowledges reclaimed chunks at the owner of their bucket (all
+// of them in one bucket).
+func (r *Router) Reclaim(ctx context.Context, args api.ReclaimArgs) (*api.ReclaimReply, error) {
+	if len(args.Chunks) == 0 {
+		return nil, fmt.Errorf("%w: %w", ErrInvalidParams, errNoChunks)
+	}
+	return write(ctx, r, args.Chunks[0].Bucket(), func(ctx context.Context, e *endpoint) (*api.ReclaimReply, error) {
+		return e.c.Reclaim(ctx, args)
+	})
+}

@@ -1,0 +1,282 @@
+package vm_test
+
+import (
+	"encoding/json"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/ava-labs/avalanchego/ids"
+	"github.com/stretchr/testify/require"
+
+	"github.com/s-chain/schain/txs"
+	"github.com/s-chain/schain/vm/api"
+	"github.com/s-chain/schain/vm/execute"
+)
+
+// manifestsGenesis: a pool for the concurrent writers, and (as every test
+// net's genesis) every change of execution from the first block.
+var manifestsGenesis = []byte(`{"timestamp": 1000, "mempool": {"maxTxs": 64, "maxBytes": 4194304}, "groupCommitWindowMs": 20}`)
+
+// objectsNet is a 3-node net after the manifests upgrade with a bucket of
+// node 0 whose first ids are allocated.
+type objectsNet struct {
+	*net
+	url    string
+	bucket string
+}
+
+func newObjectsNet(t *testing.T, ids uint64) *objectsNet {
+	nw := newNetWith(t, 3, manifestsGenesis)
+	nw.ready(10)
+	on := &objectsNet{net: nw, url: nw.server(0), bucket: nw.rangeOf(0, "obj")}
+	var rep api.AllocateReply
+	require.Nil(t, rpcCall(t, on.url, "allocate", api.AllocateArgs{Range: on.bucket, Count: ids}, &rep))
+	_, err := nw.round(0, 10)
+	require.NoError(t, err)
+	return on
+}
+
+func (on *objectsNet) object(key string, chunkIDs ...uint64) api.PutManifestArgs {
+	a := api.PutManifestArgs{Bucket: on.bucket, Key: key, ContentHash: ids.ID{byte(len(chunkIDs))}, Attributes: []byte("attrs of " + key), Wait: api.WaitAccepted}
+	for _, id := range chunkIDs {
+		a.Chunks = append(a.Chunks, txs.Chunk{Range: on.bucket, ID: id, Size: 4})
+		a.Size += 4
+	}
+	return a
+}
+
+// pendingWrites counts the manifest writes in node 0's pool.
+func (on *objectsNet) pendingWrites() int {
+	n := 0
+	for _, tx := range on.vms[0].Mempool().All() {
+		if m, ok := tx.Unsigned.(*txs.ManifestTx); ok {
+			n += len(m.Entries)
+		}
+	}
+	return n
+}
+
+type putResult struct {
+	reply api.PutManifestReply
+	err   *rpcErr
+}
+
+// putAll sends every write at once, waits until all of them are pending,
+// accepts one block and returns the answers.
+func (on *objectsNet) putAll(writes []api.PutManifestArgs) []putResult {
+	out := make([]putResult, len(writes))
+	var wg sync.WaitGroup
+	for i := range writes {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			out[i].err = rpcCall(on.t, on.url, "putManifest", writes[i], &out[i].reply)
+		}()
+	}
+	require.Eventually(on.t, func() bool { return on.pendingWrites() == len(writes) }, 10*time.Second, 2*time.Millisecond)
+	_, err := on.round(0, 10)
+	require.NoError(on.t, err)
+	wg.Wait()
+	return out
+}
+
+// TestConditionalPutsCommitOnce: concurrent exclusive creates of one object
+// through the API, group-committed by its owner: exactly one writes, every
+// other caller gets PreconditionFailed with the winner's version; then two
+// If-Match writes on that version: exactly one again.
+func TestConditionalPutsCommitOnce(t *testing.T) {
+	require := require.New(t)
+	on := newObjectsNet(t, 64)
+	const writers = 16
+	absent := &txs.Condition{Kind: txs.IfAbsent}
+	var writes []api.PutManifestArgs
+	for i := range writers {
+		w := on.object("contended", uint64(i))
+		w.Condition = absent
+		writes = append(writes, w)
+	}
+	results := on.putAll(writes)
+
+	var winner *api.PutManifestReply
+	txIDs := map[ids.ID]bool{}
+	for i, r := range results {
+		if r.err == nil {
+			require.Nil(winner, "a second exclusive create succeeded (writer %d)", i)
+			winner = &results[i].reply
+			txIDs[r.reply.TxID] = true
+			continue
+		}
+		require.Equal(api.CodePreconditionFailed, r.err.Code, "writer %d: %s", i, r.err.Message)
+		var d api.PreconditionData
+		require.NoError(json.Unmarshal(r.err.Data, &d))
+		require.Equal("precondition_failed", d.Reason)
+		require.Equal(on.bucket, d.Bucket)
+		txIDs[d.TxID] = true
+	}
+	require.NotNil(winner, "one exclusive create succeeds")
+	require.NotZero(winner.Version)
+	require.Less(len(txIDs), writers, "the writes were group-committed")
+	for _, r := range results {
+		if r.err != nil {
+			var d api.PreconditionData
+			require.NoError(json.Unmarshal(r.err.Data, &d))
+			require.Equal(winner.Version, d.Current, "a refused write learns the current version")
+		}
+	}
+	for i := range on.vms {
+		var m api.ManifestReply
+		require.Nil(rpcCall(t, on.server(i), "getManifest", api.ManifestArgs{Bucket: on.bucket, Key: "contended"}, &m))
+		require.Equal(winner.Version, m.Version, "node %d", i)
+		require.Equal([]byte("attrs of contended"), m.Attributes)
+	}
+
+	// Two writers that both read the winner's version: one replaces it.
+	var ifMatch []api.PutManifestArgs
+	for _, id := range []uint64{40, 41} {
+		w := on.object("contended", id)
+		w.Condition = &txs.Condition{Kind: txs.IfVersion, Version: winner.Version}
+		ifMatch = append(ifMatch, w)
+	}
+	results = on.putAll(ifMatch)
+	ok := 0
+	for _, r := range results {
+		if r.err == nil {
+			ok++
+			require.Greater(r.reply.Version, winner.Version)
+		} else {
+			require.Equal(api.CodePreconditionFailed, r.err.Code)
+		}
+	}
+	require.Equal(1, ok)
+}
+
+// TestChunksBoundAndReleasedThroughTheAPI: a manifest naming another live
+// object's chunk is refused by name (Conflict), an overwrite puts the old
+// chunks on the released list, reclaim takes them off.
+func TestChunksBoundAndReleasedThroughTheAPI(t *testing.T) {
+	require := require.New(t)
+	on := newObjectsNet(t, 16)
+	res := on.putAll([]api.PutManifestArgs{on.object("a", 1, 2)})
+	require.Nil(res[0].err)
+	res = on.putAll([]api.PutManifestArgs{on.object("b", 2)})
+	require.NotNil(res[0].err)
+	require.Equal(api.CodeConflict, res[0].err.Code)
+	var d api.ConflictData
+	require.NoError(json.Unmarshal(res[0].err.Data, &d))
+	require.Equal("chunk_in_use", d.Reason)
+	require.Contains(d.Detail, on.bucket+"/a")
+
+	released := func() []uint64 {
+		var rep api.ListReleasedReply
+		require.Nil(rpcCall(t, on.server(1), "listReleased", api.ListReleasedArgs{Bucket: on.bucket}, &rep))
+		var got []uint64
+		for _, r := range rep.Released {
+			got = append(got, r.ID)
+		}
+		return got
+	}
+	res = on.putAll([]api.PutManifestArgs{on.object("a", 2, 3)})
+	require.Nil(res[0].err)
+	require.Equal([]uint64{1}, released())
+
+	var rc api.ReclaimReply
+	require.Nil(rpcCall(t, on.url, "reclaim", api.ReclaimArgs{Chunks: []txs.ChunkRef{{Range: on.bucket, ID: 1}}}, &rc))
+	require.Eventually(func() bool { return on.vms[0].Mempool().Len() == 1 }, 10*time.Second, 2*time.Millisecond)
+	_, err := on.round(0, 10)
+	require.NoError(err)
+	require.Empty(released())
+}
+
+// TestListManifestsPages: directory-style listing through the API from any
+// node, in bounded pages.
+func TestListManifestsPages(t *testing.T) {
+	require := require.New(t)
+	on := newObjectsNet(t, 4)
+	var writes []api.PutManifestArgs
+	keys := []string{"dir/a", "dir/b", "dir/sub/c", "dir/sub/d", "top"}
+	for _, k := range keys {
+		writes = append(writes, on.object(k))
+	}
+	for _, r := range on.putAll(writes) {
+		require.Nil(r.err)
+	}
+	del := on.object("dir/b")
+	del.Deleted, del.Attributes, del.ContentHash = true, nil, ids.Empty
+	require.Nil(on.putAll([]api.PutManifestArgs{del})[0].err)
+
+	var rep api.ListManifestsReply
+	require.Nil(rpcCall(t, on.server(2), "listManifests", api.ListManifestsArgs{Bucket: on.bucket, Prefix: "dir/", Delimiter: "/"}, &rep))
+	require.Len(rep.Manifests, 1)
+	require.Equal("dir/a", rep.Manifests[0].Manifest.Key)
+	require.Equal([]string{"dir/sub/"}, rep.CommonPrefixes)
+	require.False(rep.Truncated)
+
+	var all []string
+	args := api.ListManifestsArgs{Bucket: on.bucket, Limit: 2}
+	for pages := 0; ; pages++ {
+		require.Less(pages, 10)
+		var p api.ListManifestsReply
+		require.Nil(rpcCall(t, on.server(1), "listManifests", args, &p))
+		require.LessOrEqual(len(p.Manifests), 2)
+		for _, m := range p.Manifests {
+			all = append(all, m.Manifest.Key)
+		}
+		if !p.Truncated {
+			break
+		}
+		args.StartAfter = p.Next
+	}
+	require.Equal([]string{"dir/a", "dir/sub/c", "dir/sub/d", "top"}, all)
+
+	e := rpcCall(t, on.url, "listManifests", api.ListManifestsArgs{Bucket: on.bucket, Limit: api.MaxListLimit + 1}, nil)
+	require.NotNil(e)
+	require.Equal(api.CodeInvalidParams, e.Code)
+}
+
+// TestManifestsBeforeTheUpgrade: a chain whose genesis does not schedule
+// the upgrade keeps PutManifestTx; the new requests answer NotReady
+// (not_activated).
+func TestManifestsBeforeTheUpgrade(t *testing.T) {
+	require := require.New(t)
+	nw := newNetWith(t, 3, []byte(`{"timestamp": 1000, "mempool": {"maxTxs": 16, "maxBytes": 1048576}, "upgrades": {}}`))
+	nw.ready(10)
+	url := nw.server(0)
+	bucket := nw.rangeOf(0, "old")
+	cond := api.PutManifestArgs{Bucket: bucket, Key: "k", Condition: &txs.Condition{Kind: txs.IfAbsent}}
+	for name, call := range map[string]func() *rpcErr{
+		"condition": func() *rpcErr { return rpcCall(t, url, "putManifest", cond, nil) },
+		"attributes": func() *rpcErr {
+			return rpcCall(t, url, "putManifest", api.PutManifestArgs{Bucket: bucket, Key: "k", Attributes: []byte{1}}, nil)
+		},
+		"reclaim": func() *rpcErr {
+			return rpcCall(t, url, "reclaim", api.ReclaimArgs{Chunks: []txs.ChunkRef{{Range: bucket, ID: 1}}}, nil)
+		},
+	} {
+		e := call()
+		require.NotNil(e, name)
+		require.Equal(api.CodeNotReady, e.Code, name)
+		require.Contains(e.Message, "not activated", name)
+	}
+	fp := nw.vms[0].Chain().InForce().Fingerprint()
+	versioned, err := nw.keys[0].Sign(&txs.ManifestTx{Header: nw.header(0, 10, fp, 99), Entries: []txs.ManifestEntry{{Manifest: txs.Manifest{Bucket: bucket, Key: "k"}}}})
+	require.NoError(err)
+	require.ErrorIs(nw.vms[1].Writer().Admit(versioned), execute.ErrNotActivated, "gossip cannot queue what no block may carry")
+
+	var put api.PutManifestReply
+	require.Nil(rpcCall(t, url, "putManifest", api.PutManifestArgs{Bucket: bucket, Key: "k"}, &put), "a plain manifest is still a PutManifestTx")
+	tx, ok := nw.vms[0].Mempool().Get(put.TxID)
+	require.True(ok)
+	require.Equal("putManifest", tx.Kind())
+	require.Zero(put.Version)
+}
+
+// TestPutManifestTxSupersededByTheUpgrade: after the upgrade, admission
+// refuses a PutManifestTx (gossiped by a node that runs older rules).
+func TestPutManifestTxSupersededByTheUpgrade(t *testing.T) {
+	on := newObjectsNet(t, 1)
+	fp := on.vms[0].Chain().InForce().Fingerprint()
+	legacy, err := on.keys[0].Sign(&txs.PutManifestTx{Header: on.header(0, 10, fp, 99), Entries: []txs.Manifest{{Bucket: on.bucket, Key: "k"}}})
+	require.NoError(t, err)
+	require.ErrorIs(t, on.vms[1].Writer().Admit(legacy), execute.ErrSuperseded)
+}
