@@ -71,36 +71,17 @@ func TestLeaseReceiptRoundTrip(t *testing.T) {
 	require.ErrorIs(t, err, ErrCorrupt)
 }
 
+// FuzzLeaseRecord feeds arbitrary bytes to the lease decoder: it never
+// panics, and what it accepts encodes back to the same bytes (one encoding
+// per record).
 func FuzzLeaseRecord(f *testing.F) {
-	f.Add("10.0.0.1:9333", uint64(1), uint64(1_700_000_000_000))
-	f.Add("", uint64(0), uint64(0))
-	f.Fuzz(func(t *testing.T, holder string, token, expires uint64) {
-		if len(holder) > 1<<16-1 {
+	f.Add(encodeLease(Lease{Holder: "10.0.0.1:9333", Token: 1, ExpiresMs: 1_700_000_000_000}))
+	f.Add(encodeLease(Lease{}))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		l, err := decodeLease(b)
+		if err != nil {
 			return
 		}
-		l := Lease{Holder: holder, Token: token, ExpiresMs: expires}
-		got, err := decodeLease(encodeLease(l))
-		require.NoError(t, err)
-		require.Equal(t, l, got)
-	})
-}
-
-// FuzzDecodeLeaseRecords feeds arbitrary bytes to the lease and receipt
-// decoders: they never panic, and what they accept encodes back to the
-// same bytes (one encoding per record).
-func FuzzDecodeLeaseRecords(f *testing.F) {
-	f.Add(encodeLease(Lease{Holder: "h", Token: 3, ExpiresMs: 4}))
-	lr, err := encodeReceipt(&Receipt{Kind: "lease", Entries: []ReceiptEntry{{Range: "r", Lease: LeaseRenewed, Holder: "h", Token: 2, ExpiresMs: 9}}})
-	require.NoError(f, err)
-	f.Add(lr)
-	f.Fuzz(func(t *testing.T, b []byte) {
-		if l, err := decodeLease(b); err == nil {
-			require.Equal(t, b, encodeLease(l))
-		}
-		if rc, err := decodeReceipt(b); err == nil {
-			again, err := encodeReceipt(rc)
-			require.NoError(t, err)
-			require.Equal(t, b, again)
-		}
+		require.Equal(t, b, encodeLease(l))
 	})
 }
