@@ -41,6 +41,7 @@ func newFixture(t *testing.T, weights ...uint64) *fixture {
 		vals[k.NodeID] = &validators.GetValidatorOutput{NodeID: k.NodeID, PublicKey: k.PublicKey(), Weight: weights[i]}
 	}
 	f := &fixture{t: t, keys: keys, set: certificate.NewValidatorSet(subnetID, 7, vals), index: map[ids.NodeID]int{}}
+	f.set.ChainCreatedAt = 7
 	canonical, err := f.set.Canonical()
 	require.NoError(t, err)
 	for i, v := range canonical.Validators {
@@ -129,7 +130,7 @@ func TestVerifyRefuses(t *testing.T) {
 		{"the set of another P-chain height", altered(func(c *certificate.Certificate) { c.PChainHeight = 8 }), f.set, certificate.ErrWrongSet},
 		{"another chain", altered(func(c *certificate.Certificate) { c.ChainID = ids.ID{'x'} }), f.set, certificate.ErrWrongChain},
 		{"another network", altered(func(c *certificate.Certificate) { c.NetworkID = 1 }), f.set, certificate.ErrWrongNetwork},
-		{"an empty set", good, certificate.ValidatorSet{PChainHeight: 7}, certificate.ErrEmptySet},
+		{"an empty set", good, certificate.ValidatorSet{PChainHeight: 7, ChainCreatedAt: 7}, certificate.ErrEmptySet},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			_, err := certificate.Verify(c.cert, networkID, chainID, c.set)
@@ -221,4 +222,37 @@ func TestValidatorSetFile(t *testing.T) {
 	bad.Validators[0].PublicKey = "0x1234"
 	_, err = bad.Canonical()
 	require.ErrorIs(t, err, certificate.ErrBadValidatorSet)
+}
+
+// TestVerifyRefusesHeightsBeforeTheChain (issue 30, finding 6): subnet
+// validators are added one transaction at a time, so at early P-chain
+// heights one validator may hold all of the subnet's stake and certify an
+// invented chain alone. No certificate below the height the chain was
+// created at verifies, and a set that does not name that height verifies
+// nothing.
+func TestVerifyRefusesHeightsBeforeTheChain(t *testing.T) {
+	f := newFixture(t, 10, 10, 10, 10)
+	first := f.keys[0]
+	early := certificate.NewValidatorSet(subnetID, 3, map[ids.NodeID]*validators.GetValidatorOutput{
+		first.NodeID: {NodeID: first.NodeID, PublicKey: first.PublicKey(), Weight: 10},
+	})
+	early.ChainCreatedAt = 7
+	st := f.statement()
+	st.PChainHeight, st.BlockID = 3, ids.ID{'i', 'n', 'v', 'e', 'n', 't', 'e', 'd'}
+	lone := &fixture{t: t, keys: f.keys[:1], set: early, index: map[ids.NodeID]int{first.NodeID: 0}}
+	invented := lone.sign(st, 0)
+	_, err := certificate.Verify(invented, networkID, chainID, early)
+	require.ErrorIs(t, err, certificate.ErrBeforeChain, "all of the stake at height 3, one validator: still refused")
+
+	early.ChainCreatedAt = 0
+	_, err = certificate.Verify(invented, networkID, chainID, early)
+	require.ErrorIs(t, err, certificate.ErrNoChainCreation)
+	unbounded := f.set
+	unbounded.ChainCreatedAt = 0
+	_, err = certificate.Verify(f.sign(f.statement(), 0, 1, 2), networkID, chainID, unbounded)
+	require.ErrorIs(t, err, certificate.ErrNoChainCreation, "a set without the creation height verifies nothing")
+
+	at := f.set // created at 7, the certificate's own height: fine
+	_, err = certificate.Verify(f.sign(f.statement(), 0, 1, 2), networkID, chainID, at)
+	require.NoError(t, err)
 }

@@ -28,6 +28,14 @@ var (
 	ErrInsufficientStake = errcode.New(errcode.Rejected, "insufficient_stake", "certificate: signers hold at most 2/3 of the stake")
 	ErrBadSignature      = errcode.New(errcode.Rejected, "bad_signature", "certificate: the aggregate signature does not verify")
 	ErrBadValidatorSet   = errcode.New(errcode.InvalidParams, "bad_validator_set", "certificate: malformed validator set")
+	// ErrBeforeChain: the certificate names a P-chain height below the one
+	// the chain was created at. Subnet validators join one transaction at
+	// a time, so early heights may have one validator holding all of the
+	// subnet's stake, who could certify an invented chain alone.
+	ErrBeforeChain = errcode.New(errcode.Rejected, "before_chain", "certificate: at a P-chain height before the chain was created")
+	// ErrNoChainCreation: the validator set does not say at which P-chain
+	// height the chain was created, so no certificate can be bounded.
+	ErrNoChainCreation = errcode.New(errcode.InvalidParams, "no_chain_creation", "certificate: the validator set names no chain creation height (chainCreatedAt)")
 )
 
 // Validator is one P-chain validator of a subnet at a height. PublicKey is
@@ -48,6 +56,11 @@ type ValidatorSet struct {
 	SubnetID     ids.ID      `json:"subnetID"`
 	PChainHeight uint64      `json:"pChainHeight"`
 	Validators   []Validator `json:"validators"`
+	// ChainCreatedAt is the P-chain height of the block holding the
+	// chain's CreateChainTx, learnt from the P-chain (never from the
+	// S-Chain node being checked): no genuine certificate is below it.
+	// Required by Verify; a chain is never created at height 0.
+	ChainCreatedAt uint64 `json:"chainCreatedAt,omitempty"`
 }
 
 // NewValidatorSet is the set avalanchego's validator state returns, in
@@ -115,16 +128,20 @@ type Result struct {
 	Signers      int    `json:"signers"`
 }
 
-// Verify checks c offline: it is for networkID and chainID, the set is the
-// one at c's P-chain height, the signers are validators of that set
-// holding more than 2/3 of its stake, and their aggregate BLS signature
-// covers c's statement.
+// Verify checks c offline: it is for networkID and chainID, at a P-chain
+// height no lower than the chain's creation, the set is the one at c's
+// P-chain height, the signers are validators of that set holding more than
+// 2/3 of its stake, and their aggregate BLS signature covers c's statement.
 func Verify(c *Certificate, networkID uint32, chainID ids.ID, vs ValidatorSet) (Result, error) {
 	switch {
 	case c.NetworkID != networkID:
 		return Result{}, fmt.Errorf("%w: certificate network %d, expected %d", ErrWrongNetwork, c.NetworkID, networkID)
 	case c.ChainID != chainID:
 		return Result{}, fmt.Errorf("%w: certificate chain %s, expected %s", ErrWrongChain, c.ChainID, chainID)
+	case vs.ChainCreatedAt == 0:
+		return Result{}, ErrNoChainCreation
+	case c.PChainHeight < vs.ChainCreatedAt:
+		return Result{}, fmt.Errorf("%w: certificate at P-chain height %d, chain created at %d", ErrBeforeChain, c.PChainHeight, vs.ChainCreatedAt)
 	case vs.PChainHeight != c.PChainHeight:
 		return Result{}, fmt.Errorf("%w: set at %d, certificate at %d", ErrWrongSet, vs.PChainHeight, c.PChainHeight)
 	}

@@ -38,6 +38,10 @@ var (
 	// ErrRequestTooLarge matches api.CodeRequestTooLarge: the request body
 	// exceeds the node's maxRequestBytes. Not retried.
 	ErrRequestTooLarge = errcode.RequestTooLarge.Class()
+	// ErrForbidden matches api.CodeForbidden: the token is valid, but its
+	// scope does not cover the method or the range (IsForbidden names
+	// which). Not retried.
+	ErrForbidden = errcode.Forbidden.Class()
 	// ErrNotFound matches api.CodeNotFound.
 	ErrNotFound = errcode.NotFound.Class()
 	// ErrLeaseHeld matches api.CodeLeaseHeld: another holder holds the
@@ -141,6 +145,13 @@ func IsUnauthorized(err error) (api.UnauthorizedData, bool) {
 	return d, decodeData(err, api.CodeUnauthorized, &d)
 }
 
+// IsForbidden reports whether err is a Forbidden answer and returns the
+// scope the token lacks.
+func IsForbidden(err error) (api.ForbiddenData, bool) {
+	var d api.ForbiddenData
+	return d, decodeData(err, api.CodeForbidden, &d)
+}
+
 // IsTooManyRequests reports whether err is a TooManyRequests answer and
 // returns how long the node asked us to back off.
 func IsTooManyRequests(err error) (api.RetryData, bool) {
@@ -184,7 +195,7 @@ func decodeData(err error, code int, v any) bool {
 
 // retryable reports whether the same request may succeed later: the node is
 // not ready, pushes back (node-wide or on this token), or could not be
-// reached. Rejected, InvalidParams, Unauthorized, RequestTooLarge, Timeout
+// reached. Rejected, InvalidParams, Unauthorized, Forbidden, RequestTooLarge, Timeout
 // (the tx may exist: a retry would duplicate it) and unknown server errors
 // are final.
 func retryable(err error) bool {

@@ -103,6 +103,28 @@ func ProveBlock(ctx context.Context, blocks BlockSource, cert *certificate.Certi
 	}
 }
 
+// openingBlocks bounds the blocks without a P-chain context a chain starts
+// with (the builder makes at most four before the first membership).
+const openingBlocks = 8
+
+// FirstPChainHeight is the P-chain height of the chain's first block with
+// a P-chain context (false: none among its first blocks), as blocks serves
+// them: where the chain's creation on the P-chain is looked for first
+// (subnet.ChainCreatedAt). Nothing is trusted: a wrong answer costs that
+// search more reading, never a wrong creation height.
+func FirstPChainHeight(ctx context.Context, blocks BlockSource) (uint64, bool) {
+	for h := uint64(1); h <= openingBlocks; h++ {
+		l, err := fetchLinks(ctx, blocks, h)
+		if err != nil {
+			return 0, false
+		}
+		if l.HasPChainHeight {
+			return l.PChainHeight, true
+		}
+	}
+	return 0, false
+}
+
 func fetchLinks(ctx context.Context, blocks BlockSource, h uint64) (block.Links, error) {
 	br, err := blocks(ctx, h)
 	if err != nil {

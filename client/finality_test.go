@@ -38,6 +38,7 @@ func newProvenChain(t *testing.T, n int) *provenChain {
 		vals[k.NodeID] = &validators.GetValidatorOutput{NodeID: k.NodeID, PublicKey: k.PublicKey(), Weight: 10}
 	}
 	c := &provenChain{t: t, keys: keys, set: certificate.NewValidatorSet(ids.ID{'s'}, 3, vals)}
+	c.set.ChainCreatedAt = 2
 	parent := ids.ID{'g'}
 	for h := uint64(1); h <= uint64(n); h++ {
 		tx, err := keys[0].Sign(&txs.AllocateTx{
@@ -129,4 +130,17 @@ func TestProveFinal(t *testing.T) {
 	require.ErrorIs(t, err, certificate.ErrWrongChain)
 	_, err = client.ProveFinal(ctx, c.source(nil), &api.ReceiptReply{Status: api.StatusAccepted, Height: 4}, 5, proofChain, c.set)
 	require.ErrorIs(t, err, client.ErrNotFinal)
+}
+
+// TestFirstPChainHeight: the P-chain height of the chain's first block
+// with a context, where its creation is looked for first.
+func TestFirstPChainHeight(t *testing.T) {
+	c := newProvenChain(t, 3)
+	h, ok := client.FirstPChainHeight(context.Background(), c.source(nil))
+	require.True(t, ok)
+	require.Equal(t, uint64(3), h)
+	_, ok = client.FirstPChainHeight(context.Background(), func(context.Context, uint64) (*api.BlockReply, error) {
+		return nil, client.ErrNotFound
+	})
+	require.False(t, ok)
 }

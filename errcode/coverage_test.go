@@ -63,7 +63,7 @@ var identified = map[string]error{
 	"txs.ErrBadCondition": txs.ErrBadCondition, "txs.ErrAttributesTooLarge": txs.ErrAttributesTooLarge,
 	"mempool.ErrFull": mempool.ErrFull, "mempool.ErrDuplicate": mempool.ErrDuplicate,
 	"writer.ErrShuttingDown": writer.ErrShuttingDown, "writer.ErrMembershipOpening": writer.ErrMembershipOpening,
-	"writer.ErrOutsideWindow": writer.ErrOutsideWindow, "writer.ErrStale": writer.ErrStale,
+	"writer.ErrOutsideWindow": writer.ErrOutsideWindow, "writer.ErrStale": writer.ErrStale, "writer.ErrLookupRefused": writer.ErrLookupRefused,
 	"writer.ErrUnknownMembership": writer.ErrUnknownMembership, "writer.ErrPoolRefill": writer.ErrPoolRefill,
 	"writer.ErrInvalidPooled": writer.ErrInvalidPooled, "writer.ErrWaitTimeout": writer.ErrWaitTimeout,
 	"chain.ErrNoMembership": chain.ErrNoMembership, "chain.ErrNoValidators": chain.ErrNoValidators,

@@ -39,6 +39,9 @@ const (
 	TooManyRequests Code = -32017
 	// RequestTooLarge: the request body exceeds the node's limit.
 	RequestTooLarge Code = -32018
+	// Forbidden: the write token is valid but its scope does not cover
+	// the method or the range (Data names which).
+	Forbidden Code = -32019
 	// PreconditionFailed: a conditional manifest write found the object at
 	// another version (or live where it had to be absent). Data names the
 	// current version. Retrying the same write fails the same way.
@@ -68,13 +71,14 @@ const (
 )
 
 // Codes lists every code of the API, in a fixed order.
-var Codes = []Code{NotOwner, NotReady, MempoolFull, Rejected, Timeout, NotFound, Unauthorized, TooManyRequests, RequestTooLarge, PreconditionFailed, LeaseHeld, LeaseLost, Conflict, InvalidParams, Unknown}
+var Codes = []Code{NotOwner, NotReady, MempoolFull, Rejected, Timeout, NotFound, Unauthorized, TooManyRequests, RequestTooLarge, Forbidden, PreconditionFailed, LeaseHeld, LeaseLost, Conflict, InvalidParams, Unknown}
 
 var names = map[Code]string{
 	NotOwner: "not_owner", NotReady: "not_ready", MempoolFull: "mempool_full", Rejected: "rejected",
 	Timeout: "timeout", NotFound: "not_found", Unauthorized: "unauthorized", TooManyRequests: "too_many_requests",
-	RequestTooLarge: "request_too_large", PreconditionFailed: "precondition_failed", LeaseHeld: "lease_held", LeaseLost: "lease_lost",
-	Conflict: "conflict", InvalidParams: "invalid_params", Unknown: "unknown",
+	RequestTooLarge: "request_too_large", Forbidden: "forbidden", PreconditionFailed: "precondition_failed",
+	LeaseHeld: "lease_held", LeaseLost: "lease_lost", Conflict: "conflict",
+	InvalidParams: "invalid_params", Unknown: "unknown",
 	ParseError: "parse_error", InvalidRequest: "invalid_request", MethodNotFound: "method_not_found", InternalError: "internal_error",
 }
 

@@ -205,6 +205,12 @@ const DirectAPI = "127.0.0.1:0"
 // (and so in their logs and metrics).
 const TokenName = "localnet"
 
+// TokenRanges is the scope of the network's token: every range, and, named
+// since no wildcard stands for them, every SeaweedFS prefix's floor and
+// volume ranges (the local network is its operator's, who runs cutovers
+// and benchmarks with one token).
+var TokenRanges = []string{"*", "*/floor/*", "*/volumes"}
+
 // TokenFile is the file, in the network directory, holding the network's
 // write token.
 const TokenFile = "token"
@@ -488,7 +494,7 @@ func (c Config) chainConfig() (string, string, error) {
 		cc = *c.ChainConfig
 		cc.WriteTokens = slices.Clone(cc.WriteTokens)
 	}
-	wt, err := vmconfig.NewWriteToken(TokenName, token)
+	wt, err := vmconfig.NewWriteToken(TokenName, token, TokenRanges, []string{vmconfig.EveryMethod})
 	if err != nil {
 		return "", "", err
 	}

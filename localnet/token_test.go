@@ -20,7 +20,11 @@ func TestChainConfigCarriesTheNetworkToken(t *testing.T) {
 	require.NotContains(js, tok, "the nodes get the hash, not the token")
 	cc, err := config.ParseChainConfig([]byte(js))
 	require.NoError(err)
-	require.Equal([]config.WriteToken{{Name: TokenName, SHA256: config.TokenHash(tok)}}, cc.WriteTokens)
+	require.Equal([]config.WriteToken{{Name: TokenName, SHA256: config.TokenHash(tok), Ranges: TokenRanges, Methods: []string{config.EveryMethod}}}, cc.WriteTokens)
+	scope := cc.WriteTokens[0].Scope()
+	for _, rk := range []string{"photos", "e2e-x/keys/3", "e2e-x/floor/keys", "e2e-x/volumes"} {
+		require.True(scope.Covers(rk), "the network's token writes %s", rk)
+	}
 	require.Equal(config.DefaultChainConfig().MaxRequestBytes, cc.MaxRequestBytes)
 	require.Equal(DirectAPI, cc.DirectAPI, "local nodes serve the API directly on loopback")
 
@@ -37,7 +41,7 @@ func TestChainConfigCarriesTheNetworkToken(t *testing.T) {
 	require.NoError(err)
 	require.Equal(7, cc.MaxPendingPerToken)
 	require.Equal("127.0.0.1:9660", cc.DirectAPI, "a given address is kept")
-	require.Equal([]config.WriteToken{other, {Name: TokenName, SHA256: config.TokenHash("schain_fixed")}}, cc.WriteTokens)
+	require.Equal([]config.WriteToken{other, {Name: TokenName, SHA256: config.TokenHash("schain_fixed"), Ranges: TokenRanges, Methods: []string{config.EveryMethod}}}, cc.WriteTokens)
 	require.Len(given.WriteTokens, 1)
 
 	path := filepath.Join(t.TempDir(), TokenFile)

@@ -15,6 +15,7 @@ import (
 	"github.com/ava-labs/avalanchego/api/metrics"
 	"github.com/ava-labs/avalanchego/database/memdb"
 	"github.com/ava-labs/avalanchego/ids"
+	"github.com/ava-labs/avalanchego/snow"
 	"github.com/ava-labs/avalanchego/snow/engine/common"
 	snowblock "github.com/ava-labs/avalanchego/snow/engine/snowman/block"
 	"github.com/ava-labs/avalanchego/snow/snowtest"
@@ -108,6 +109,19 @@ func TestOverRPCChainVM(t *testing.T) {
 	require.NoError(err)
 	srv := httptest.NewServer(handlers[""])
 	t.Cleanup(srv.Close)
+	// While the node bootstraps the chain, reads are NotReady (accepted state
+	// may be old); avalanchego says when it is done, across the plugin
+	// boundary.
+	require.NoError(client.SetState(ctx, snow.Bootstrapping))
+	require.Equal(api.CodeNotReady, callErr(t, srv.URL, "getAllocation", api.RangeArgs{Range: "photos"}))
+	var node api.NodeReply
+	call(t, srv.URL, "getNode", api.Empty{}, &node)
+	require.Equal("bootstrapping", node.NotReady)
+	require.NoError(client.SetState(ctx, snow.NormalOp))
+	node = api.NodeReply{}
+	call(t, srv.URL, "getNode", api.Empty{}, &node)
+	require.Empty(node.NotReady)
+
 	// A request before the first epoch is NotReady and makes the chain open
 	// it: one block without a context, one that opens epoch 7.
 	require.Equal(api.CodeNotReady, callErr(t, srv.URL, "getEpoch", api.Empty{}))

@@ -51,6 +51,7 @@ type Node interface {
 	GetCurrentValidators(ctx context.Context, subnetID ids.ID, nodeIDs []ids.NodeID, options ...rpc.Option) ([]platformvm.ClientPermissionlessValidator, error)
 	ValidatedBy(ctx context.Context, blockchainID ids.ID, options ...rpc.Option) (ids.ID, error)
 	GetValidatorsAt(ctx context.Context, subnetID ids.ID, height platformapi.Height, options ...rpc.Option) (map[ids.NodeID]*validators.GetValidatorOutput, error)
+	GetBlockByHeight(ctx context.Context, height uint64, options ...rpc.Option) ([]byte, error)
 }
 
 // nodeAPI is a node's P-chain client and the one info call Read needs.
@@ -190,6 +191,33 @@ func ValidatorSetAt(ctx context.Context, node Node, subnetID ids.ID, height uint
 		return certificate.ValidatorSet{}, fmt.Errorf("platform.getValidatorsAt(%s, %d): %w", subnetID, height, err)
 	}
 	return certificate.NewValidatorSet(subnetID, height, vals), nil
+}
+
+// CertificateSet is what a finality certificate of chainID at pChainHeight
+// is checked against, all from node's P-chain (never from an S-Chain
+// node): the network, the subnet's validator set at that height, and the
+// height the chain was created at (createdAt when known, else
+// ChainCreatedAt with hint).
+func CertificateSet(ctx context.Context, node Node, chainID ids.ID, pChainHeight, createdAt, hint uint64) (certificate.ValidatorSet, error) {
+	nid, err := node.GetNetworkID(ctx)
+	if err != nil {
+		return certificate.ValidatorSet{}, fmt.Errorf("info.getNetworkID: %w", err)
+	}
+	subnetID, err := SubnetOf(ctx, node, chainID)
+	if err != nil {
+		return certificate.ValidatorSet{}, err
+	}
+	if createdAt == 0 {
+		if createdAt, err = ChainCreatedAt(ctx, node, chainID, pChainHeight, hint); err != nil {
+			return certificate.ValidatorSet{}, err
+		}
+	}
+	vs, err := ValidatorSetAt(ctx, node, subnetID, pChainHeight)
+	if err != nil {
+		return vs, err
+	}
+	vs.NetworkID, vs.ChainCreatedAt = nid, createdAt
+	return vs, nil
 }
 
 // SubnetOf returns the subnet that validates chainID.

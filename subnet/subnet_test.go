@@ -4,9 +4,11 @@ import (
 	"context"
 	"encoding/hex"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -199,6 +201,10 @@ func TestKeyFile(t *testing.T) {
 
 // fakeNode answers Read's calls from fields.
 type fakeNode struct {
+	// blocks are the P-chain's blocks by height (GetBlockByHeight); reads
+	// counts the calls.
+	blocks     map[uint64][]byte
+	reads      atomic.Int64
 	subnet     platformvm.GetSubnetClientResponse
 	subnetErr  error
 	validators map[ids.ID][]platformvm.ClientPermissionlessValidator
@@ -240,6 +246,15 @@ func (n *fakeNode) GetValidatorsAt(_ context.Context, id ids.ID, _ platformapi.H
 		out[v.NodeID] = &validators.GetValidatorOutput{NodeID: v.NodeID, Weight: v.Weight}
 	}
 	return out, nil
+}
+
+func (n *fakeNode) GetBlockByHeight(_ context.Context, h uint64, _ ...rpc.Option) ([]byte, error) {
+	n.reads.Add(1)
+	b, ok := n.blocks[h]
+	if !ok {
+		return nil, fmt.Errorf("no block at height %d", h)
+	}
+	return b, nil
 }
 
 func (*fakeNode) IssueTx(context.Context, []byte, ...rpc.Option) (ids.ID, error) {
@@ -299,21 +314,19 @@ func TestAwait(t *testing.T) {
 	txID := ids.GenerateTestID()
 
 	n := &fakeNode{statuses: []status.Status{status.Unknown, status.Processing, status.Committed}}
-	a := &Admin{node: n, issuer: n, PollEvery: time.Millisecond}
-	require.NoError(t, a.await(ctx, txID))
+	require.NoError(t, Await(ctx, n, txID, time.Millisecond))
 	require.Equal(t, 3, n.polls, "polled until committed")
 
 	n = &fakeNode{statuses: []status.Status{status.Processing, status.Dropped}, reason: "failed to read consumed UTXO"}
-	a = &Admin{node: n, issuer: n, PollEvery: time.Millisecond}
-	err := a.await(ctx, txID)
+	err := Await(ctx, n, txID, time.Millisecond)
 	require.ErrorIs(t, err, ErrRejected)
 	require.ErrorContains(t, err, "failed to read consumed UTXO")
 
 	n = &fakeNode{statuses: []status.Status{status.Processing}}
-	a = &Admin{node: n, issuer: n, PollEvery: time.Millisecond}
+	a := &Admin{node: n, issuer: n, PollEvery: time.Millisecond}
 	short, cancelShort := context.WithTimeout(ctx, 20*time.Millisecond)
 	defer cancelShort()
-	err = a.await(short, txID)
+	err = Await(short, n, txID, time.Millisecond)
 	require.ErrorIs(t, err, context.DeadlineExceeded)
 	require.ErrorContains(t, err, txID.String(), "names the transaction that may still commit")
 
@@ -333,6 +346,6 @@ func TestBurned(t *testing.T) {
 		Ins:  []*avax.TransferableInput{in(asset, 1000), in(asset, 500), in(other, 9)},
 		Outs: []*avax.TransferableOutput{out(asset, 1400), out(other, 9)},
 	}}
-	require.Equal(t, uint64(100), burned(b, asset))
-	require.Equal(t, uint64(0), burned(b, ids.GenerateTestID()))
+	require.Equal(t, uint64(100), Burned(b, asset))
+	require.Equal(t, uint64(0), Burned(b, ids.GenerateTestID()))
 }

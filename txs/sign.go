@@ -72,6 +72,16 @@ func Validate(u Unsigned, l Limits) error {
 	return u.verifyEntries(l)
 }
 
+// CheckSignatureShape checks that the signature is a point of the
+// signature group, without the pairing VerifySignature costs: admission
+// refuses malformed junk before looking up anything.
+func (tx *Tx) CheckSignatureShape() error {
+	if _, err := bls.SignatureFromBytes(tx.Signature[:]); err != nil {
+		return fmt.Errorf("%w: %w", ErrBadSignature, err)
+	}
+	return nil
+}
+
 // VerifySignature checks the signature against the owner's registered BLS
 // key. It is a pure function of its inputs, so callers may cache a success
 // by transaction ID.

@@ -95,7 +95,7 @@ func (an *authNet) rejects(i int, reason, token string) float64 {
 func tokenFor(t *testing.T, name string) (string, config.WriteToken) {
 	tok, err := config.GenerateToken()
 	require.NoError(t, err)
-	wt, err := config.NewWriteToken(name, tok)
+	wt, err := config.NewWriteToken(name, tok, nil, nil)
 	require.NoError(t, err)
 	return tok, wt
 }

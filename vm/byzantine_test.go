@@ -68,6 +68,36 @@ func TestGossipCannotDriveValidatorSetLookups(t *testing.T) {
 	require.Equal(t, before, nw.lookups.Load(), "no lookup for heights outside the window")
 }
 
+// TestGossipInsideTheWindowCannotDriveLookups (issue 30, finding 8):
+// after a long idle period the newest P-chain height seen is far above the
+// last accepted block's, and every height in between is inside the
+// admission window. Junk heartbeats naming a validator, each at another
+// height of the window and badly signed, must not each cost a validator-set
+// lookup (and an eviction from the cache): admission checks what is cheap
+// first, and bounds the lookups gossip can cause.
+func TestGossipInsideTheWindowCannotDriveLookups(t *testing.T) {
+	nw := newNet(t, 2)
+	const newest = 5010
+	for h := uint64(21); h <= newest; h++ {
+		nw.sets[h] = nw.sets[10]
+	}
+	nw.ready(10)
+	victim := nw.vms[1]
+	require.NoError(t, victim.SetPreferenceWithContext(context.Background(), victim.Chain().LastAccepted().ID(), &snowblock.Context{PChainHeight: newest}))
+	before := nw.lookups.Load()
+	refused := 0
+	for h := uint64(21); h < 121; h++ {
+		// Signed by the other validator's key: the signature cannot verify.
+		tx, err := nw.keys[1].Sign(&txs.HeartbeatTx{Header: nw.header(0, h, ids.Empty, h)})
+		require.NoError(t, err)
+		if victim.Writer().SubmitTx(tx) != nil {
+			refused++
+		}
+	}
+	require.Equal(t, 100, refused, "junk is refused")
+	require.LessOrEqual(t, nw.lookups.Load()-before, int64(writer.MaxLookupBurst), "100 junk heartbeats, each at another height of the window, cost at most a burst of lookups")
+}
+
 // TestHugeWaitWaits: a waitMs beyond what a duration holds is the node's
 // bound, not an immediate timeout.
 func TestHugeWaitWaits(t *testing.T) {

@@ -49,6 +49,7 @@ func (nw *net) certifiedUpTo(height uint64, skip ...int) {
 // P-chain set at its height, with nothing of the node that served it.
 func (nw *net) verifyOffline(c *certificate.Certificate) certificate.Result {
 	vs := certificate.NewValidatorSet(subnetID, c.PChainHeight, nw.sets[c.PChainHeight])
+	vs.ChainCreatedAt = 10 // the lowest P-chain height the net's blocks use
 	res, err := certificate.Verify(c, 5, chainID, vs)
 	require.NoError(nw.t, err)
 	return res

@@ -107,6 +107,10 @@ type Config struct {
 	// round (Initialize sets it: a node always does). In-process users call
 	// Writer().Heartbeat themselves.
 	Heartbeats bool
+	// Bootstrapping starts the API answering NotReady until SetState says
+	// normal operation (Initialize sets it: avalanchego bootstraps every
+	// chain it starts). In-process users start ready.
+	Bootstrapping bool
 }
 
 // VM implements the ChainVM by delegating to its parts. The engine does
@@ -166,19 +170,20 @@ func (vm *VM) Initialize(
 		chainCtx.Log.Info("writing CPU profiles of the plugin", zap.String("dir", cc.CPUProfileDir))
 	}
 	err = vm.Init(Config{
-		NetworkID:   chainCtx.NetworkID,
-		ChainID:     chainCtx.ChainID,
-		SubnetID:    chainCtx.SubnetID,
-		NodeID:      chainCtx.NodeID,
-		Signer:      chainCtx.WarpSigner,
-		Validators:  chainCtx.ValidatorState,
-		Clock:       time.Now,
-		Log:         chainCtx.Log,
-		Registerer:  reg,
-		Sender:      appSender,
-		Peers:       chainCtx.ValidatorState,
-		ChainConfig: &cc,
-		Heartbeats:  true,
+		NetworkID:     chainCtx.NetworkID,
+		ChainID:       chainCtx.ChainID,
+		SubnetID:      chainCtx.SubnetID,
+		NodeID:        chainCtx.NodeID,
+		Signer:        chainCtx.WarpSigner,
+		Validators:    chainCtx.ValidatorState,
+		Clock:         time.Now,
+		Log:           chainCtx.Log,
+		Registerer:    reg,
+		Sender:        appSender,
+		Peers:         chainCtx.ValidatorState,
+		ChainConfig:   &cc,
+		Heartbeats:    true,
+		Bootstrapping: true,
 	}, db, genesisBytes)
 	if err != nil && vm.profiler != nil {
 		_ = vm.profiler.Stop()
@@ -247,6 +252,7 @@ func (vm *VM) Init(cfg Config, db database.Database, genesisBytes []byte) error 
 	}, vm.chain, vm.writer, vm.certifier); err != nil {
 		return err
 	}
+	vm.api.SetBootstrapping(cfg.Bootstrapping)
 	ctx, cancel := context.WithCancel(context.Background())
 	vm.stop = cancel
 	var (
@@ -338,9 +344,17 @@ func (vm *VM) Certifier() *certifier.Certifier { return vm.certifier }
 func (vm *VM) Genesis() *config.Genesis        { return vm.genesis }
 func (vm *VM) Handler() (http.Handler, error)  { return vm.api.Handler(), nil }
 
-// SetState is a no-op: S-Chain has no state sync or bootstrapping phase of
-// its own.
-func (*VM) SetState(context.Context, snow.State) error { return nil }
+// SetState learns avalanchego's phase for this chain: until normal
+// operation (while it bootstraps the chain, a node restarted from an old
+// copy of its database included), the API answers NotReady ("bootstrapping")
+// instead of answering from accepted state that may be far behind.
+// S-Chain has no state sync of its own.
+func (vm *VM) SetState(_ context.Context, st snow.State) error {
+	if vm.api != nil {
+		vm.api.SetBootstrapping(st != snow.NormalOp)
+	}
+	return nil
+}
 
 // Shutdown stops the write path, gossip and the CPU profiler.
 func (vm *VM) Shutdown(context.Context) error {

@@ -108,7 +108,7 @@ func TestJSONOutputIsOneDocument(t *testing.T) {
 		{"manifest", with("manifest", "photos", "k"), exitOK, hasKeys("manifest")},
 		{"node", with("node"), exitOK, nil},
 		{"node, one down", []string{"--rpc", f.Nodes[0].URI + "," + dead.Nodes[0].URI, "--chain", chain, "--timeout", "2s", "node"}, exitUnavailable, nil},
-		{"token new", []string{"token", "new", "--name", "ci"}, exitOK, hasKeys("token", "sha256", "config")},
+		{"token new", []string{"token", "new", "--name", "ci", "--ranges", "ci/*"}, exitOK, hasKeys("token", "sha256", "config")},
 		{"--version", []string{"--version"}, exitOK, hasKeys("vm", "module", "moduleVersion", "go")},
 		{"network status without a network", []string{"network", "status", "--build-dir", empty}, exitError, hasError("error")},
 		{"network stop without a network", []string{"network", "stop", "--build-dir", empty}, exitOK, hasKeys("stopped")},
@@ -216,7 +216,7 @@ func TestUsageErrorsExit2(t *testing.T) {
 		{"a manifest without its hash", []string{"--chain", "c", "put-manifest", "--bucket", "b", "--key", "k"}, "[content-hash deleted] is required"},
 		{"two token sources", []string{"--chain", "c", "--token", "a", "--token-file", "f", "alloc", "r"}, "[token token-file] were all set"},
 		{"watch without its policy", []string{"validators", "watch"}, `required flag(s) "remove-after" not set`},
-		{"token new without a name", []string{"token", "new"}, `required flag(s) "name" not set`},
+		{"token new without a name", []string{"token", "new", "--ranges", "*"}, `required flag(s) "name" not set`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -59,14 +60,23 @@ func newTokenCmd(g *globals) *cobra.Command {
 		Use:   "token",
 		Short: "Manage the write tokens that let a client make a node sign",
 	}
-	var name, out string
+	var name, out, ranges, methods string
 	newCmd := &cobra.Command{
-		Use:   "new --name NAME [--out FILE]",
+		Use:   "new --name NAME --ranges PATTERNS [--methods METHODS] [--out FILE]",
 		Short: "Print a fresh random write token and its chain config entry",
 		Long: `Print a fresh random write token (256 bits) and the entry to add to
 "writeTokens" in each node's chain config: the node stores only the token's
 SHA-256, and uses NAME in its logs and metrics. Restart the node to apply;
 revoke a token by removing its entry and restarting.
+
+The token may call --methods (comma-separated JSON-RPC names; "*" for every
+write method, future ones included) on the ranges --ranges covers
+(comma-separated patterns: "a/b" that range, "a/*" every range below a/,
+"*" every range). A "*" never stands for a SeaweedFS prefix's floor or
+volume ranges (a segment named floor or volumes): name them, as the
+cutover tool's token does ("prod-eu1/floor/*") and the masters' token does
+("prod-eu1/keys/*,prod-eu1/volumes"). A call outside the scope is refused
+with code -32019 naming what is missing (exit code 10).
 
 Keep the token secret: give it to clients with --token-file FILE or
 $` + tokenEnv + ` (--token shows it in the process list). With --out, the token
@@ -77,9 +87,9 @@ is written to FILE (mode 0600, never overwritten) instead of printed.`,
 			if err != nil {
 				return err
 			}
-			entry, err := config.NewWriteToken(name, tok)
+			entry, err := config.NewWriteToken(name, tok, config.ParseList(ranges), config.ParseList(methods))
 			if err != nil {
-				return usageError{fmt.Errorf("--name: %w", err)}
+				return usageError{fmt.Errorf("token: %w", err)}
 			}
 			type result struct {
 				Name      string            `json:"name"`
@@ -97,7 +107,11 @@ is written to FILE (mode 0600, never overwritten) instead of printed.`,
 			} else {
 				res.Token = tok
 			}
-			snippet := fmt.Sprintf(`{"name":%q,"sha256":%q}`, entry.Name, entry.SHA256)
+			b, err := json.Marshal(entry)
+			if err != nil {
+				return err
+			}
+			snippet := string(b)
 			fs := []field{{"name", name}}
 			if out != "" {
 				fs = append(fs, field{"token file", out})
@@ -116,7 +130,10 @@ is written to FILE (mode 0600, never overwritten) instead of printed.`,
 	}
 	newCmd.Flags().StringVar(&name, "name", "", "the token holder's name, for logs and metrics (A-Z a-z 0-9 . _ -)")
 	newCmd.Flags().StringVar(&out, "out", "", "write the token to this new file (mode 0600) instead of printing it")
+	newCmd.Flags().StringVar(&ranges, "ranges", "", `range patterns the token may write, comma-separated ("prod-eu1/*", "prod-eu1/floor/*")`)
+	newCmd.Flags().StringVar(&methods, "methods", "allocate,allocateBatch,putManifest", `write methods the token may call, comma-separated ("*": every write method)`)
 	mustMarkRequired(newCmd, "name")
+	mustMarkRequired(newCmd, "ranges")
 	cmd.AddCommand(newCmd)
 	return cmd
 }

@@ -10,13 +10,14 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/s-chain/schain/vm/api"
 	"github.com/s-chain/schain/vm/api/apitest"
 	"github.com/s-chain/schain/vm/config"
 )
 
 func TestTokenNew(t *testing.T) {
 	require := require.New(t)
-	code, out, errOut := run(t, "token", "new", "--name", "s3-master")
+	code, out, errOut := run(t, "token", "new", "--name", "s3-master", "--ranges", "prod-eu1/keys/*, prod-eu1/volumes", "--methods", "allocate,allocateBatch")
 	require.Equal(exitOK, code, errOut)
 	tok := regexp.MustCompile(`(?m)^token:\s+(\S+)$`).FindStringSubmatch(out)
 	require.Len(tok, 2, out)
@@ -27,11 +28,11 @@ func TestTokenNew(t *testing.T) {
 	require.Len(snippet, 2, out)
 	cc, err := config.ParseChainConfig([]byte(`{"writeTokens":[` + snippet[1] + `]}`))
 	require.NoError(err, "the printed entry is valid chain config")
-	require.Equal([]config.WriteToken{{Name: "s3-master", SHA256: sum[1]}}, cc.WriteTokens)
+	require.Equal([]config.WriteToken{{Name: "s3-master", SHA256: sum[1], Ranges: []string{"prod-eu1/keys/*", "prod-eu1/volumes"}, Methods: []string{"allocate", "allocateBatch"}}}, cc.WriteTokens)
 	require.Contains(errOut, "chain config")
 
 	// JSON output, and fresh tokens every time.
-	code, out, errOut = run(t, "--json", "token", "new", "--name", "s3-master")
+	code, out, errOut = run(t, "--json", "token", "new", "--name", "s3-master", "--ranges", "*")
 	require.Equal(exitOK, code, errOut)
 	var res struct {
 		Token  string            `json:"token"`
@@ -40,10 +41,11 @@ func TestTokenNew(t *testing.T) {
 	require.NoError(json.Unmarshal([]byte(out), &res))
 	require.NotEqual(tok[1], res.Token)
 	require.Equal(config.TokenHash(res.Token), res.Config.SHA256)
+	require.Equal([]string{"allocate", "allocateBatch", "putManifest"}, res.Config.Methods, "the write methods by default")
 
 	// --out keeps the token off the terminal, private, and never overwrites.
 	path := filepath.Join(t.TempDir(), "s3.token")
-	code, out, errOut = run(t, "token", "new", "--name", "s3", "--out", path)
+	code, out, errOut = run(t, "token", "new", "--name", "s3", "--ranges", "*", "--out", path)
 	require.Equal(exitOK, code, errOut)
 	b, err := os.ReadFile(path)
 	require.NoError(err)
@@ -53,14 +55,17 @@ func TestTokenNew(t *testing.T) {
 	info, err := os.Stat(path)
 	require.NoError(err)
 	require.Equal(os.FileMode(0o600), info.Mode().Perm())
-	code, _, _ = run(t, "token", "new", "--name", "s3", "--out", path)
+	code, _, _ = run(t, "token", "new", "--name", "s3", "--ranges", "*", "--out", path)
 	require.Equal(exitUsage, code, "an existing token file is not overwritten")
 
 	code, _, errOut = run(t, "token", "new")
 	require.Equal(exitUsage, code)
-	require.Contains(errOut, `usage: required flag(s) "name" not set (see schain token new --help)`)
-	code, _, _ = run(t, "token", "new", "--name", "bad name")
+	require.Contains(errOut, `usage: required flag(s) "name", "ranges" not set (see schain token new --help)`)
+	code, _, _ = run(t, "token", "new", "--name", "bad name", "--ranges", "*")
 	require.Equal(exitUsage, code)
+	code, _, errOut = run(t, "token", "new", "--name", "x", "--ranges", "a/b*")
+	require.Equal(exitUsage, code)
+	require.Contains(errOut, "whole segment")
 }
 
 // newAuthNode is a one-node API that accepts writes only with "good".
@@ -113,6 +118,12 @@ func TestWriteTokenSources(t *testing.T) {
 	code, _, errOut = run(t, with("--token", "good", "--token-file", file)...)
 	require.Equal(exitUsage, code)
 	require.Contains(errOut, "[token token-file] were all set")
+	// A token whose scope lacks the range: exit 10, naming it.
+	n.Nodes[0].FailNext("allocate", apitest.RPCError(api.CodeForbidden, `token "gw" may not write range "photos"`,
+		api.ForbiddenData{Reason: api.ScopeRange, Token: "gw", Range: "photos"}))
+	code, _, errOut = run(t, with("--token", "good")...)
+	require.Equal(exitForbidden, code, errOut)
+	require.Contains(errOut, `token "gw" lacks range photos`)
 	code, _, errOut = run(t, with("--token-file", filepath.Join(t.TempDir(), "missing"))...)
 	require.Equal(exitUsage, code, errOut)
 	code, _, errOut = run(t, with("--token", "has space")...)

@@ -23,6 +23,7 @@ func newVerifyCmd(g *globals) *cobra.Command {
 		setFile      string
 		saveSet      string
 		networkID    uint32
+		createdAt    uint64
 		waitForFinal bool
 	)
 	cmd := &cobra.Command{
@@ -39,7 +40,14 @@ block that carries the transaction.
 The validator set comes from the P-chain of --pchain (default: the first
 --rpc node; point it at a node you trust), or from --validators FILE (a set
 saved with --save-validators, or written by hand: {"networkID", "subnetID",
-"pChainHeight", "validators": [{"nodeID", "publicKey", "weight"}]}).
+"pChainHeight", "chainCreatedAt", "validators": [{"nodeID", "publicKey",
+"weight"}]}).
+
+A certificate below the P-chain height the chain was created at is refused:
+subnet validators join one at a time, and at earlier heights one of them may
+hold all of the subnet's stake. That height is the P-chain block holding the
+chain's CreateChainTx, read from the same P-chain (--chain-created-at gives
+it instead, a saved set carries it); never from an S-Chain node.
 
 Exit codes: 0 verified, 5 not final yet (retry, or pass --wait), 9 the
 certificate or its proof does not check out (the reason is printed).`,
@@ -89,7 +97,7 @@ certificate or its proof does not check out (the reason is printed).`,
 					cert, target = &reply.Certificate, height
 				}
 
-				vs, err := g.validatorSet(ctx, cert, chainID, pchain, setFile, networkID)
+				vs, err := g.validatorSet(ctx, r, cert, chainID, pchain, setFile, networkID, createdAt)
 				if err != nil {
 					return err
 				}
@@ -115,6 +123,7 @@ certificate or its proof does not check out (the reason is printed).`,
 					field{"height", target},
 					field{"certifiedBy", fmt.Sprintf("block %d (%s)", cert.Height, cert.BlockID)},
 					field{"pChainHeight", cert.PChainHeight},
+					field{"chainCreatedAt", vs.ChainCreatedAt},
 					field{"stake", fmt.Sprintf("%d of %d signed (%d signers, more than 2/3)", proof.SignedWeight, proof.TotalWeight, proof.Signers)},
 					field{"blocksWalked", proof.Walked},
 					field{"verified", true},
@@ -129,6 +138,7 @@ certificate or its proof does not check out (the reason is printed).`,
 	f.StringVar(&setFile, "validators", "", "read the validator set from this JSON file instead of a P-chain")
 	f.StringVar(&saveSet, "save-validators", "", "write the validator set used to this JSON file")
 	f.Uint32Var(&networkID, "network-id", 0, "network ID, when --validators names none")
+	f.Uint64Var(&createdAt, "chain-created-at", 0, "P-chain height the chain was created at (default: read from the P-chain, or the --validators file's)")
 	f.BoolVar(&waitForFinal, "wait", false, "wait (up to --timeout) until the transaction is final")
 	return cmd
 }
@@ -152,9 +162,9 @@ func (g *globals) chainIDOf(ctx context.Context, r *client.Router) (ids.ID, erro
 	return node.ChainID, nil
 }
 
-// validatorSet is the set a certificate is checked against: from a file,
-// or from a P-chain.
-func (g *globals) validatorSet(ctx context.Context, cert *certificate.Certificate, chainID ids.ID, pchain, file string, networkID uint32) (certificate.ValidatorSet, error) {
+// validatorSet is the set a certificate is checked against, with the
+// height the chain was created at: from a file, or from a P-chain.
+func (g *globals) validatorSet(ctx context.Context, r *client.Router, cert *certificate.Certificate, chainID ids.ID, pchain, file string, networkID uint32, createdAt uint64) (certificate.ValidatorSet, error) {
 	if file != "" {
 		vs, err := certificate.ReadValidatorSet(file)
 		if err != nil {
@@ -163,28 +173,35 @@ func (g *globals) validatorSet(ctx context.Context, cert *certificate.Certificat
 		if vs.NetworkID == 0 {
 			vs.NetworkID = networkID
 		}
-		if vs.NetworkID == 0 {
+		if createdAt != 0 {
+			vs.ChainCreatedAt = createdAt
+		}
+		switch {
+		case vs.NetworkID == 0:
 			return vs, usageError{fmt.Errorf("--validators: %s names no networkID: pass --network-id", file)}
+		case vs.ChainCreatedAt == 0:
+			return vs, usageError{fmt.Errorf("--validators: %s names no chainCreatedAt (the P-chain height of the chain's CreateChainTx): pass --chain-created-at, or save the set again from a P-chain", file)}
 		}
 		return vs, nil
 	}
 	if pchain == "" {
 		pchain = g.rpc[0]
 	}
-	node := subnet.NewNode(pchain)
-	nid, err := node.GetNetworkID(ctx)
-	if err != nil {
-		return certificate.ValidatorSet{}, fmt.Errorf("%w: info.getNetworkID at %s: %w", client.ErrTransport, pchain, err)
+	var hint uint64
+	if createdAt == 0 {
+		hint, _ = client.FirstPChainHeight(ctx, r.GetBlock)
 	}
-	subnetID, err := subnet.SubnetOf(ctx, node, chainID)
-	if err != nil {
-		return certificate.ValidatorSet{}, err
+	vs, err := subnet.CertificateSet(ctx, subnet.NewNode(pchain), chainID, cert.PChainHeight, createdAt, hint)
+	switch {
+	case errors.Is(err, subnet.ErrNoChainBelow):
+		return vs, verifyError{fmt.Errorf("%w: %w (the P-chain of %s)", certificate.ErrBeforeChain, err, pchain)}
+	case errors.Is(err, subnet.ErrCreationTooFar):
+		return vs, fmt.Errorf("%w: pass --chain-created-at", err)
+	case errors.Is(err, subnet.ErrNoSubnet):
+		return vs, err
+	case err != nil:
+		return vs, fmt.Errorf("%w: the P-chain of %s: %w", client.ErrTransport, pchain, err)
 	}
-	vs, err := subnet.ValidatorSetAt(ctx, node, subnetID, cert.PChainHeight)
-	if err != nil {
-		return vs, fmt.Errorf("%w: %w", client.ErrTransport, err)
-	}
-	vs.NetworkID = nid
 	return vs, nil
 }
 

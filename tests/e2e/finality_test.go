@@ -89,10 +89,6 @@ func TestH_Finality(t *testing.T) {
 	// Check each offline against the P-chain's set, fetched from a node's
 	// P-chain (not from S-Chain).
 	node := subnet.NewNode(network.Nodes[0].URI)
-	networkID, err := node.GetNetworkID(ctx)
-	require.NoError(err)
-	subnetID, err := subnet.SubnetOf(ctx, node, network.ChainID)
-	require.NoError(err)
 	sets := map[uint64]certificate.ValidatorSet{}
 	for _, rn := range runs {
 		rc, err := r.GetReceipt(ctx, rn.txID)
@@ -100,11 +96,12 @@ func TestH_Finality(t *testing.T) {
 		require.True(rc.Final)
 		vs, ok := sets[rc.Certificate.PChainHeight]
 		if !ok {
-			vs, err = subnet.ValidatorSetAt(ctx, node, subnetID, rc.Certificate.PChainHeight)
+			vs, err = subnet.CertificateSet(ctx, node, network.ChainID, rc.Certificate.PChainHeight, 0, 0)
 			require.NoError(err)
+			require.Positive(vs.ChainCreatedAt)
 			sets[rc.Certificate.PChainHeight] = vs
 		}
-		proof, err := client.ProveFinal(ctx, r.GetBlock, rc, networkID, network.ChainID, vs)
+		proof, err := client.ProveFinal(ctx, r.GetBlock, rc, vs.NetworkID, network.ChainID, vs)
 		require.NoError(err, "receipt %s", rn.txID)
 		require.True(certificate.Supermajority(proof.SignedWeight, proof.TotalWeight))
 	}

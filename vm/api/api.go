@@ -5,15 +5,18 @@
 // The service is served at /ext/bc/<chainID> with gorilla/rpc v2 JSON
 // (JSON-RPC 2.0); methods are "schain.<name>".
 //
-// Access: the methods that make the node sign (allocate, putManifest, the
-// lease methods) require "Authorization: Bearer <token>" with one of the node's write
-// tokens (CodeUnauthorized otherwise); the read methods (get*) are open.
-// Every request body is bounded (CodeRequestTooLarge, HTTP 413), and so are
-// Access: the methods that make the node sign (allocate, putManifest,
-// reclaim) require "Authorization: Bearer <token>" with one of the node's
-// write tokens (CodeUnauthorized otherwise); the read methods (get*,
-// list*) are open. Every request body is bounded (CodeRequestTooLarge, HTTP 413), and so are
-// each token's write requests in flight (CodeTooManyRequests).
+// Access: the methods that make the node sign (allocate, allocateBatch,
+// putManifest, reclaim, acquireLease, renewLease, releaseLease) require
+// "Authorization: Bearer <token>" with one of the node's write tokens (CodeUnauthorized otherwise), whose scope must
+// cover the method and the range (CodeForbidden otherwise); the read
+// methods (get*, list*) are open. Every request body is bounded
+// (CodeRequestTooLarge, HTTP 413), and so are each token's write requests
+// in flight (CodeTooManyRequests).
+//
+// Reads: every read answer carries the node's last accepted block (Head);
+// a read may ask for a least height (MinHeight) and is answered NotReady
+// below it, and a node that knows its state is old (bootstrapping, or far
+// behind its peers) answers NotReady rather than old state.
 package api
 
 import (
@@ -46,6 +49,7 @@ const (
 	CodeUnauthorized    = int(errcode.Unauthorized)
 	CodeTooManyRequests = int(errcode.TooManyRequests)
 	CodeRequestTooLarge = int(errcode.RequestTooLarge)
+	CodeForbidden       = int(errcode.Forbidden)
 	CodeLeaseHeld       = int(errcode.LeaseHeld)
 	CodeLeaseLost       = int(errcode.LeaseLost)
 	// CodePreconditionFailed: a versioned write's condition failed
@@ -71,6 +75,25 @@ const (
 // UnauthorizedData says why a write was refused.
 type UnauthorizedData struct {
 	Reason string `json:"reason"`
+}
+
+// Reasons of CodeForbidden (ForbiddenData.Reason).
+const (
+	// ScopeMethod: the token's methods do not include the method called.
+	ScopeMethod = "method_not_in_scope"
+	// ScopeRange: the token's ranges do not cover the range (or a
+	// manifest's bucket) written.
+	ScopeRange = "range_not_in_scope"
+)
+
+// ForbiddenData names the scope a valid token lacks: the method, or the
+// range, it would need to be given (chain config writeTokens[].methods,
+// .ranges).
+type ForbiddenData struct {
+	Reason string `json:"reason"`
+	Token  string `json:"token"`
+	Method string `json:"method,omitempty"`
+	Range  string `json:"range,omitempty"`
 }
 
 // LimitData names the exceeded limit of the node's chain config and its
@@ -100,9 +123,33 @@ type NotOwnerData struct {
 	Epoch uint64 `json:"epoch"`
 }
 
-// RetryData tells a client how long to back off.
+// RetryData tells a client how long to back off, and, for NotReady, why
+// (the error's reason: "bootstrapping", "behind_peers", "below_min_height",
+// "no_membership", ...). A read refused for freshness also names the
+// node's last accepted height.
 type RetryData struct {
-	RetryAfterMs uint64 `json:"retryAfterMs"`
+	RetryAfterMs   uint64 `json:"retryAfterMs"`
+	Reason         string `json:"reason,omitempty"`
+	AcceptedHeight uint64 `json:"acceptedHeight,omitempty"`
+}
+
+// Head is the node's last accepted block when it answered a read: the
+// answer reflects accepted state at this height or above. Nodes older than
+// this field leave it zero.
+type Head struct {
+	AcceptedHeight uint64 `json:"acceptedHeight"`
+	AcceptedID     ids.ID `json:"acceptedID"`
+}
+
+// Newer reports whether h is a later view of the chain than o.
+func (h Head) Newer(o Head) bool { return h.AcceptedHeight > o.AcceptedHeight }
+
+// AtLeast bounds a read from below: a node whose last accepted height is
+// below MinHeight answers NotReady (reason "below_min_height") instead of
+// older state. A client that saw height H anywhere asks for at least H, so
+// that no answer it takes goes back in time.
+type AtLeast struct {
+	MinHeight uint64 `json:"minHeight,omitempty"`
 }
 
 // RejectedData names the violated rule (a stable, lowercase identifier such
@@ -288,6 +335,7 @@ const (
 // TxIDArgs names a transaction.
 type TxIDArgs struct {
 	TxID ids.ID `json:"txID"`
+	AtLeast
 }
 
 // WaitReceiptArgs asks for a transaction's receipt once it is decided
@@ -310,6 +358,7 @@ type WaitReceiptArgs struct {
 // blocks in between prove: getBlock). Check it offline against the P-chain
 // validator set with certificate.Verify or `schain verify`.
 type ReceiptReply struct {
+	Head
 	TxID        ids.ID                   `json:"txID"`
 	Status      string                   `json:"status"`
 	Height      uint64                   `json:"height,omitempty"`
@@ -324,12 +373,14 @@ type ReceiptReply struct {
 // HeightArgs names an accepted block by height.
 type HeightArgs struct {
 	Height uint64 `json:"height"`
+	AtLeast
 }
 
 // CertificateReply is the finality certificate covering a height: the
 // lowest one at or above it. CodeNotReady (reason "not_final") while none
 // does yet.
 type CertificateReply struct {
+	Head
 	Height      uint64                  `json:"height"`
 	Certificate certificate.Certificate `json:"certificate"`
 }
@@ -339,6 +390,7 @@ type CertificateReply struct {
 // transactions. A client walks parents from a certified block down to a
 // receipt's to prove the certificate covers it.
 type BlockReply struct {
+	Head
 	Height uint64 `json:"height"`
 	ID     ids.ID `json:"id"`
 	Bytes  string `json:"bytes"` // 0x-prefixed hex
@@ -347,10 +399,12 @@ type BlockReply struct {
 // RangeArgs names a range.
 type RangeArgs struct {
 	Range string `json:"range"`
+	AtLeast
 }
 
 // AllocationReply is a range's next unissued id in accepted state.
 type AllocationReply struct {
+	Head
 	Range string `json:"range"`
 	Next  uint64 `json:"next"`
 }
@@ -359,6 +413,7 @@ type AllocationReply struct {
 type ManifestArgs struct {
 	Bucket string `json:"bucket"`
 	Key    string `json:"key"`
+	AtLeast
 }
 
 // ManifestReply is an accepted manifest: the object's newest record (a
@@ -366,6 +421,7 @@ type ManifestArgs struct {
 // it and its attributes. A manifest written before the manifests upgrade
 // is version 0.
 type ManifestReply struct {
+	Head
 	Manifest   txs.Manifest `json:"manifest"`
 	Version    uint64       `json:"version"`
 	Height     uint64       `json:"height"`
@@ -375,6 +431,7 @@ type ManifestReply struct {
 // OwnerReply is a range's owner in the membership the next block will have
 // (what the node routes writes by).
 type OwnerReply struct {
+	Head
 	Range        string     `json:"range"`
 	Owner        ids.NodeID `json:"owner"`
 	PChainHeight uint64     `json:"pChainHeight"`
@@ -395,6 +452,7 @@ type Member struct {
 // and, for each validator of the P-chain set, what the chain knows of its
 // liveness.
 type MembershipReply struct {
+	Head
 	PChainHeight uint64 `json:"pChainHeight"`
 	// Round is the liveness round (block timestamp / RoundDurationMs).
 	Round       uint64 `json:"round"`
@@ -435,6 +493,7 @@ type ValidatorLiveness struct {
 // NodeReply identifies the node behind an endpoint, so a client can route
 // each range to its owner.
 type NodeReply struct {
+	Head
 	NodeID    ids.NodeID `json:"nodeID"`
 	NetworkID uint32     `json:"networkID"`
 	ChainID   ids.ID     `json:"chainID"`
@@ -446,10 +505,20 @@ type NodeReply struct {
 	// /ext/bc/<chainID> as for the node's): the same methods, tokens and
 	// limits without the node's HTTP hop.
 	DirectURI string `json:"directURI,omitempty"`
+	// NotReady names why the node answers reads NotReady now
+	// ("bootstrapping", "behind_peers"), empty when it does not. getNode
+	// itself always answers, so that a client can tell who is behind.
+	NotReady string `json:"notReady,omitempty"`
 }
 
 // Empty is the argument of methods without parameters.
 type Empty struct{}
+
+// ReadArgs is the argument of reads without other parameters
+// (getMembership, getNode).
+type ReadArgs struct {
+	AtLeast
+}
 
 // LeaseArgs asks a range's owner for one lease operation: acquireLease
 // (Holder, TTLMs), renewLease (Holder, Token, TTLMs) or releaseLease

@@ -74,12 +74,14 @@ type ListManifestsArgs struct {
 	StartAfter string `json:"startAfter,omitempty"`
 	Delimiter  string `json:"delimiter,omitempty"`
 	Limit      int    `json:"limit,omitempty"`
+	AtLeast
 }
 
 // ListManifestsReply is one page. While Truncated, the next page is
 // ListManifestsArgs with StartAfter = Next. Height is the accepted height
 // the page was read at.
 type ListManifestsReply struct {
+	Head
 	Manifests      []ManifestReply `json:"manifests"`
 	CommonPrefixes []string        `json:"commonPrefixes,omitempty"`
 	Truncated      bool            `json:"truncated"`
@@ -102,11 +104,13 @@ type ListReleasedArgs struct {
 	Bucket string          `json:"bucket"`
 	After  *ReleasedCursor `json:"after,omitempty"`
 	Limit  int             `json:"limit,omitempty"`
+	AtLeast
 }
 
 // ListReleasedReply is one page; while Truncated, the next one starts
 // after its last entry.
 type ListReleasedReply struct {
+	Head
 	Released  []Released `json:"released"`
 	Truncated bool       `json:"truncated"`
 	Height    uint64     `json:"height"`

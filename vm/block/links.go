@@ -20,6 +20,9 @@ type Links struct {
 	Height    uint64
 	StateRoot ids.ID
 	TxIDs     []ids.ID
+	// HasPChainHeight and PChainHeight are the block's P-chain context.
+	HasPChainHeight bool
+	PChainHeight    uint64
 }
 
 // ReadLinks reads a block's links from its encoding.
@@ -31,9 +34,9 @@ func ReadLinks(b []byte) (Links, error) {
 	l := Links{ID: sha256.Sum256(b)}
 	r.Fixed(l.Parent[:])
 	l.Height = r.U64()
-	r.U64()  // timestamp
-	r.Bool() // has P-chain height
-	r.U64()  // P-chain height
+	r.U64() // timestamp
+	l.HasPChainHeight = r.Bool()
+	l.PChainHeight = r.U64()
 	r.Fixed(l.StateRoot[:])
 	n := r.U32()
 	for i := uint32(0); i < n && r.Err == nil; i++ {

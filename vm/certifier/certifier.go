@@ -159,6 +159,8 @@ type Certifier struct {
 	// validator set's nodes, the only senders kept.
 	pushed  pushes
 	members set.Set[ids.NodeID]
+	// peers are the heights members pushed signatures for (peers.go).
+	peers peerHeights
 }
 
 // audience is the validator set of one P-chain height as push needs it,
@@ -167,6 +169,10 @@ type audience struct {
 	pChainHeight uint64
 	members      set.Set[ids.NodeID] // every validator's nodes
 	others       set.Set[ids.NodeID] // members but this node
+	// stake is each member's part of the set's weight (a key's weight,
+	// split evenly between the nodes sharing it), total the set's.
+	stake map[ids.NodeID]uint64
+	total uint64
 }
 
 // New restores the certifier's progress from db (a part of the chain's

@@ -81,10 +81,14 @@ func (c *Certifier) keepPush(nodeID ids.NodeID, msg []byte) string {
 	}
 	height := binary.BigEndian.Uint64(msg)
 	c.mu.Lock()
-	switch {
-	case !c.members.Contains(nodeID):
+	if !c.members.Contains(nodeID) {
 		c.mu.Unlock()
 		return "not_a_validator"
+	}
+	// A validator pushes only blocks it accepted: what it pushes, this
+	// node may lag behind, whether it keeps the signature or not.
+	c.peers.saw(nodeID, height)
+	switch {
 	case height <= c.certified || height+pushAhead < c.lastHeight() || height > c.lastHeight()+pushAhead:
 		c.mu.Unlock()
 		return "outside_window"
@@ -155,6 +159,9 @@ func (c *Certifier) push(ctx context.Context, b *block.Block) {
 	}
 	// members is replaced, never changed: keepPush reads it under mu.
 	c.mu.Lock()
+	if !c.members.Equals(aud.members) {
+		c.peers.weigh(aud.stake, aud.total)
+	}
 	c.members = aud.members
 	c.mu.Unlock()
 	if !aud.members.Contains(c.cfg.NodeID) || c.gossiper == nil {
@@ -186,9 +193,12 @@ func (c *Certifier) audienceAt(ctx context.Context, pChainHeight uint64) (audien
 	if err != nil {
 		return audience{}, err
 	}
-	a := audience{pChainHeight: pChainHeight, members: set.NewSet[ids.NodeID](len(vs.Validators))}
+	a := audience{pChainHeight: pChainHeight, members: set.NewSet[ids.NodeID](len(vs.Validators)), stake: map[ids.NodeID]uint64{}, total: vs.TotalWeight}
 	for _, v := range vs.Validators {
 		a.members.Add(v.NodeIDs...)
+		for _, id := range v.NodeIDs {
+			a.stake[id] = v.Weight / uint64(len(v.NodeIDs))
+		}
 	}
 	a.others = set.NewSet[ids.NodeID](a.members.Len())
 	for id := range a.members {

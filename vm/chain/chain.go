@@ -333,6 +333,12 @@ func (c *Chain) ValidatorSet(ctx context.Context, height uint64) (*execute.Valid
 	return c.validators.Get(ctx, height)
 }
 
+// CachedValidatorSet is the validator set at height if this node holds it,
+// without a lookup.
+func (c *Chain) CachedValidatorSet(height uint64) (*execute.ValidatorSet, bool) {
+	return c.validators.cached(height)
+}
+
 func (c *Chain) noteHeight(b *Block) {
 	if b.HasPChainHeight {
 		c.seeHeight(b.PChainHeight)

@@ -45,6 +45,14 @@ func newValidatorSets(src Source, subnetID ids.ID, limit int) *validatorSets {
 	return &validatorSets{src: src, subnetID: subnetID, limit: max(limit, 1), byH: map[uint64]*execute.ValidatorSet{}}
 }
 
+// cached returns the set at height if it is held, never fetching it.
+func (c *validatorSets) cached(height uint64) (*execute.ValidatorSet, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	e, ok := c.byH[height]
+	return e, ok
+}
+
 // Get returns the set at height, fetching it on first use. Entries
 // with the empty NodeID, zero weight or no BLS key are dropped: they could
 // own ranges but never sign for them.

@@ -100,6 +100,18 @@ type WriteToken struct {
 	Name string `json:"name"`
 	// SHA256 is hex(SHA-256(token)).
 	SHA256 string `json:"sha256"`
+	// Ranges are the range patterns the token may write (a manifest's
+	// range is its bucket): "a/b" that range, "a/*" every range below a/,
+	// "*" every range; a "*" never stands for a guarded segment
+	// (GuardedSegments), which a pattern must name ("prod-eu1/volumes",
+	// "prod-eu1/floor/*"). See Scope.
+	Ranges []string `json:"ranges,omitempty"`
+	// Methods are the write methods the token may call, by their JSON-RPC
+	// names ("allocate", "allocateBatch", "putManifest"; "*" for every
+	// write method, future ones included). A token without ranges and
+	// methods was written before scopes: it may write everything, and the
+	// node warns about it at start.
+	Methods []string `json:"methods,omitempty"`
 }
 
 // DefaultChainConfig is what an empty chain config means: no write token
@@ -156,7 +168,7 @@ func ParseChainConfig(b []byte) (ChainConfig, error) {
 	dec := json.NewDecoder(bytes.NewReader(b))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&c); err != nil {
-		return ChainConfig{}, fmt.Errorf("%w: %w (known fields: writeTokens[{name, sha256}], maxRequestBytes, maxPendingPerToken, maxWaitMs, certificateStallMs, certificates, cpuProfileDir, cpuProfileEveryMs, cpuProfileMaxFiles, directAPI, pipelineIntervalMs, upgrades)", ErrBadChainConfig, err)
+		return ChainConfig{}, fmt.Errorf("%w: %w (known fields: writeTokens[{name, sha256, ranges, methods}], maxRequestBytes, maxPendingPerToken, maxWaitMs, certificateStallMs, certificates, cpuProfileDir, cpuProfileEveryMs, cpuProfileMaxFiles, directAPI, pipelineIntervalMs, upgrades)", ErrBadChainConfig, err)
 	}
 	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
 		return ChainConfig{}, fmt.Errorf("%w: data after the JSON object", ErrBadChainConfig)
@@ -180,6 +192,9 @@ func (c *ChainConfig) Verify() error {
 			return fmt.Errorf("%w: writeTokens[%d]: name %q is used twice", ErrBadChainConfig, i, t.Name)
 		}
 		names[t.Name] = true
+		if err := t.verifyScope(); err != nil {
+			return fmt.Errorf("%w: writeTokens[%d] (%s): %w", ErrBadChainConfig, i, t.Name, err)
+		}
 		h, err := hex.DecodeString(t.SHA256)
 		if err != nil || len(h) != sha256.Size {
 			return fmt.Errorf("%w: writeTokens[%d] (%s).sha256 must be 64 hex digits, the SHA-256 of the token (`schain token new` prints it); never put the token itself in the config", ErrBadChainConfig, i, t.Name)
@@ -275,15 +290,20 @@ func TokenHash(token string) string {
 }
 
 // NewWriteToken returns the config entry of token under name, checking the
-// name.
-func NewWriteToken(name, token string) (WriteToken, error) {
+// name. Without ranges and methods the token may write everything (the
+// form of tokens written before scopes); otherwise give both.
+func NewWriteToken(name, token string, ranges, methods []string) (WriteToken, error) {
 	if err := verifyTokenName(name); err != nil {
 		return WriteToken{}, fmt.Errorf("token name: %w", err)
 	}
 	if token == "" {
 		return WriteToken{}, errors.New("empty token")
 	}
-	return WriteToken{Name: name, SHA256: TokenHash(token)}, nil
+	t := WriteToken{Name: name, SHA256: TokenHash(token), Ranges: ranges, Methods: methods}
+	if err := t.verifyScope(); err != nil {
+		return WriteToken{}, err
+	}
+	return t, nil
 }
 
 // tokenPrefix marks S-Chain tokens, so secret scanners and people can tell

@@ -91,16 +91,16 @@ func TestGenerateToken(t *testing.T) {
 		require.False(seen[tok])
 		seen[tok] = true
 	}
-	_, err := config.NewWriteToken("bad name", "x")
+	_, err := config.NewWriteToken("bad name", "x", nil, nil)
 	require.Error(err)
-	_, err = config.NewWriteToken("ok", "")
+	_, err = config.NewWriteToken("ok", "", nil, nil)
 	require.Error(err)
 }
 
 func tokenFor(t *testing.T, name string) (string, config.WriteToken) {
 	tok, err := config.GenerateToken()
 	require.NoError(t, err)
-	wt, err := config.NewWriteToken(name, tok)
+	wt, err := config.NewWriteToken(name, tok, nil, nil)
 	require.NoError(t, err)
 	return tok, wt
 }

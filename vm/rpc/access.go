@@ -45,8 +45,30 @@ var openMethods = map[string]bool{
 	"ListReleased":   true,
 }
 
+// scopedMethods are the write methods that check every range they write
+// against the token's scope (Service.covers): a scoped token may call
+// them if its methods name them. A write method missing here is refused
+// to every scoped token, so a new one cannot slip past the ranges: list it
+// once it calls covers for each range (or bucket) it writes.
+var scopedMethods = map[string]bool{
+	"Allocate":      true,
+	"AllocateBatch": true,
+	"PutManifest":   true,
+	"Reclaim":       true,
+	"AcquireLease":  true,
+	"RenewLease":    true,
+	"ReleaseLease":  true,
+}
+
+// tokenOnlyMethods need a valid token (they hold a request open) but write
+// nothing: every token may call them, whatever its scope.
+var tokenOnlyMethods = map[string]bool{
+	"WaitReceipt": true,
+}
+
 // Reasons of api rejects beyond api.Reason* (metric and log labels).
 const (
+	reasonForbidden       = "forbidden"
 	reasonTooManyRequests = "too_many_requests"
 	reasonBodyTooLarge    = "body_too_large"
 	reasonBadBody         = "unreadable_body"
@@ -63,10 +85,12 @@ const retryAfterTooMany = 250
 // refused requests must not flood the node's log.
 const rejectLogInterval = 10 * time.Second
 
-// writeToken is a configured token with its in-flight write requests.
+// writeToken is a configured token with its scope and its in-flight
+// write requests.
 type writeToken struct {
 	name    string
 	hash    [sha256.Size]byte
+	scope   config.Scope
 	pending atomic.Int64
 }
 
@@ -108,11 +132,12 @@ func newGate(cc *config.ChainConfig, log logging.Logger, m *metrics) (*gate, err
 		if err != nil || len(h) != sha256.Size {
 			return nil, fmt.Errorf("%w: token %s: bad sha256", config.ErrBadChainConfig, t.Name)
 		}
-		wt := &writeToken{name: t.Name}
+		wt := &writeToken{name: t.Name, scope: t.Scope()}
 		copy(wt.hash[:], h)
 		g.tokens = append(g.tokens, wt)
 		names = append(names, t.Name)
 		m.apiPending.WithLabelValues(t.Name).Set(0)
+		warnScope(log, t)
 	}
 	if len(names) == 0 {
 		log.Warn("api write methods disabled: the chain config lists no writeTokens (see README, Access control)")
@@ -124,6 +149,39 @@ func newGate(cc *config.ChainConfig, log logging.Logger, m *metrics) (*gate, err
 		zap.Uint64("maxWaitMs", cc.MaxWaitMs),
 	)
 	return g, nil
+}
+
+// warnScope says at start what an operator may not have meant: a token
+// written before scopes (it writes everything, the floors a SeaweedFS
+// cutover rests on included), or methods this node does not serve (a
+// typo, or a method of a newer version).
+func warnScope(log logging.Logger, t config.WriteToken) {
+	if t.Unscoped() {
+		log.Warn("write token names no ranges or methods: it may write every range, every SeaweedFS prefix's floors and volumes included; give it ranges and methods (see README, Access control)",
+			zap.String("token", t.Name))
+		return
+	}
+	for _, m := range t.Methods {
+		if m != config.EveryMethod && !scopedMethods[exported(m)] {
+			log.Warn("write token names a method this node does not serve to scoped tokens", zap.String("token", t.Name), zap.String("method", m))
+		}
+	}
+}
+
+// exported is a JSON-RPC method's Go name ("allocate" → "Allocate").
+func exported(m string) string {
+	if m == "" {
+		return m
+	}
+	return strings.ToUpper(m[:1]) + m[1:]
+}
+
+// jsonName is a method's JSON-RPC name ("Allocate" → "allocate").
+func jsonName(m string) string {
+	if m == "" {
+		return m
+	}
+	return strings.ToLower(m[:1]) + m[1:]
 }
 
 // matchToken returns the configured token whose hash is SHA-256(presented),
@@ -224,6 +282,10 @@ func (g *gate) admit(r *http.Request, method string) error {
 		g.reject(r, method, reason, noToken)
 		return unauthorized(reason, method)
 	}
+	if err := g.permit(t, name); err != nil {
+		g.reject(r, method, reasonForbidden, t.name)
+		return err
+	}
 	if n := t.pending.Add(1); n > int64(g.cfg.MaxPendingPerToken) {
 		t.pending.Add(-1)
 		g.reject(r, method, reasonTooManyRequests, t.name)
@@ -238,6 +300,47 @@ func (g *gate) admit(r *http.Request, method string) error {
 	g.metrics.apiWrites.WithLabelValues(t.name).Inc()
 	g.metrics.apiPending.WithLabelValues(t.name).Inc()
 	return nil
+}
+
+// permit checks the method against the token's scope: an unscoped token
+// may call anything, a scoped one the methods it names that check their
+// ranges (scopedMethods), and every token the token-only ones.
+func (g *gate) permit(t *writeToken, name string) error {
+	switch {
+	case t.scope.Unscoped() || tokenOnlyMethods[name]:
+		return nil
+	case !scopedMethods[name]:
+		return forbidden(api.ForbiddenData{Reason: api.ScopeMethod, Token: t.name, Method: jsonName(name)},
+			fmt.Sprintf("%s does not check token scopes: only a token without ranges and methods may call it", jsonName(name)))
+	case !t.scope.Allows(jsonName(name)):
+		return forbidden(api.ForbiddenData{Reason: api.ScopeMethod, Token: t.name, Method: jsonName(name)},
+			fmt.Sprintf("token %q may not call %s: add it to the token's methods in the chain config", t.name, jsonName(name)))
+	}
+	return nil
+}
+
+// covers checks that the request's token may write rangeKey (a range, or
+// a manifest's bucket); every scoped write method calls it for each range
+// it writes before writing any.
+func (g *gate) covers(r *http.Request, rangeKey string) error {
+	c, ok := callOf(r)
+	if !g.enforce {
+		return nil
+	}
+	if !ok || c.token == nil {
+		// Admission runs before any write method: fail closed if not.
+		return &json2.Error{Code: json2.ErrorCode(errcode.Unknown), Message: "vm: write without an admitted token"}
+	}
+	if c.token.scope.Covers(rangeKey) {
+		return nil
+	}
+	g.reject(r, "", reasonForbidden, c.token.name)
+	return forbidden(api.ForbiddenData{Reason: api.ScopeRange, Token: c.token.name, Range: rangeKey},
+		fmt.Sprintf("token %q may not write range %q: add a pattern that covers it to the token's ranges in the chain config (a \"*\" never stands for a floor or volumes segment: name those)", c.token.name, rangeKey))
+}
+
+func forbidden(d api.ForbiddenData, msg string) error {
+	return &json2.Error{Code: json2.ErrorCode(errcode.Forbidden), Message: msg, Data: d}
 }
 
 func (g *gate) release(c *call) {
@@ -346,18 +449,24 @@ func writeRPCError(w http.ResponseWriter, status int, e *json2.Error) {
 // arguments that do not decode as "invalid params".
 type apiCodec struct {
 	rpc.Codec
-	gate *gate
+	gate  *gate
+	fresh *freshness
 }
 
 func (c apiCodec) NewRequest(r *http.Request) rpc.CodecRequest {
-	return apiRequest{CodecRequest: c.Codec.NewRequest(r), gate: c.gate, req: r}
+	return apiRequest{CodecRequest: c.Codec.NewRequest(r), gate: c.gate, fresh: c.fresh, req: r}
 }
 
 type apiRequest struct {
 	rpc.CodecRequest
-	gate *gate
-	req  *http.Request
+	gate  *gate
+	fresh *freshness
+	req   *http.Request
 }
+
+// answersBootstrapping are the methods a bootstrapping node still answers:
+// getNode says who the node is and that it is bootstrapping.
+var answersBootstrapping = map[string]bool{"GetNode": true}
 
 func (r apiRequest) ReadRequest(args any) error {
 	method, err := r.Method()
@@ -366,6 +475,9 @@ func (r apiRequest) ReadRequest(args any) error {
 	}
 	if err := r.gate.admit(r.req, method); err != nil {
 		return err
+	}
+	if r.fresh.bootstrapping.Load() && !answersBootstrapping[strings.TrimPrefix(method, api.Service+".")] {
+		return rpcError(&lagError{ErrBootstrapping, r.fresh.reads.LastAccepted().Block.Height})
 	}
 	if err := r.CodecRequest.ReadRequest(args); err != nil {
 		r.gate.invalidParams(r.req, method)

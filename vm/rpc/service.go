@@ -56,10 +56,12 @@ type Reads interface {
 	ListReleased(q state.ReleasedQuery) (*state.ReleasedPage, error)
 }
 
-// Finality is the node's finality certificates (package certifier).
+// Finality is the node's finality certificates (package certifier), and
+// what their pushed signatures say of the other validators' progress.
 type Finality interface {
 	Covering(height uint64) (*certificate.Certificate, error)
 	WaitFinal(ctx context.Context, height uint64) error
+	Peers
 }
 
 // Config is what the API needs from its node.
@@ -80,6 +82,7 @@ type Config struct {
 type Server struct {
 	cfg      Config
 	gate     *gate
+	fresh    *freshness
 	reads    Reads
 	writes   Writes
 	finality Finality
@@ -103,9 +106,9 @@ func New(cfg Config, reads Reads, writes Writes, finality Finality) (*Server, er
 	if err != nil {
 		return nil, err
 	}
-	srv := &Server{cfg: cfg, gate: g, reads: reads, writes: writes, finality: finality}
+	srv := &Server{cfg: cfg, gate: g, fresh: &freshness{reads: reads, peers: finality}, reads: reads, writes: writes, finality: finality}
 	server := rpc.NewServer()
-	codec := apiCodec{Codec: avajson.NewCodec(), gate: g}
+	codec := apiCodec{Codec: avajson.NewCodec(), gate: g, fresh: srv.fresh}
 	server.RegisterCodec(codec, "application/json")
 	server.RegisterCodec(codec, "application/json;charset=UTF-8")
 	if err := server.RegisterService(&Service{s: srv}, api.Service); err != nil {
@@ -129,6 +132,11 @@ func (s *Server) ServeDirect() error {
 	s.direct.Store(d)
 	return nil
 }
+
+// SetBootstrapping tells the API whether avalanchego is bootstrapping the
+// chain: while it is, every method but getNode answers NotReady
+// ("bootstrapping"), since accepted state may be far behind.
+func (s *Server) SetBootstrapping(b bool) { s.fresh.bootstrapping.Store(b) }
 
 // Handler serves the API at /ext/bc/<chainID>.
 func (s *Server) Handler() http.Handler { return s.handler }
@@ -213,6 +221,9 @@ func batchError(err error) *api.BatchError {
 }
 
 func (s *Service) allocate(r *http.Request, args *api.AllocateArgs, reply *api.AllocateReply) error {
+	if err := s.s.gate.covers(r, args.Range); err != nil {
+		return err
+	}
 	l := s.s.cfg.Genesis.TxLimits
 	if err := txs.VerifyRange(args.Range, l); err != nil {
 		return s.invalidParams(r, err)
@@ -264,6 +275,9 @@ func (s *Service) allocate(r *http.Request, args *api.AllocateArgs, reply *api.A
 // write, group-committed, once the manifests upgrade is in force; a
 // PutManifestTx of its own before.
 func (s *Service) PutManifest(r *http.Request, args *api.PutManifestArgs, reply *api.PutManifestReply) error {
+	if err := s.s.gate.covers(r, args.Bucket); err != nil {
+		return err
+	}
 	e := txs.ManifestEntry{
 		Manifest:   txs.Manifest{Bucket: args.Bucket, Key: args.Key, Size: args.Size, ContentHash: args.ContentHash, Chunks: args.Chunks, Deleted: args.Deleted},
 		Attributes: args.Attributes,
@@ -333,6 +347,11 @@ func (s *Service) putLegacyManifest(r *http.Request, args *api.PutManifestArgs, 
 // Reclaim acknowledges chunks a blob store reclaimed: they leave their
 // buckets' released lists. This node must own every chunk's bucket.
 func (s *Service) Reclaim(r *http.Request, args *api.ReclaimArgs, reply *api.ReclaimReply) error {
+	for _, c := range args.Chunks {
+		if err := s.s.gate.covers(r, c.Bucket()); err != nil {
+			return err
+		}
+	}
 	u := &txs.ReclaimTx{Entries: args.Chunks}
 	if err := txs.Validate(u, s.s.cfg.Genesis.TxLimits); err != nil {
 		return s.invalidParams(r, err)
@@ -381,6 +400,9 @@ func (s *Service) lease(r *http.Request, op txs.LeaseOp, args *api.LeaseArgs, re
 	en := txs.LeaseEntry{Op: op, Range: args.Range, Holder: args.Holder, Token: args.Token, TTLMs: args.TTLMs}
 	if err := en.Verify(s.s.cfg.Genesis.TxLimits); err != nil {
 		return s.invalidParams(r, err)
+	}
+	if err := s.s.gate.covers(r, args.Range); err != nil {
+		return err
 	}
 	tx, err := s.s.writes.Lease(r.Context(), en)
 	if err != nil {
@@ -440,6 +462,10 @@ func (s *Service) wait(ctx context.Context, txID ids.ID, index int, waitMs uint6
 	ctx, cancel := context.WithTimeout(ctx, bound)
 	defer cancel()
 	rc, err := s.s.writes.WaitReceipt(ctx, txID)
+	if err == nil {
+		// The decision is in accepted state at the head or below it.
+		rc.Head = s.s.currentHead()
+	}
 	if err == nil && until == api.WaitFinal && rc.Status == api.StatusAccepted {
 		if err = s.s.finality.WaitFinal(ctx, rc.Height); err != nil {
 			err = fmt.Errorf("accepted at height %d, not final yet: %w", rc.Height, err)
@@ -468,12 +494,17 @@ func (s *Service) invalidParams(r *http.Request, err error) error {
 
 // GetReceipt reports a transaction's status.
 func (s *Service) GetReceipt(_ *http.Request, args *api.TxIDArgs, reply *api.ReceiptReply) error {
+	head, err := s.s.fresh.head(args.MinHeight)
+	if err != nil {
+		return rpcError(err)
+	}
 	rc, err := s.s.writes.Receipt(args.TxID)
 	if err != nil {
 		return rpcError(err)
 	}
 	s.finalize(rc)
 	*reply = *rc
+	reply.Head = head
 	return nil
 }
 
@@ -490,12 +521,17 @@ func (s *Service) WaitReceipt(r *http.Request, args *api.WaitReceiptArgs, reply 
 	if until == api.WaitNone {
 		until = api.WaitAccepted
 	}
+	head, err := s.s.fresh.head(0)
+	if err != nil {
+		return rpcError(err)
+	}
 	now, err := s.s.writes.Receipt(args.TxID)
 	if err != nil {
 		return rpcError(err)
 	}
 	if now.Status == api.StatusUnknown {
 		*reply = *now
+		reply.Head = head
 		return nil
 	}
 	rc, err := s.wait(r.Context(), args.TxID, 0, args.WaitMs, until)
@@ -520,25 +556,33 @@ func (s *Service) finalize(rc *api.ReceiptReply) {
 // GetCertificate is the finality certificate covering a height: the lowest
 // one at or above it.
 func (s *Service) GetCertificate(_ *http.Request, args *api.HeightArgs, reply *api.CertificateReply) error {
-	if args.Height > s.s.reads.LastAccepted().Block.Height {
+	head, err := s.s.fresh.head(args.MinHeight)
+	if err != nil {
+		return rpcError(err)
+	}
+	if args.Height > head.AcceptedHeight {
 		return rpcError(fmt.Errorf("%w %d", chain.ErrNoBlock, args.Height))
 	}
 	cert, err := s.s.finality.Covering(args.Height)
 	if err != nil {
 		return rpcError(err)
 	}
-	*reply = api.CertificateReply{Height: args.Height, Certificate: *cert}
+	*reply = api.CertificateReply{Head: head, Height: args.Height, Certificate: *cert}
 	return nil
 }
 
 // GetBlock is the accepted block at a height, as bytes: what a client
 // walks to prove a certificate above a receipt covers it.
 func (s *Service) GetBlock(_ *http.Request, args *api.HeightArgs, reply *api.BlockReply) error {
+	head, err := s.s.fresh.head(args.MinHeight)
+	if err != nil {
+		return rpcError(err)
+	}
 	b, err := s.s.reads.AcceptedAt(args.Height)
 	if err != nil {
 		return rpcError(err)
 	}
-	*reply = api.BlockReply{Height: b.Height, ID: b.ID(), Bytes: "0x" + hex.EncodeToString(b.Bytes())}
+	*reply = api.BlockReply{Head: head, Height: b.Height, ID: b.ID(), Bytes: "0x" + hex.EncodeToString(b.Bytes())}
 	return nil
 }
 
@@ -547,17 +591,25 @@ func (s *Service) GetAllocation(_ *http.Request, args *api.RangeArgs, reply *api
 	if err := txs.VerifyRange(args.Range, s.s.cfg.Genesis.TxLimits); err != nil {
 		return invalidParams(err)
 	}
+	head, err := s.s.fresh.head(args.MinHeight)
+	if err != nil {
+		return rpcError(err)
+	}
 	next, err := s.s.reads.State().Counter(args.Range)
 	if err != nil {
 		return rpcError(err)
 	}
-	*reply = api.AllocationReply{Range: args.Range, Next: next}
+	*reply = api.AllocationReply{Head: head, Range: args.Range, Next: next}
 	return nil
 }
 
 // GetManifest reads an object's newest accepted manifest (a tombstone for
 // a deleted object), with its version and attributes.
 func (s *Service) GetManifest(_ *http.Request, args *api.ManifestArgs, reply *api.ManifestReply) error {
+	head, err := s.s.fresh.head(args.MinHeight)
+	if err != nil {
+		return rpcError(err)
+	}
 	o, err := s.s.reads.State().Object(args.Bucket, args.Key)
 	if errors.Is(err, state.ErrNotFound) {
 		return &json2.Error{Code: json2.ErrorCode(errcode.NotFound), Message: err.Error()}
@@ -566,6 +618,7 @@ func (s *Service) GetManifest(_ *http.Request, args *api.ManifestArgs, reply *ap
 		return rpcError(err)
 	}
 	*reply = manifestReply(o)
+	reply.Head = head
 	return nil
 }
 
@@ -592,7 +645,10 @@ func (s *Service) ListManifests(_ *http.Request, args *api.ListManifestsArgs, re
 			return invalidParams(fmt.Errorf("%w: a prefix, startAfter or delimiter of %d bytes (maxKeyLen %d)", ErrBadListing, len(v), l.MaxKeyLen))
 		}
 	}
-	height := s.s.reads.LastAccepted().Block.Height
+	head, err := s.s.fresh.head(args.MinHeight)
+	if err != nil {
+		return rpcError(err)
+	}
 	page, err := s.s.reads.ListObjects(state.ObjectQuery{
 		Bucket: args.Bucket, Prefix: args.Prefix, StartAfter: args.StartAfter, Delimiter: args.Delimiter,
 		Limit: limit, ScanLimit: limit * api.ListScanFactor,
@@ -600,7 +656,7 @@ func (s *Service) ListManifests(_ *http.Request, args *api.ListManifestsArgs, re
 	if err != nil {
 		return rpcError(err)
 	}
-	*reply = api.ListManifestsReply{Manifests: make([]api.ManifestReply, 0, len(page.Objects)), CommonPrefixes: page.CommonPrefixes, Truncated: page.Truncated, Height: height}
+	*reply = api.ListManifestsReply{Head: head, Manifests: make([]api.ManifestReply, 0, len(page.Objects)), CommonPrefixes: page.CommonPrefixes, Truncated: page.Truncated, Height: head.AcceptedHeight}
 	if page.Truncated {
 		reply.Next = page.Next
 	}
@@ -625,12 +681,15 @@ func (s *Service) ListReleased(_ *http.Request, args *api.ListReleasedArgs, repl
 	if a := args.After; a != nil {
 		q.After = &state.Released{Height: a.Height, Chunk: txs.Chunk{Range: a.Range, ID: a.ID}}
 	}
-	height := s.s.reads.LastAccepted().Block.Height
+	head, err := s.s.fresh.head(args.MinHeight)
+	if err != nil {
+		return rpcError(err)
+	}
 	page, err := s.s.reads.ListReleased(q)
 	if err != nil {
 		return rpcError(err)
 	}
-	*reply = api.ListReleasedReply{Released: make([]api.Released, 0, len(page.Entries)), Truncated: page.Truncated, Height: height}
+	*reply = api.ListReleasedReply{Head: head, Released: make([]api.Released, 0, len(page.Entries)), Truncated: page.Truncated, Height: head.AcceptedHeight}
 	for _, r := range page.Entries {
 		reply.Released = append(reply.Released, api.Released{Range: r.Chunk.Range, ID: r.Chunk.ID, Size: r.Chunk.Size, Hash: r.Chunk.Hash, Height: r.Height})
 	}
@@ -654,30 +713,38 @@ func (s *Service) GetOwner(r *http.Request, args *api.RangeArgs, reply *api.Owne
 	if err := txs.VerifyRange(args.Range, s.s.cfg.Genesis.TxLimits); err != nil {
 		return invalidParams(err)
 	}
+	head, err := s.s.fresh.head(args.MinHeight)
+	if err != nil {
+		return rpcError(err)
+	}
 	e, err := s.s.reads.Snapshot(r.Context())
 	if err != nil {
 		return rpcError(err)
 	}
 	//lint:ignore SA1019 the former field is sent for one release
-	*reply = api.OwnerReply{Range: args.Range, Owner: e.Owner(args.Range), PChainHeight: e.Height(), Epoch: e.Height(), Fingerprint: e.Fingerprint()}
+	*reply = api.OwnerReply{Head: head, Range: args.Range, Owner: e.Owner(args.Range), PChainHeight: e.Height(), Epoch: e.Height(), Fingerprint: e.Fingerprint()}
 	return nil
 }
 
 // GetMembership describes the membership the next block will have: the
 // members (live validators), the whole P-chain set and each validator's
 // liveness record.
-func (s *Service) GetMembership(r *http.Request, _ *api.Empty, reply *api.MembershipReply) error {
-	return s.membership(r, reply)
+func (s *Service) GetMembership(r *http.Request, args *api.ReadArgs, reply *api.MembershipReply) error {
+	return s.membership(r, args.MinHeight, reply)
 }
 
 // GetEpoch is GetMembership under its former name.
 //
 // Deprecated: kept for one release; use getMembership.
-func (s *Service) GetEpoch(r *http.Request, args *api.Empty, reply *api.MembershipReply) error {
-	return s.membership(r, reply)
+func (s *Service) GetEpoch(r *http.Request, args *api.ReadArgs, reply *api.MembershipReply) error {
+	return s.membership(r, args.MinHeight, reply)
 }
 
-func (s *Service) membership(r *http.Request, reply *api.MembershipReply) error {
+func (s *Service) membership(r *http.Request, minHeight uint64, reply *api.MembershipReply) error {
+	head, err := s.s.fresh.head(minHeight)
+	if err != nil {
+		return rpcError(err)
+	}
 	e, err := s.s.reads.Snapshot(r.Context())
 	if err != nil {
 		return rpcError(err)
@@ -688,6 +755,7 @@ func (s *Service) membership(r *http.Request, reply *api.MembershipReply) error 
 	}
 	m := e.Record()
 	*reply = api.MembershipReply{
+		Head:         head,
 		PChainHeight: e.Height(), Round: m.Round, Fingerprint: e.Fingerprint(),
 		Generation: m.Generation, Fallback: m.Fallback,
 		RoundDurationMs: s.s.cfg.Genesis.RoundDurationMs, LivenessRounds: s.s.cfg.Genesis.LivenessRounds,
@@ -717,11 +785,25 @@ func (s *Service) membership(r *http.Request, reply *api.MembershipReply) error 
 	return nil
 }
 
-// GetNode identifies this node and its last accepted block.
-func (s *Service) GetNode(_ *http.Request, _ *api.Empty, reply *api.NodeReply) error {
+// GetNode identifies this node and its last accepted block, and says
+// whether it answers reads (it answers even when they do not, so that a
+// client can tell who is behind).
+func (s *Service) GetNode(_ *http.Request, _ *api.ReadArgs, reply *api.NodeReply) error {
 	last := s.s.reads.LastAccepted()
-	*reply = api.NodeReply{NodeID: s.s.cfg.NodeID, NetworkID: s.s.cfg.NetworkID, ChainID: s.s.cfg.ChainID, Height: last.Block.Height, StateRoot: last.StateRoot, DirectURI: s.s.DirectURI()}
+	*reply = api.NodeReply{
+		Head:   api.Head{AcceptedHeight: last.Block.Height, AcceptedID: last.ID()},
+		NodeID: s.s.cfg.NodeID, NetworkID: s.s.cfg.NetworkID, ChainID: s.s.cfg.ChainID,
+		Height: last.Block.Height, StateRoot: last.StateRoot, DirectURI: s.s.DirectURI(),
+		NotReady: reason(s.s.fresh.notReady()),
+	}
 	return nil
+}
+
+// currentHead is the last accepted block, for answers that are not reads
+// of their own (a write's receipt).
+func (s *Server) currentHead() api.Head {
+	last := s.reads.LastAccepted()
+	return api.Head{AcceptedHeight: last.Block.Height, AcceptedID: last.ID()}
 }
 
 func invalidParams(err error) error {
@@ -752,7 +834,12 @@ func rpcError(err error) error {
 		if !ok {
 			wait = 1000
 		}
-		e.Data = api.RetryData{RetryAfterMs: wait}
+		d := api.RetryData{RetryAfterMs: wait}
+		if code == errcode.NotReady {
+			d.Reason = reason
+			d.AcceptedHeight, _ = acceptedOf(err)
+		}
+		e.Data = d
 	case errcode.Rejected, errcode.InvalidParams:
 		e.Data = api.RejectedData{Reason: reason}
 	case errcode.NotFound:

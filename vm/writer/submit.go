@@ -8,6 +8,7 @@ import (
 	"github.com/s-chain/schain/errcode"
 
 	"github.com/ava-labs/avalanchego/ids"
+	"github.com/ava-labs/avalanchego/utils/crypto/bls"
 
 	"github.com/s-chain/schain/state"
 	"github.com/s-chain/schain/txs"
@@ -157,6 +158,11 @@ var (
 	// ErrUnknownMembership: pinned to a membership this node has not
 	// computed (it may lag behind the signer); gossip offers it again.
 	ErrUnknownMembership = errcode.New(errcode.NotReady, "unknown_membership", "writer: transaction pinned to a membership this node does not know")
+	// ErrLookupRefused: a heartbeat pinned to a P-chain height whose
+	// validator set this node holds no copy of, and which gossip may not
+	// make it look up now (its signer is not in the membership in force,
+	// or the lookup budget is spent); gossip offers it again.
+	ErrLookupRefused = errcode.New(errcode.NotReady, "lookup_refused", "writer: transaction pinned to a P-chain height this node will not look up now")
 )
 
 // window is what admission checks a transaction's pins against: the P-chain
@@ -292,19 +298,50 @@ func (w *Writer) checkSigner(tx *txs.Tx) error {
 	if w.sigs.Verified(tx.ID()) {
 		return nil
 	}
-	e, err := w.chain.ValidatorSet(context.Background(), h.PChainHeight)
-	if err != nil {
-		return fmt.Errorf("%w: %w", chain.ErrNotReady, err)
+	if err := tx.CheckSignatureShape(); err != nil {
+		return err
 	}
-	pk, ok := e.PublicKey(h.Owner)
-	if !ok {
-		return fmt.Errorf("%w: %s", execute.ErrUnknownSigner, h.Owner)
+	pk, err := w.signerKey(h, pinned, win)
+	if err != nil {
+		return err
 	}
 	if err := tx.VerifySignature(pk); err != nil {
 		return err
 	}
 	w.sigs.Add(tx.ID())
 	return nil
+}
+
+// signerKey is the signer's BLS key at the transaction's P-chain height,
+// found cheapest first: in the membership it is pinned to, or in a
+// validator set this node holds. Only a signer of the membership in force
+// may make this node look a set up, within the lookup budget: a peer's
+// junk, each at another height of the window, costs at most that.
+func (w *Writer) signerKey(h *txs.Header, pinned *execute.Membership, win window) (*bls.PublicKey, error) {
+	var pk *bls.PublicKey
+	ok := false
+	switch vs, cached := w.chain.CachedValidatorSet(h.PChainHeight); {
+	case pinned != nil:
+		pk, ok = pinned.PublicKey(h.Owner)
+	case cached:
+		pk, ok = vs.PublicKey(h.Owner)
+	default:
+		if _, known := win.inForce.PublicKey(h.Owner); !known {
+			return nil, fmt.Errorf("%w: %s is no validator of the membership in force, P-chain height %d not looked up", ErrLookupRefused, h.Owner, h.PChainHeight)
+		}
+		if !w.lookups.take(w.cfg.Clock()) {
+			return nil, fmt.Errorf("%w: P-chain height %d (lookup budget spent)", ErrLookupRefused, h.PChainHeight)
+		}
+		vs, err := w.chain.ValidatorSet(context.Background(), h.PChainHeight)
+		if err != nil {
+			return nil, fmt.Errorf("%w: %w", chain.ErrNotReady, err)
+		}
+		pk, ok = vs.PublicKey(h.Owner)
+	}
+	if !ok {
+		return nil, fmt.Errorf("%w: %s", execute.ErrUnknownSigner, h.Owner)
+	}
+	return pk, nil
 }
 
 // checkKind refuses a kind the next block's rules refuse: a versioned

@@ -95,6 +95,7 @@ type Writer struct {
 	tracker *tracker
 	pools   *pools
 	metrics *metrics
+	lookups lookupBudget
 
 	mu    sync.Mutex // guards nonce and heartbeats
 	nonce uint64
