@@ -105,7 +105,7 @@ func newLeaseShowCmd(g *globals) *cobra.Command {
 				if l.Holder != "" {
 					fs = append(fs, field{"holder", l.Holder}, field{"token", l.Token}, field{"expires", expiry(l.ExpiresMs)})
 				}
-				return g.emit(l, append(fs, field{"fence", l.Fence}, field{"at", expiry(l.AtMs)}, field{"height", l.Height}))
+				return g.emit(l, append(fs, field{"fence", l.Fence}, field{"at", expiry(l.AtMs)}, field{"height", l.AcceptedHeight}))
 			})
 		},
 	}

@@ -485,7 +485,7 @@ func (s *service) GetLease(_ *http.Request, args *api.RangeArgs, reply *api.Leas
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	now := uint64(c.leaseClock().UnixMilli())
-	*reply = api.LeaseStateReply{Range: args.Range, Fence: c.fences[args.Range], AtMs: now, Height: 3}
+	*reply = api.LeaseStateReply{Head: api.Head{AcceptedHeight: 3}, Range: args.Range, Fence: c.fences[args.Range], AtMs: now}
 	if l, ok := c.leases[args.Range]; ok {
 		reply.Holder, reply.Token, reply.ExpiresMs, reply.Held = l.Holder, l.Token, l.ExpiresMs, l.Held(now)
 	}

@@ -568,6 +568,7 @@ type LeaseData struct {
 // accepted block's time (AtMs), and the last fencing token the range
 // granted.
 type LeaseStateReply struct {
+	Head
 	Range     string `json:"range"`
 	Holder    string `json:"holder,omitempty"`
 	Token     uint64 `json:"token,omitempty"`
@@ -575,5 +576,4 @@ type LeaseStateReply struct {
 	Held      bool   `json:"held"`
 	Fence     uint64 `json:"fence"`
 	AtMs      uint64 `json:"atMs"`
-	Height    uint64 `json:"height"`
 }

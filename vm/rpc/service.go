@@ -425,11 +425,17 @@ func (s *Service) lease(r *http.Request, op txs.LeaseOp, args *api.LeaseArgs, re
 	return nil
 }
 
-// GetLease reads a range's lease in accepted state.
+// GetLease reads a range's lease in accepted state; Held is as of the last
+// accepted block's time.
 func (s *Service) GetLease(_ *http.Request, args *api.RangeArgs, reply *api.LeaseStateReply) error {
 	if err := txs.VerifyRange(args.Range, s.s.cfg.Genesis.TxLimits); err != nil {
 		return invalidParams(err)
 	}
+	head, err := s.s.fresh.head(args.MinHeight)
+	if err != nil {
+		return rpcError(err)
+	}
+	at := s.s.reads.LastAccepted().Block.Timestamp
 	st := s.s.reads.State()
 	cur, ok, err := st.Lease(args.Range)
 	if err != nil {
@@ -439,10 +445,9 @@ func (s *Service) GetLease(_ *http.Request, args *api.RangeArgs, reply *api.Leas
 	if err != nil {
 		return rpcError(err)
 	}
-	last := s.s.reads.LastAccepted().Block
-	*reply = api.LeaseStateReply{Range: args.Range, Fence: fence, AtMs: last.Timestamp, Height: last.Height}
+	*reply = api.LeaseStateReply{Head: head, Range: args.Range, Fence: fence, AtMs: at}
 	if ok {
-		reply.Holder, reply.Token, reply.ExpiresMs, reply.Held = cur.Holder, cur.Token, cur.ExpiresMs, cur.Held(last.Timestamp)
+		reply.Holder, reply.Token, reply.ExpiresMs, reply.Held = cur.Holder, cur.Token, cur.ExpiresMs, cur.Held(at)
 	}
 	return nil
 }
