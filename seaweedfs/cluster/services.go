@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/s-chain/schain/internal/ports"
+	"github.com/s-chain/schain/seaweedfs/schainseq"
 )
 
 // Service kinds: the processes a cluster runs beside its masters and its
@@ -36,6 +37,9 @@ type service struct {
 
 // Addr is the service's HTTP (or S3, or etcd client) address.
 func (s *service) Addr() string { return fmt.Sprintf("127.0.0.1:%d", s.HTTP) }
+
+// weedAddr is the address weed names a server by: ip:port.grpc.
+func (s *service) weedAddr() string { return fmt.Sprintf("127.0.0.1:%d.%d", s.HTTP, s.GRPC) }
 
 // ErrNoService: no service of the cluster has that name.
 var ErrNoService = errors.New("no such service in the cluster")
@@ -68,6 +72,9 @@ func (c *Cluster) addService(kind, name, bin string, args func(dir string, http,
 	}
 	s := &service{Kind: kind, HTTP: free[0], GRPC: free[1], Bin: bin}
 	s.Name, s.Dir, s.Log = name, dir, filepath.Join(dir, kind+".log")
+	if c.state.Mode.Leaderless() && kind != KindEtcd {
+		s.Env = []string{schainseq.LeaderlessEnv + "=1"} // a stream to every master
+	}
 	if s.Args, err = args(dir, s.HTTP, s.GRPC); err != nil {
 		return nil, err
 	}
@@ -94,26 +101,29 @@ func (c *Cluster) AddVolumeServer(ctx context.Context, name string, max int) (st
 	return s.Addr(), c.waitListed(ctx, s.Addr())
 }
 
-// AddFiler starts a filer whose store is filerToml's (its filer.toml; the
-// S-Chain store, leveldb2, etcd...) and waits until it answers. It returns
-// its HTTP address (its gRPC port is GRPCAddr).
+// AddFiler starts a filer whose store is filerToml's (its filer.toml: the
+// S-Chain store, etcd...; "" is stock leveldb2 in the filer's directory)
+// and waits until it answers. It returns its HTTP address.
 func (c *Cluster) AddFiler(ctx context.Context, name, filerToml string) (string, error) {
 	s, err := c.addService(KindFiler, name, c.state.Weed, func(dir string, http, grpc int) ([]string, error) {
-		conf := filepath.Join(dir, "conf")
 		if err := os.MkdirAll(filepath.Join(dir, "store"), 0o755); err != nil {
 			return nil, err
 		}
-		if err := os.MkdirAll(conf, 0o755); err != nil {
-			return nil, err
+		var args []string
+		if filerToml != "" {
+			conf := filepath.Join(dir, "conf")
+			if err := os.MkdirAll(conf, 0o755); err != nil {
+				return nil, err
+			}
+			if err := os.WriteFile(filepath.Join(conf, "filer.toml"), []byte(filerToml), 0o644); err != nil {
+				return nil, err
+			}
+			args = append(args, "-config_dir="+conf)
 		}
-		if err := os.WriteFile(filepath.Join(conf, "filer.toml"), []byte(filerToml), 0o644); err != nil {
-			return nil, err
-		}
-		return []string{
-			"-config_dir=" + conf, "filer", "-ip=127.0.0.1", "-ip.bind=127.0.0.1",
-			"-port=" + strconv.Itoa(http), "-port.grpc=" + strconv.Itoa(grpc), "-master=" + c.peers(),
-			"-defaultStoreDir=" + filepath.Join(dir, "store"), "-localSocket=" + filepath.Join(dir, "filer.sock"),
-		}, nil
+		return append(args, "filer", "-ip=127.0.0.1", "-ip.bind=127.0.0.1",
+			"-port="+strconv.Itoa(http), "-port.grpc="+strconv.Itoa(grpc), "-master="+c.peers(),
+			"-defaultStoreDir="+filepath.Join(dir, "store"), "-localSocket="+filepath.Join(dir, "filer.sock"),
+		), nil
 	})
 	if err != nil {
 		return "", err
@@ -121,18 +131,22 @@ func (c *Cluster) AddFiler(ctx context.Context, name, filerToml string) (string,
 	return s.Addr(), c.waitAnswers(ctx, s, "http://"+s.Addr()+"/?pretty=y")
 }
 
-// AddS3 starts an S3 gateway in front of the filer at filerAddr (its HTTP
-// address) and waits until it answers. Requests need no signature: the
-// gateway has no identities.
-func (c *Cluster) AddS3(ctx context.Context, name, filerAddr string) (string, error) {
-	f, err := c.byAddr(filerAddr)
-	if err != nil {
-		return "", err
+// AddS3 starts an S3 gateway on the filers at filerAddrs (their HTTP
+// addresses, the first preferred) and waits until it answers. Requests
+// need no signature: the gateway has no identities.
+func (c *Cluster) AddS3(ctx context.Context, name string, filerAddrs ...string) (string, error) {
+	var filers []string
+	for _, a := range filerAddrs {
+		f, err := c.byAddr(a)
+		if err != nil {
+			return "", err
+		}
+		filers = append(filers, f.weedAddr())
 	}
 	s, err := c.addService(KindS3, name, c.state.Weed, func(_ string, http, grpc int) ([]string, error) {
 		return []string{
 			"s3", "-ip.bind=127.0.0.1", "-port=" + strconv.Itoa(http), "-port.grpc=" + strconv.Itoa(grpc),
-			"-filer=" + fmt.Sprintf("127.0.0.1:%d.%d", f.HTTP, f.GRPC), "-port.iceberg=0", "-port.lance=0",
+			"-filer=" + strings.Join(filers, ","), "-port.iceberg=0", "-port.lance=0",
 		}, nil
 	})
 	if err != nil {
