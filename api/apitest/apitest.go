@@ -21,6 +21,8 @@
 //     their bound (SetMaxWait, waitMs) runs out first;
 //   - pools: a pooled allocation is cut from its owner's pool of PoolChunk
 //     ids, reserved from the range's counter;
+//   - leases: decided by the chain's rule (execute.DecideLease) at a clock
+//     the test may set (SetLeaseClock);
 //   - access: writes need the token RequireToken names (any by default).
 //
 // It records every allocation it answered (Issued), so that a test can
@@ -46,7 +48,9 @@ import (
 	avajson "github.com/ava-labs/avalanchego/utils/json"
 
 	"github.com/s-chain/schain/api"
+	"github.com/s-chain/schain/state"
 	"github.com/s-chain/schain/txs"
+	"github.com/s-chain/schain/vm/execute"
 )
 
 // NetworkID is the network every fake node reports.
@@ -87,6 +91,9 @@ type Net struct {
 	padding    int                     // guarded by mu; unrelated entries before a request's in its receipt
 	acceptedAt map[api.ID]time.Time    // guarded by mu
 	calls      map[string]int          // guarded by mu; by method, every node
+	leases     map[string]state.Lease  // guarded by mu
+	fences     map[string]uint64       // guarded by mu
+	leaseClock func() time.Time        // guarded by mu; the block time leases are decided at
 }
 
 type poolKey struct {
@@ -137,6 +144,7 @@ func New(t testing.TB, n int) *Net {
 		owners: map[string]int{}, counters: map[string]uint64{}, pools: map[poolKey][2]uint64{},
 		manifests: map[string]api.Manifest{}, receipts: map[api.ID]*receipt{}, acceptedAt: map[api.ID]time.Time{},
 		calls: map[string]int{}, maxWait: time.Minute,
+		leases: map[string]state.Lease{}, fences: map[string]uint64{}, leaseClock: time.Now,
 	}
 	for i := range n {
 		node := &Node{net: f, i: i, ID: api.NodeID(ids.GenerateTestNodeID()), inject: map[string][]error{}, calls: map[string]int{}, mux: http.NewServeMux()}
@@ -880,5 +888,98 @@ func (s *Service) GetNode(_ *http.Request, _ *api.Empty, reply *api.NodeReply) e
 	s.n.mu.Lock()
 	reply.DirectURI = s.n.direct
 	s.n.mu.Unlock()
+	return nil
+}
+
+// SetLeaseClock sets the block time leases are decided at (the real clock
+// by default), so that a test moves it past a TTL without waiting.
+func (f *Net) SetLeaseClock(now func() time.Time) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.leaseClock = now
+}
+
+// Lease is the lease of rng and whether it holds at the lease clock's now.
+func (f *Net) Lease(rng string) (state.Lease, bool) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	l, ok := f.leases[rng]
+	return l, ok && l.Held(uint64(f.leaseClock().UnixMilli()))
+}
+
+// AcquireLease decides an acquire at the range's owner.
+func (s *Service) AcquireLease(r *http.Request, args *api.LeaseArgs, reply *api.LeaseReply) error {
+	return s.lease(r, txs.LeaseAcquire, args, reply)
+}
+
+// RenewLease decides a renewal at the range's owner.
+func (s *Service) RenewLease(r *http.Request, args *api.LeaseArgs, reply *api.LeaseReply) error {
+	return s.lease(r, txs.LeaseRenew, args, reply)
+}
+
+// ReleaseLease decides a release at the range's owner.
+func (s *Service) ReleaseLease(r *http.Request, args *api.LeaseArgs, reply *api.LeaseReply) error {
+	return s.lease(r, txs.LeaseRelease, args, reply)
+}
+
+// lease decides one lease operation by the chain's rule at the lease
+// clock, at the range's owner, as the block that carries it would.
+func (s *Service) lease(r *http.Request, op txs.LeaseOp, args *api.LeaseArgs, reply *api.LeaseReply) error {
+	if err := s.n.take(op.String() + "Lease"); err != nil {
+		return err
+	}
+	if err := s.authorize(r, true); err != nil {
+		return err
+	}
+	en := txs.LeaseEntry{Op: op, Range: args.Range, Holder: args.Holder, Token: args.Token, TTLMs: args.TTLMs}
+	if err := en.Verify(txs.DefaultLimits()); err != nil {
+		return RPCError(api.CodeInvalidParams, err.Error(), api.RejectedData{Reason: "bad_lease"})
+	}
+	if err := s.admit(r, args.Range); err != nil {
+		return err
+	}
+	f := s.n.net
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	cur, ok := f.leases[args.Range]
+	rc, u, err := execute.DecideLease(en, cur, ok, f.fences[args.Range], uint64(f.leaseClock().UnixMilli()))
+	if err != nil {
+		return RPCError(api.CodeRejected, err.Error(), api.RejectedData{Reason: "lease"})
+	}
+	if u != nil {
+		if u.Fence != 0 {
+			f.fences[u.Range] = u.Fence
+		}
+		if u.Lease == nil {
+			delete(f.leases, u.Range)
+		} else {
+			f.leases[u.Range] = *u.Lease
+		}
+	}
+	id := f.newTxID()
+	if rc.Lease == state.LeaseHeld || rc.Lease == state.LeaseLost {
+		code := api.CodeLeaseLost
+		if rc.Lease == state.LeaseHeld {
+			code = api.CodeLeaseHeld
+		}
+		return RPCError(code, string(rc.Lease), api.LeaseData{Range: rc.Range, Holder: rc.Holder, Token: rc.Token, ExpiresMs: rc.ExpiresMs, TxID: id})
+	}
+	*reply = api.LeaseReply{TxID: id, Height: f.txSeq, Range: rc.Range, Outcome: string(rc.Lease), Holder: rc.Holder, Token: rc.Token, ExpiresMs: rc.ExpiresMs}
+	return nil
+}
+
+// GetLease answers a range's lease at the lease clock.
+func (s *Service) GetLease(_ *http.Request, args *api.RangeArgs, reply *api.LeaseStateReply) error {
+	if err := s.n.take("getLease"); err != nil {
+		return err
+	}
+	f := s.n.net
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	now := uint64(f.leaseClock().UnixMilli())
+	*reply = api.LeaseStateReply{Head: api.Head{AcceptedHeight: f.txSeq}, Range: args.Range, Fence: f.fences[args.Range], AtMs: now}
+	if l, ok := f.leases[args.Range]; ok {
+		reply.Holder, reply.Token, reply.ExpiresMs, reply.Held = l.Holder, l.Token, l.ExpiresMs, l.Held(now)
+	}
 	return nil
 }

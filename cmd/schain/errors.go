@@ -22,11 +22,12 @@ const (
 	exitRejected    = 3
 	exitNotOwner    = 4
 	exitUnavailable = 5
-	// exitNotReady: a shadow's cutover gate stayed closed.
+	// exitNotReady: a shadow's cutover gate stayed closed, or a deployment
+	// waits for its nodes.
 	exitNotReady     = 6
 	exitUnauthorized = 7
-	// exitRefused: a validators command refused before issuing anything
-	// (a precondition failed: see the line).
+	// exitRefused: a validators or deploy command refused before issuing
+	// anything (a precondition failed: see the line).
 	exitRefused = 8
 	// exitNotVerified: a finality certificate or its proof did not check
 	// out (schain verify).
@@ -47,9 +48,9 @@ var exitCodes = []struct {
 	{exitRejected, "rejected by the chain's rules, or a P-chain transaction dropped (retrying will not help)"},
 	{exitNotOwner, "not owner: the range's owner is not among --rpc"},
 	{exitUnavailable, "unavailable: not ready, mempool full, too many requests, unreachable, timed out (retry later)"},
-	{exitNotReady, "the cutover gate is not READY (shadow run, seaweedfs shadow)"},
+	{exitNotReady, "not ready: the cutover gate is not READY (shadow run, seaweedfs shadow), or a deployment waits for its nodes (deploy: configure them, run it again)"},
 	{exitUnauthorized, "unauthorized: no, wrong or revoked write token"},
-	{exitRefused, "refused by a validators command's precondition; nothing was issued"},
+	{exitRefused, "refused by a precondition of a validators or deploy command; nothing was issued"},
 	{exitNotVerified, "not verified: a finality certificate or its proof does not check out against the P-chain's validator set (schain verify)"},
 	{exitForbidden, "forbidden: the write token's scope does not cover the method or the range (the line names which)"},
 }
@@ -195,6 +196,10 @@ func apiErrorLine(err error, f failure) (string, int) {
 		return fmt.Sprintf("%s: %s (retry after %d ms)", name, e.Message, d.RetryAfterMs), exitUnavailable
 	case api.CodeRequestTooLarge:
 		return fmt.Sprintf("%s: %s (send less per request)", name, e.Message), exitUsage
+	case api.CodeLeaseHeld:
+		return fmt.Sprintf("%s: %s (retry once it expires or is released)", name, e.Message), exitUnavailable
+	case api.CodeLeaseLost:
+		return fmt.Sprintf("%s: %s (stop using its token; acquire the lease again)", name, e.Message), exitRejected
 	default:
 		return fmt.Sprintf("%s: %s (node-side failure; see the node's log)", name, e.Message), exitError
 	}

@@ -32,6 +32,9 @@ type SChain struct {
 
 	heartbeatMax atomic.Uint64
 	started      time.Time // when the master built it: its warm-up starts
+	// self is the master's own address (ip:port.grpcPort): the name it
+	// holds leases under, and the leader a raftless master names.
+	self string
 }
 
 var (
@@ -40,13 +43,13 @@ var (
 	_ VolumeAllocator = (*SChain)(nil)
 )
 
-func newSChain(cfg Config, logf func(string, ...any)) (*SChain, error) {
+func newSChain(cfg Config, self string, logf func(string, ...any)) (*SChain, error) {
 	c, err := newChainClient(cfg)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", errConfig, err)
 	}
 	ctx, stop := context.WithCancel(context.Background())
-	s := &SChain{cfg: cfg, client: c, logf: logf, ctx: ctx, stop: stop, keys: make(map[uint32]*reservation.Pool[string]), started: time.Now()}
+	s := &SChain{cfg: cfg, client: c, logf: logf, ctx: ctx, stop: stop, keys: make(map[uint32]*reservation.Pool[string]), started: time.Now(), self: self}
 	s.volumes = reservation.New(ctx, VolumeRange(cfg.Prefix), s.reserver(VolumeRange(cfg.Prefix), VolumeFloorRange(cfg.Prefix)),
 		s.poolConfig(cfg.VolumeBatch, cfg.VolumeBatch))
 	logf("type %s: file keys from %s/keys/<volume/%d>, volume ids from %s, through %d S-Chain nodes of chain %s%s",

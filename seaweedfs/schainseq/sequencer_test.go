@@ -27,7 +27,7 @@ func testConfig(chain *apitest.Net, typ string) Config {
 }
 
 func newTestSChain(t *testing.T, chain *apitest.Net, cfg Config) *SChain {
-	s, err := newSChain(cfg, testLog(t))
+	s, err := newSChain(cfg, "127.0.0.1:9333.19333", testLog(t))
 	require.NoError(t, err)
 	t.Cleanup(s.Close)
 	return s
@@ -363,7 +363,7 @@ func BenchmarkNextFileId(b *testing.B) {
 		cutover(chain, "seaweedfs", 1, 1)
 		cfg := testConfig(chain, TypeSChain)
 		cfg.ReservationMin = MaxReservation / 4
-		s, err := newSChain(cfg, func(string, ...any) {})
+		s, err := newSChain(cfg, "127.0.0.1:9333.19333", func(string, ...any) {})
 		if err != nil {
 			b.Fatal(err)
 		}

@@ -102,6 +102,7 @@ func TestOneValidator(t *testing.T) {
 	require.True(rc.Final)
 	vs, err := subnet.CertificateSet(ctx, pnode, n.ChainID, rc.Certificate.PChainHeight, 0, 0)
 	require.NoError(err)
+	require.Positive(vs.ChainCreatedAt, "the chain's creation height, from the P-chain")
 	proof, err := finality.ProveReceipt(ctx, c.GetBlock, rc, vs.NetworkID, n.ChainID, vs)
 	require.NoError(err)
 	require.True(certificate.Supermajority(proof.SignedWeight, proof.TotalWeight))

@@ -70,6 +70,9 @@ func (w *writes) Reclaim(context.Context, []txs.ChunkRef) (*txs.Tx, error) {
 	return nil, writer.ErrShuttingDown
 }
 func (w *writes) ManifestsActive() error { return nil }
+func (w *writes) Lease(context.Context, txs.LeaseEntry) (*txs.Tx, error) {
+	return nil, writer.ErrShuttingDown
+}
 
 func (w *writes) Receipt(id ids.ID) (*api.ReceiptReply, error) {
 	w.mu.Lock()

@@ -99,7 +99,11 @@ func (w *Writer) Receipt(txID ids.ID) (*api.ReceiptReply, error) {
 	case err == nil:
 		entries := make([]api.ReceiptEntry, len(rc.Entries))
 		for i, e := range rc.Entries {
-			entries[i] = api.ReceiptEntry(e)
+			entries[i] = api.ReceiptEntry{
+				Range: e.Range, Base: e.Base, Count: e.Count, Bucket: e.Bucket, Key: e.Key, Deleted: e.Deleted,
+				Version: e.Version, Refused: e.Refused, Detail: e.Detail, Current: e.Current, ID: e.ID,
+				Lease: string(e.Lease), Holder: e.Holder, Token: e.Token, ExpiresMs: e.ExpiresMs,
+			}
 		}
 		return &api.ReceiptReply{TxID: api.ID(txID), Status: api.StatusAccepted, Height: rc.Height, Entries: entries}, nil
 	case !errors.Is(err, state.ErrNotFound):
