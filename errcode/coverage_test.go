@@ -66,7 +66,7 @@ var identified = map[string]error{
 	"writer.ErrShuttingDown": writer.ErrShuttingDown, "writer.ErrMembershipOpening": writer.ErrMembershipOpening,
 	"writer.ErrOutsideWindow": writer.ErrOutsideWindow, "writer.ErrStale": writer.ErrStale, "writer.ErrLookupRefused": writer.ErrLookupRefused,
 	"writer.ErrUnknownMembership": writer.ErrUnknownMembership,
-	"writer.ErrInvalidPooled": writer.ErrInvalidPooled, "writer.ErrWaitTimeout": writer.ErrWaitTimeout,
+	"writer.ErrInvalidPooled":     writer.ErrInvalidPooled, "writer.ErrWaitTimeout": writer.ErrWaitTimeout, "writer.ErrUnhealthy": writer.ErrUnhealthy,
 	"chain.ErrNoMembership": chain.ErrNoMembership, "chain.ErrNoValidators": chain.ErrNoValidators,
 	"reservation.ErrRefill": reservation.ErrRefill, "reservation.ErrEmpty": reservation.ErrEmpty, "reservation.ErrCount": reservation.ErrCount,
 	"certifier.ErrNotFinal": certifier.ErrNotFinal, "certifier.ErrOff": certifier.ErrOff, "certifier.ErrStalled": certifier.ErrStalled,

@@ -16,7 +16,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ava-labs/avalanchego/ids"
 	"github.com/stretchr/testify/require"
 
 	"github.com/s-chain/schain/api"
@@ -24,7 +23,6 @@ import (
 	"github.com/s-chain/schain/client"
 	"github.com/s-chain/schain/seaweedfs/objects"
 	"github.com/s-chain/schain/shadow/seaweed"
-	"github.com/s-chain/schain/txs"
 )
 
 // volume is a fake volume server: it keeps what is PUT and answers HEADs,
@@ -117,7 +115,7 @@ func TestTooFewCopiesCommitsNothing(t *testing.T) {
 	require.ErrorAs(t, err, &orphaned)
 	require.ErrorIs(t, err, objects.ErrTooFewCopies)
 	require.Equal(t, []string{"3,01637037d6", "3,02637037d6", "3,03637037d6"}, orphaned.Fids, "every allocated key, the unwritten ones included")
-	require.Equal(t, txs.ChunkRef{Range: "weed/keys/3", ID: 1}, orphaned.Chunks[0])
+	require.Equal(t, api.ChunkRef{Range: "weed/keys/3", ID: 1}, orphaned.Chunks[0])
 	require.Zero(t, f.Nodes[0].Count("putManifest"), "nothing was committed")
 }
 
@@ -154,7 +152,7 @@ func TestChunksNameTheirRanges(t *testing.T) {
 	require.NoError(t, err)
 	p, err := put(w, "0123456")
 	require.NoError(t, err)
-	require.Equal(t, []txs.Chunk{
+	require.Equal(t, []api.Chunk{
 		{Range: "weed/keys/3", ID: 1, Size: 4, Hash: sha("0123")},
 		{Range: "weed/keys/3", ID: 2, Size: 3, Hash: sha("456")},
 	}, p.Chunks)
@@ -165,4 +163,4 @@ func TestChunksNameTheirRanges(t *testing.T) {
 	require.True(t, bytes.Equal([]byte("456"), one.data["3,02637037d6"]))
 }
 
-func sha(s string) ids.ID { return sha256.Sum256([]byte(s)) }
+func sha(s string) api.ID { return sha256.Sum256([]byte(s)) }

@@ -181,7 +181,7 @@ func TestCopiesImportOnlyTheStandardLibraryAndEachOther(t *testing.T) {
 	out, err := rewriteImports("ok.go", ok, dirs)
 	require.NoError(t, err)
 	require.Equal(t, "package p\n\nimport (\n\t\"fmt\"\n\n\t\""+WeedModule+"/"+LibraryDir+"/api\"\n)\n", string(out))
-	for _, imp := range []string{"github.com/ava-labs/avalanchego/ids", "github.com/s-chain/schain/txs", "github.com/s-chain/schain/api"} {
+	for _, imp := range []string{"github.com/ava-labs/avalanchego/ids", "github.com/s-chain/schain/txs", "github.com/s-chain/schain/vm/rpc"} {
 		_, err := rewriteImports("bad.go", []byte("package p\nimport _ \""+imp+"\"\n"), dirs)
 		require.ErrorIs(t, err, ErrForeignImport, imp)
 	}

@@ -11,6 +11,7 @@ import (
 	"github.com/ava-labs/avalanchego/utils/logging"
 	"go.uber.org/zap"
 
+	"github.com/s-chain/schain/errcode"
 	"github.com/s-chain/schain/internal/clock"
 	"github.com/s-chain/schain/state"
 	"github.com/s-chain/schain/txs"
@@ -23,7 +24,7 @@ import (
 // when this node cannot do its job: no membership open yet, or it is a
 // validator whose heartbeats are not landing, so its ranges are about to
 // move.
-var ErrUnhealthy = errors.New("writer: unhealthy")
+var ErrUnhealthy = errcode.New(errcode.NotReady, "unhealthy", "writer: unhealthy")
 
 // HeartbeatChain is what heartbeats read of the chain (package chain).
 type HeartbeatChain interface {
