@@ -602,7 +602,7 @@ func (c *Cluster) waitVolumeServer(ctx context.Context) error {
 			listed := 0
 			for _, m := range masters {
 				var body []byte
-				body, err = httpGet(ctx, "http://"+m+"/dir/status")
+				body, err = Get(ctx, "http://"+m+"/dir/status")
 				if err != nil || !strings.Contains(string(body), want) {
 					last = m + ": " + string(body)
 					break

@@ -8,14 +8,15 @@ import (
 	"time"
 )
 
-// maxBody bounds what is read of a master's or volume server's answer.
-const maxBody = 8 << 20
+// maxBody bounds what is read of a master's or volume server's answer (a
+// large cluster's /vol/status included).
+const maxBody = 16 << 20
 
-var httpClient = &http.Client{Timeout: 5 * time.Second}
+var httpClient = &http.Client{Timeout: 10 * time.Second}
 
-// httpGet fetches url; a status other than 200 is an error with the body's
-// start.
-func httpGet(ctx context.Context, url string) ([]byte, error) {
+// Get fetches url from a SeaweedFS server (a master's or volume server's
+// status, say); a status other than 200 is an error with the body's start.
+func Get(ctx context.Context, url string) ([]byte, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 	if err != nil {
 		return nil, err

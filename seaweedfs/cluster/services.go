@@ -215,7 +215,7 @@ func (c *Cluster) waitListed(ctx context.Context, addr string) error {
 			return err
 		}
 		for _, m := range masters {
-			body, err := httpGet(ctx, "http://"+m+"/dir/status")
+			body, err := Get(ctx, "http://"+m+"/dir/status")
 			if err != nil {
 				return err
 			}
@@ -239,7 +239,7 @@ func (c *Cluster) waitAnswers(ctx context.Context, s *service, url string) error
 			return err
 		}
 		conn.Close()
-		_, err = httpGet(ctx, url)
+		_, err = Get(ctx, url)
 		var status *statusError
 		if errors.As(err, &status) {
 			return nil // it answers

@@ -16,7 +16,7 @@ func (c *Cluster) Volumes(ctx context.Context) ([]uint32, error) {
 	if err != nil {
 		return nil, err
 	}
-	body, err := httpGet(ctx, "http://"+leader+"/vol/status")
+	body, err := Get(ctx, "http://"+leader+"/vol/status")
 	if err != nil {
 		return nil, err
 	}

@@ -32,6 +32,7 @@ import (
 
 	"github.com/s-chain/schain/api"
 	"github.com/s-chain/schain/client"
+	"github.com/s-chain/schain/seaweedfs/cluster"
 	"github.com/s-chain/schain/seaweedfs/schainseq"
 )
 
@@ -322,7 +323,7 @@ func RollbackSequencer(f Floors) map[string]string {
 func getJSON(ctx context.Context, url string, out any) error {
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
-	body, err := get(ctx, url)
+	body, err := cluster.Get(ctx, url)
 	if err != nil {
 		return err
 	}
