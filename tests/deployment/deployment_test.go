@@ -23,10 +23,10 @@ import (
 	"github.com/ava-labs/avalanchego/utils/logging"
 	"github.com/stretchr/testify/require"
 
+	"github.com/s-chain/schain/api"
 	"github.com/s-chain/schain/client"
 	"github.com/s-chain/schain/deploy"
 	"github.com/s-chain/schain/subnet"
-	"github.com/s-chain/schain/api"
 	vmconfig "github.com/s-chain/schain/vm/config"
 )
 
