@@ -171,3 +171,8 @@ func killLeader(t *testing.T, c *cluster.Cluster) (string, time.Time) {
 }
 
 func describe(d time.Duration) string { return fmt.Sprint(d.Round(10 * time.Millisecond)) }
+
+// prefix is a range prefix of its own for each test's cluster.
+func prefix(t *testing.T) string {
+	return "e2e-" + strings.ToLower(strings.NewReplacer("/", "-", "_", "-").Replace(t.Name())) + "-" + fmt.Sprint(time.Now().Unix()%100000)
+}

@@ -10,12 +10,9 @@
 package e2e
 
 import (
-	"fmt"
 	"os"
 	"path/filepath"
-	"strings"
 	"testing"
-	"time"
 
 	"github.com/s-chain/schain/client"
 	"github.com/s-chain/schain/localnet"
@@ -38,8 +35,3 @@ func TestMain(m *testing.M) {
 
 // router writes with the network's token.
 func router(t *testing.T) *client.Router { return localnettest.Router(t, network) }
-
-// prefix is a range prefix of its own for each test's cluster.
-func prefix(t *testing.T) string {
-	return "e2e-" + strings.ToLower(strings.NewReplacer("/", "-", "_", "-").Replace(t.Name())) + "-" + fmt.Sprint(time.Now().Unix()%100000)
-}
