@@ -9,87 +9,97 @@ import (
 	"time"
 )
 
-// WriteTables renders the report as Markdown tables (so that a run's output
-// pastes into the README as is): steady throughput and latency with the
-// S-Chain/legacy ratios, then the failover results.
+// WriteTables renders the report as Markdown: steady throughput and
+// latency with the S-Chain/legacy ratios, then the failover results.
 func WriteTables(w io.Writer, r *Report) error {
-	var b strings.Builder
+	var m Markdown
+	writeSteady(&m, r)
+	writeFailover(&m, r)
+	writeFlaps(&m, r)
+	writeFinality(&m, r)
+	writeLiveness(&m, r)
+	_, err := m.WriteTo(w)
+	return err
+}
+
+// writeSteady reports each system's steady rounds, with a column of ratios
+// per S-Chain system.
+func writeSteady(m *Markdown, r *Report) {
 	s := r.Settings
-	fmt.Fprintf(&b, "Steady load: %d ranges, %d clients, %d ids per request, %d rounds of %s per system, interleaved; req/s and ids/s are medians over rounds, latencies pooled over rounds.\n\n",
+	m.Para("Steady load: %d ranges, %d clients, %d ids per request, %d rounds of %s per system, interleaved; req/s and ids/s are medians over rounds, latencies pooled over rounds.",
 		s.Ranges, s.Clients, s.Count, s.Rounds, s.RoundDuration)
 	ratios := r.SChainVsLegacy()
 	names := r.schainNames()
-	b.WriteString("| system | req/s | ids/s | p50 | p95 | p99 | failed | req/s per round |")
+	cols := []Col{Text("system"), Num("req/s"), Num("ids/s"), Num("p50"), Num("p95"), Num("p99"), Num("failed"), Text("req/s per round")}
 	for _, n := range names {
-		fmt.Fprintf(&b, " %s / system |", n)
+		cols = append(cols, Num(n+" / system"))
 	}
-	b.WriteString("\n| --- | ---: | ---: | ---: | ---: | ---: | ---: | --- |" + strings.Repeat(" ---: |", len(names)) + "\n")
+	m.Table(cols...)
 	for _, sys := range r.Systems {
 		rounds := make([]string, len(sys.Rounds))
 		for i, rd := range sys.Rounds {
 			rounds[i] = Thousands(rd.ReqPerSec)
 		}
 		st := sys.Steady
-		fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s | %d | %s |", sys.Name,
-			Thousands(sys.MedianReqPerSec), Thousands(sys.MedianIDsPerSec),
-			Duration(st.P50), Duration(st.P95), Duration(st.P99), st.Failures, strings.Join(rounds, ", "))
+		row := []any{sys.Name, Thousands(sys.MedianReqPerSec), Thousands(sys.MedianIDsPerSec),
+			Duration(st.P50), Duration(st.P95), Duration(st.P99), st.Failures, strings.Join(rounds, ", ")}
 		for _, n := range names {
 			ratio := "—"
 			if x, ok := ratios[n][sys.Name]; ok {
 				ratio = fmt.Sprintf("%.2fx", x)
 			}
-			fmt.Fprintf(&b, " %s |", ratio)
+			row = append(row, ratio)
 		}
-		b.WriteString("\n")
+		m.Row(row...)
 	}
-	if hasFailover(r) {
-		fmt.Fprintf(&b, "\nFailover: one closed-loop client per range; kill -9 of one node %s after the phase starts. "+
-			"A range kept allocating if its longest gap between successful allocations after the kill stayed below the threshold "+
-			"(max(2 × steady p99, %s)); a gap still open at the end is censored (≥).\n\n", s.FailoverBefore, s.StallFloor)
-		b.WriteString("| system | killed | measured after kill | threshold | ranges kept allocating | longest stall, victim's ranges | longest stall, other ranges | global stall | ids issued twice (whole run) |\n")
-		b.WriteString("| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n")
-		for _, sys := range r.Systems {
-			f := sys.Failover
-			if f == nil {
-				continue
-			}
-			others := "—"
-			if f.victimRanges() < len(f.Ranges) {
-				others = stallText(f.LongestOthers)
-			}
-			fmt.Fprintf(&b, "| %s | %s (owned %d/%d) | %s | %s | %d/%d (%.0f%%) | %s | %s | %s | %s |\n", sys.Name,
-				f.Victim, f.victimRanges(), len(f.Ranges), Duration(f.End-f.KillAt), Duration(f.Threshold),
-				f.Kept, len(f.Ranges), 100*f.KeptFraction(), stallText(f.LongestVictim), others, stallText(f.Global), duplicatesText(sys.Duplicates))
+}
+
+// writeFailover reports each system's failover phase.
+func writeFailover(m *Markdown, r *Report) {
+	if !hasFailover(r) {
+		return
+	}
+	s := r.Settings
+	m.Para("Failover: one closed-loop client per range; kill -9 of one node %s after the phase starts. "+
+		"A range kept allocating if its longest gap between successful allocations after the kill stayed below the threshold "+
+		"(max(2 × steady p99, %s)); a gap still open at the end is censored (≥).", s.FailoverBefore, s.StallFloor)
+	m.Table(Text("system"), Text("killed"), Num("measured after kill"), Num("threshold"), Num("ranges kept allocating"),
+		Num("longest stall, victim's ranges"), Num("longest stall, other ranges"), Num("global stall"), Num("ids issued twice (whole run)"))
+	for _, sys := range r.Systems {
+		f := sys.Failover
+		if f == nil {
+			continue
 		}
+		others := "—"
+		if f.victimRanges() < len(f.Ranges) {
+			others = stallText(f.LongestOthers)
+		}
+		m.Row(sys.Name, fmt.Sprintf("%s (owned %d/%d)", f.Victim, f.victimRanges(), len(f.Ranges)), Duration(f.End-f.KillAt), Duration(f.Threshold),
+			fmt.Sprintf("%d/%d (%.0f%%)", f.Kept, len(f.Ranges), 100*f.KeptFraction()), stallText(f.LongestVictim), others, stallText(f.Global), duplicatesText(sys.Duplicates))
 	}
-	writeFlaps(&b, r)
-	writeFinality(&b, r)
-	writeLiveness(&b, r)
-	_, err := io.WriteString(w, b.String())
-	return err
 }
 
 // writeFlaps reports, per S-Chain system with a membership watcher, what
 // the liveness rule did to the members during its steady rounds.
-func writeFlaps(b *strings.Builder, r *Report) {
+func writeFlaps(m *Markdown, r *Report) {
 	first := true
 	for _, sys := range r.Systems {
 		if sys.Flaps == nil {
 			continue
 		}
 		if first {
-			b.WriteString("\nMembership during the steady rounds (every validator alive, under load): a validator leaving the members is a flap.\n\n")
-			b.WriteString("| system | liveness rounds observed | membership changes | alive validators dropped | rounds nobody was live |\n| --- | ---: | ---: | ---: | ---: |\n")
+			m.Para("Membership during the steady rounds (every validator alive, under load): a validator leaving the members is a flap.")
+			m.Table(Text("system"), Num("liveness rounds observed"), Num("membership changes"), Num("alive validators dropped"), Num("rounds nobody was live"))
 			first = false
 		}
 		f := sys.Flaps
-		fmt.Fprintf(b, "| %s | %d | %d | %d | %d |\n", sys.Name, f.Rounds, f.Changes, f.AliveOut, f.Fallbacks)
+		m.Row(sys.Name, f.Rounds, f.Changes, f.AliveOut, f.Fallbacks)
 	}
 }
 
 // writeFinality reports, per S-Chain system, accept → certificate latency
 // under its steady load against the interval between blocks.
-func writeFinality(b *strings.Builder, r *Report) {
+func writeFinality(m *Markdown, r *Report) {
 	first := true
 	for _, sys := range r.Systems {
 		f := sys.Finality
@@ -97,15 +107,15 @@ func writeFinality(b *strings.Builder, r *Report) {
 			continue
 		}
 		if first {
-			b.WriteString("\nFinality during the steady rounds: accept → certificate on every node (the nodes' certificate_latency_seconds), against the mean interval between accepted blocks. Target: p50 ≤ 1 block interval.\n\n")
-			b.WriteString("| system | blocks | block interval | accept → final p50 | p90 | p50 in block intervals |\n| --- | ---: | ---: | ---: | ---: | ---: |\n")
+			m.Para("Finality during the steady rounds: accept → certificate on every node (the nodes' certificate_latency_seconds), against the mean interval between accepted blocks. Target: p50 ≤ 1 block interval.")
+			m.Table(Text("system"), Num("blocks"), Num("block interval"), Num("accept → final p50"), Num("p90"), Num("p50 in block intervals"))
 			first = false
 		}
 		if f.Counts.Count == 0 { // no block of its rounds got a certificate
-			fmt.Fprintf(b, "| %s | %d | %s | none | none | — |\n", sys.Name, f.Blocks, Duration(f.BlockInterval))
+			m.Row(sys.Name, f.Blocks, Duration(f.BlockInterval), "none", "none", "—")
 			continue
 		}
-		fmt.Fprintf(b, "| %s | %d | %s | %s | %s | %.2f |\n", sys.Name, f.Blocks, Duration(f.BlockInterval), Duration(f.P50), Duration(f.P90), f.P50PerBlock)
+		m.Row(sys.Name, f.Blocks, Duration(f.BlockInterval), Duration(f.P50), Duration(f.P90), fmt.Sprintf("%.2f", f.P50PerBlock))
 	}
 	for _, base := range r.Systems {
 		if base.BaselineOf == "" {
@@ -116,28 +126,28 @@ func writeFinality(b *strings.Builder, r *Report) {
 			continue
 		}
 		sys := r.Systems[i]
-		fmt.Fprintf(b, "\n%s against %s, its baseline (the same write path on a network without the feature), in the same run: %s vs %s req/s (medians of the rounds): %.2fx; p50 %s vs %s",
+		m.Line("\n%s against %s, its baseline (the same write path on a network without the feature), in the same run: %s vs %s req/s (medians of the rounds): %.2fx; p50 %s vs %s",
 			sys.Name, base.Name, Thousands(sys.MedianReqPerSec), Thousands(base.MedianReqPerSec), sys.MedianReqPerSec/base.MedianReqPerSec, Duration(sys.Steady.P50), Duration(base.Steady.P50))
 		if sys.CPU != nil && base.CPU != nil && base.CPU.PerRequest() > 0 {
-			fmt.Fprintf(b, "; CPU per request %s vs %s: %s",
+			m.Line("; CPU per request %s vs %s: %s",
 				cpuText(sys.CPU.PerRequest()), cpuText(base.CPU.PerRequest()), change(sys.CPU.PerRequest(), base.CPU.PerRequest()))
 			if base.CPU.PerBlock() > 0 && sys.CPU.PerBlock() > 0 {
-				fmt.Fprintf(b, "; per block %s vs %s: %s",
+				m.Line("; per block %s vs %s: %s",
 					cpuText(sys.CPU.PerBlock()), cpuText(base.CPU.PerBlock()), change(sys.CPU.PerBlock(), base.CPU.PerBlock()))
 			}
 			if base.CPU.PerDecision() > 0 && sys.CPU.PerDecision() > 0 {
-				fmt.Fprintf(b, "; a block from issue to acceptance %s vs %s",
+				m.Line("; a block from issue to acceptance %s vs %s",
 					Duration(sys.CPU.PerDecision()), Duration(base.CPU.PerDecision()))
 			}
 		}
-		b.WriteString(".\n")
+		m.Line(".\n")
 	}
-	writeCPU(b, r)
+	writeCPU(m, r)
 }
 
 // writeCPU reports, per system with a CPU source, what its processes
 // spent during its steady rounds.
-func writeCPU(b *strings.Builder, r *Report) {
+func writeCPU(m *Markdown, r *Report) {
 	first := true
 	for _, sys := range r.Systems {
 		u := sys.CPU
@@ -145,8 +155,9 @@ func writeCPU(b *strings.Builder, r *Report) {
 			continue
 		}
 		if first {
-			b.WriteString("\nCPU during the steady rounds: user and system time of the system's processes (S-Chain: every node and its plugin), over the requests answered in those rounds. On a shared machine this moves less than req/s. Issue → accept is the mean time the first node's blocks spent in consensus (avalanchego's blks_accepted), from issue to acceptance. Requests per transaction: how many requests one owner's signature carried, each transaction verified once by every other validator.\n\n")
-			b.WriteString("| system | cores busy | CPU per request | requests | CPU per block | blocks | requests per block | requests per transaction | issue → accept |\n| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n")
+			m.Para("CPU during the steady rounds: user and system time of the system's processes (S-Chain: every node and its plugin), over the requests answered in those rounds. On a shared machine this moves less than req/s. Issue → accept is the mean time the first node's blocks spent in consensus (avalanchego's blks_accepted), from issue to acceptance. Requests per transaction: how many requests one owner's signature carried, each transaction verified once by every other validator.")
+			m.Table(Text("system"), Num("cores busy"), Num("CPU per request"), Num("requests"), Num("CPU per block"), Num("blocks"),
+				Num("requests per block"), Num("requests per transaction"), Num("issue → accept"))
 			first = false
 		}
 		perBlock, reqPerBlock, reqPerTx, decision := "—", "—", "—", "—"
@@ -159,7 +170,7 @@ func writeCPU(b *strings.Builder, r *Report) {
 		if u.Decided > 0 {
 			decision = Duration(u.PerDecision())
 		}
-		fmt.Fprintf(b, "| %s | %.2f | %s | %d | %s | %d | %s | %s | %s |\n", sys.Name, u.Cores(), cpuText(u.PerRequest()), u.Requests, perBlock, u.Blocks, reqPerBlock, reqPerTx, decision)
+		m.Row(sys.Name, fmt.Sprintf("%.2f", u.Cores()), cpuText(u.PerRequest()), u.Requests, perBlock, u.Blocks, reqPerBlock, reqPerTx, decision)
 	}
 }
 
@@ -175,15 +186,15 @@ func cpuText(d time.Duration) string {
 }
 
 // writeLiveness reports the failover per liveness round setting.
-func writeLiveness(b *strings.Builder, r *Report) {
+func writeLiveness(m *Markdown, r *Report) {
 	if len(r.Liveness) == 0 {
 		return
 	}
-	b.WriteString("\nFailover per liveness round setting (one network each; \"main\" is the network of the steady rounds): kill -9 of the validator owning the most ranges. " +
+	m.Para("Failover per liveness round setting (one network each; \"main\" is the network of the steady rounds): kill -9 of the validator owning the most ranges. " +
 		"Bound: (K+1) rounds + the heartbeat lead, the longest a dead validator stays a member while every round has a block (rounds without one do not count); its ranges allocate again once the first block of the next round is accepted and their new owner's transaction after it. " +
-		"Flaps under load: alive validators dropped from the members before the kill; after the kill, anybody but the victim dropped, or the victim back.\n\n")
-	b.WriteString("| round | K | bound | network | write path | victim's ranges allocate again after the kill: median, slowest | longest stall, other ranges | global stall | flaps under load (rounds) | flaps after the kill | ids issued twice |\n")
-	b.WriteString("| ---: | ---: | ---: | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: |\n")
+		"Flaps under load: alive validators dropped from the members before the kill; after the kill, anybody but the victim dropped, or the victim back.")
+	m.Table(Num("round"), Num("K"), Num("bound"), Text("network"), Text("write path"), Num("victim's ranges allocate again after the kill: median, slowest"),
+		Num("longest stall, other ranges"), Num("global stall"), Num("flaps under load (rounds)"), Num("flaps after the kill"), Num("ids issued twice"))
 	for _, rs := range r.Liveness {
 		sys := rs.System
 		f := sys.Failover
@@ -202,8 +213,7 @@ func writeLiveness(b *strings.Builder, r *Report) {
 		if f.victimRanges() < len(f.Ranges) {
 			others = stallText(f.LongestOthers)
 		}
-		fmt.Fprintf(b, "| %s | %d | %s | %s | %s | %s, %s | %s | %s | %s | %s | %s |\n",
-			Duration(rs.Round), rs.K, Duration(rs.Bound), rs.Network, sys.Name, Duration(median.Longest), stallText(slowest),
+		m.Row(Duration(rs.Round), rs.K, Duration(rs.Bound), rs.Network, sys.Name, Duration(median.Longest)+", "+stallText(slowest),
 			others, stallText(f.Global), flaps, after, duplicatesText(sys.Duplicates))
 	}
 }
