@@ -165,11 +165,11 @@ func pending(t *testing.T, pool *mempool.Mempool) {
 // TestPendingWorkIsOfferedAtOnce: pending transactions are reported without
 // waiting; a transaction arriving while the builder sleeps wakes it.
 func TestPendingWorkIsOfferedAtOnce(t *testing.T) {
-	b, _, pool, clk := newBuilder(t)
+	b, _, pool, _ := newBuilder(t)
 	pending(t, pool)
 	returned(t, event(t, b))
 
-	b, _, pool, clk = newBuilder(t)
+	b, _, pool, clk := newBuilder(t)
 	done := event(t, b)
 	asleep(t, clk, done)
 	pending(t, pool)
