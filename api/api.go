@@ -119,9 +119,6 @@ type NotOwnerData struct {
 	Range        string `json:"range"`
 	Owner        NodeID `json:"owner"`
 	PChainHeight uint64 `json:"pChainHeight"`
-	// Deprecated: Epoch is PChainHeight under its former name, sent for
-	// one release.
-	Epoch uint64 `json:"epoch"`
 }
 
 // RetryData tells a client how long to back off, and, for NotReady, why
@@ -241,15 +238,12 @@ type AllocateReply struct {
 	TxID  ID  `json:"txID"`
 	Index int `json:"index"`
 	// PChainHeight the transaction is pinned to (0 for a pooled answer).
-	PChainHeight uint64 `json:"pChainHeight"`
-	// Deprecated: Epoch is PChainHeight under its former name, sent for
-	// one release.
-	Epoch   uint64        `json:"epoch"`
-	Owner   NodeID        `json:"owner"`
-	Receipt *ReceiptReply `json:"receipt,omitempty"`
-	Pooled  bool          `json:"pooled,omitempty"`
-	Base    uint64        `json:"base,omitempty"`
-	Count   uint64        `json:"count,omitempty"`
+	PChainHeight uint64        `json:"pChainHeight"`
+	Owner        NodeID        `json:"owner"`
+	Receipt      *ReceiptReply `json:"receipt,omitempty"`
+	Pooled       bool          `json:"pooled,omitempty"`
+	Base         uint64        `json:"base,omitempty"`
+	Count        uint64        `json:"count,omitempty"`
 }
 
 // MaxBatch bounds the requests of one allocateBatch call. A batch takes
@@ -310,15 +304,12 @@ type PutManifestArgs struct {
 // object's new version, known once the transaction is accepted (with
 // Wait); 0 for the deletion of an object that was not live.
 type PutManifestReply struct {
-	TxID         ID     `json:"txID"`
-	Index        int    `json:"index"`
-	PChainHeight uint64 `json:"pChainHeight"`
-	// Deprecated: Epoch is PChainHeight under its former name, sent for
-	// one release.
-	Epoch   uint64        `json:"epoch"`
-	Owner   NodeID        `json:"owner"`
-	Receipt *ReceiptReply `json:"receipt,omitempty"`
-	Version uint64        `json:"version,omitempty"`
+	TxID         ID            `json:"txID"`
+	Index        int           `json:"index"`
+	PChainHeight uint64        `json:"pChainHeight"`
+	Owner        NodeID        `json:"owner"`
+	Receipt      *ReceiptReply `json:"receipt,omitempty"`
+	Version      uint64        `json:"version,omitempty"`
 }
 
 // Receipt statuses.
@@ -432,10 +423,7 @@ type OwnerReply struct {
 	Range        string `json:"range"`
 	Owner        NodeID `json:"owner"`
 	PChainHeight uint64 `json:"pChainHeight"`
-	// Deprecated: Epoch is PChainHeight under its former name, sent for
-	// one release.
-	Epoch       uint64 `json:"epoch"`
-	Fingerprint ID     `json:"fingerprint"`
+	Fingerprint  ID     `json:"fingerprint"`
 }
 
 // Member is one member of a membership.
@@ -464,16 +452,7 @@ type MembershipReply struct {
 	RoundDurationMs uint64              `json:"roundDurationMs"`
 	LivenessRounds  uint64              `json:"livenessRounds"`
 	NodeID          NodeID              `json:"nodeID"`
-	// Deprecated: the former names of RoundDurationMs and LivenessRounds,
-	// sent for one release.
-	EpochDurationMs uint64 `json:"epochDurationMs"`
-	LivenessEpochs  uint64 `json:"livenessEpochs"`
 }
-
-// EpochReply is MembershipReply under its former name (method getEpoch).
-//
-// Deprecated: use MembershipReply and getMembership.
-type EpochReply = MembershipReply
 
 // ValidatorLiveness is one P-chain validator as the liveness rule sees it.
 type ValidatorLiveness struct {

@@ -122,9 +122,10 @@ func TestOverRPCChainVM(t *testing.T) {
 	call(t, srv.URL, "getNode", api.Empty{}, &node)
 	require.Empty(node.NotReady)
 
-	// A request before the first epoch is NotReady and makes the chain open
-	// it: one block without a context, one that opens epoch 7.
-	require.Equal(api.CodeNotReady, callErr(t, srv.URL, "getEpoch", api.Empty{}))
+	// A request before the first membership is NotReady and makes the chain
+	// open it: one block without a context, one that opens the membership
+	// of P-chain height 7.
+	require.Equal(api.CodeNotReady, callErr(t, srv.URL, "getMembership", api.Empty{}))
 	msg, err := client.WaitForEvent(ctx)
 	require.NoError(err)
 	require.Equal(common.PendingTxs, msg)

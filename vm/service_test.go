@@ -192,7 +192,7 @@ func TestJSONRPC(t *testing.T) {
 		require.Nil(rpcCall(t, url, "getNode", api.Empty{}, &node))
 		require.Equal(api.NodeID(nw.keys[i].NodeID), node.NodeID)
 		var ep api.MembershipReply
-		require.Nil(rpcCall(t, url, "getEpoch", api.Empty{}, &ep))
+		require.Nil(rpcCall(t, url, "getMembership", api.Empty{}, &ep))
 		require.Equal(uint64(10), ep.PChainHeight)
 		require.Len(ep.Members, 3)
 	}

@@ -6,8 +6,8 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/s-chain/schain/client"
 	"github.com/s-chain/schain/api"
+	"github.com/s-chain/schain/client"
 )
 
 func newLeaseCmd(g *globals) *cobra.Command {

@@ -102,7 +102,6 @@ func TestJSONOutputIsOneDocument(t *testing.T) {
 		{"verify, a txID and --height", with("verify", pendingTx.String(), "--height", "3"), exitUsage, hasError("usage")},
 		{"owner", with("owner", "photos"), exitOK, hasKeys("owner", "pChainHeight")},
 		{"membership", with("membership"), exitOK, hasKeys("members")},
-		{"epoch (alias)", with("epoch"), exitOK, hasKeys("members")},
 		{"alloc", with("alloc", "photos"), exitOK, hasKeys("next")},
 		{"manifest", with("manifest", "photos", "k"), exitOK, hasKeys("manifest")},
 		{"node", with("node"), exitOK, nil},

@@ -68,10 +68,9 @@ func newOwnerCmd(g *globals) *cobra.Command {
 
 func newMembershipCmd(g *globals) *cobra.Command {
 	return &cobra.Command{
-		Use:     "membership",
-		Aliases: []string{"epoch"},
-		Short:   "Show the membership the next block will have: members ranges are pinned to, and every validator's liveness",
-		Args:    exactArgs(0, "no arguments"),
+		Use:   "membership",
+		Short: "Show the membership the next block will have: members ranges are pinned to, and every validator's liveness",
+		Args:  exactArgs(0, "no arguments"),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return g.withRouter(cmd, func(ctx context.Context, r *client.Router) error {
 				e, err := r.GetMembership(ctx)

@@ -83,13 +83,6 @@ type Genesis struct {
 	// Upgrades schedules the changes of execution (Upgrades): unset ones
 	// never apply unless a node's chain config schedules them.
 	Upgrades Upgrades `json:"upgrades"`
-
-	// Deprecated: the former names of RoundDurationMs, LivenessRounds,
-	// TxLifetimeRounds and ValidatorSetCache, accepted for one release.
-	DeprecatedEpochDurationMs  uint64 `json:"epochDurationMs,omitempty"`
-	DeprecatedLivenessEpochs   uint64 `json:"livenessEpochs,omitempty"`
-	DeprecatedTxLifetimeEpochs uint64 `json:"txLifetimeEpochs,omitempty"`
-	DeprecatedEpochCache       int    `json:"epochCache,omitempty"`
 }
 
 // PoolChunkOrDefault is PoolChunk with its default applied.
@@ -130,14 +123,14 @@ func DefaultGenesis() Genesis {
 // ParseGenesis overlays JSON on the defaults; unknown fields are errors, so a
 // typo never silently falls back to a default.
 func ParseGenesis(b []byte) (*Genesis, error) {
+	if err := refuseFormerNames(b); err != nil {
+		return nil, err
+	}
 	g := DefaultGenesis()
 	dec := json.NewDecoder(bytes.NewReader(b))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&g); err != nil {
 		return nil, fmt.Errorf("%w: %w (hint: see config.Genesis for the fields)", ErrBadGenesis, err)
-	}
-	if err := g.adoptFormerNames(b); err != nil {
-		return nil, err
 	}
 	if err := g.Verify(); err != nil {
 		return nil, err
@@ -145,32 +138,25 @@ func ParseGenesis(b []byte) (*Genesis, error) {
 	return &g, nil
 }
 
-// adoptFormerNames moves values given under a field's former name (one
-// release of grace) to the field, refusing a genesis that sets both.
-func (g *Genesis) adoptFormerNames(b []byte) error {
+// formerNames are the liveness fields' names before they were rounds,
+// accepted until 2026-12-02 and refused since, with the field to use.
+var formerNames = map[string]string{
+	"epochDurationMs": "roundDurationMs", "livenessEpochs": "livenessRounds",
+	"txLifetimeEpochs": "txLifetimeRounds", "epochCache": "validatorSetCache",
+}
+
+// refuseFormerNames names the field a genesis should use for a former name
+// (a clearer answer than an unknown field).
+func refuseFormerNames(b []byte) error {
 	var given map[string]json.RawMessage
-	if err := json.Unmarshal(b, &given); err != nil {
-		return fmt.Errorf("%w: %w", ErrBadGenesis, err)
+	if json.Unmarshal(b, &given) != nil {
+		return nil // the decoder says what is wrong
 	}
-	for _, f := range []struct {
-		former, now string
-		adopt       func()
-	}{
-		{"epochDurationMs", "roundDurationMs", func() { g.RoundDurationMs = g.DeprecatedEpochDurationMs }},
-		{"livenessEpochs", "livenessRounds", func() { g.LivenessRounds = g.DeprecatedLivenessEpochs }},
-		{"txLifetimeEpochs", "txLifetimeRounds", func() { g.TxLifetimeRounds = g.DeprecatedTxLifetimeEpochs }},
-		{"epochCache", "validatorSetCache", func() { g.ValidatorSetCache = g.DeprecatedEpochCache }},
-	} {
-		_, former := given[f.former]
-		_, now := given[f.now]
-		switch {
-		case former && now:
-			return fmt.Errorf("%w: %s and its former name %s are both set (hint: keep %s)", ErrBadGenesis, f.now, f.former, f.now)
-		case former:
-			f.adopt()
+	for former, now := range formerNames {
+		if _, ok := given[former]; ok {
+			return fmt.Errorf("%w: %s was renamed %s (the former name was accepted until 2026-12-02)", ErrBadGenesis, former, now)
 		}
 	}
-	g.DeprecatedEpochDurationMs, g.DeprecatedLivenessEpochs, g.DeprecatedTxLifetimeEpochs, g.DeprecatedEpochCache = 0, 0, 0, 0
 	return nil
 }
 

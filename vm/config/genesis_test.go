@@ -30,8 +30,8 @@ func TestParseGenesis(t *testing.T) {
 		"return wait too long":   `{"groupCommitReturnMs": 1001}`,
 		"group above tx entries": `{"groupCommitMaxEntries": 100000}`,
 		"no wait bound":          `{"maxWaitMs": 0}`,
-		"short epochs":           `{"epochDurationMs": 10}`,
-		"heartbeat never counts": `{"livenessEpochs": 0}`,
+		"short rounds":           `{"roundDurationMs": 10}`,
+		"heartbeat never counts": `{"livenessRounds": 0}`,
 		"pool chunk above count": `{"poolChunk": 2000000}`,
 		"pool chunk too small":   `{"poolChunk": 2}`,
 		"no pools":               `{"poolRanges": 0}`,
@@ -41,14 +41,14 @@ func TestParseGenesis(t *testing.T) {
 	}
 }
 
-// TestGenesisRefusesASqueezableEpoch: a proposer may date a block up to the
+// TestGenesisRefusesASqueezableRound: a proposer may date a block up to the
 // skew bound ahead; with a liveness round not several times longer it could
 // end epochs early and eject validators that heartbeat on time.
-func TestGenesisRefusesASqueezableEpoch(t *testing.T) {
+func TestGenesisRefusesASqueezableRound(t *testing.T) {
 	for _, g := range []string{
-		`{"epochDurationMs": 1000, "maxTimeSkewMs": 10000}`,
-		`{"epochDurationMs": 10000, "maxTimeSkewMs": 10000}`,
-		`{"epochDurationMs": 30000, "maxTimeSkewMs": 10000}`,
+		`{"roundDurationMs": 1000, "maxTimeSkewMs": 10000}`,
+		`{"roundDurationMs": 10000, "maxTimeSkewMs": 10000}`,
+		`{"roundDurationMs": 30000, "maxTimeSkewMs": 10000}`,
 	} {
 		_, err := config.ParseGenesis([]byte(g))
 		require.ErrorIs(t, err, config.ErrBadGenesis, g)
@@ -60,19 +60,15 @@ func TestGenesisRefusesASqueezableEpoch(t *testing.T) {
 	require.LessOrEqual(t, d.MaxTimeSkewMs, uint64(2000), "a tight default skew bound")
 }
 
-// TestGenesisAcceptsFormerNames: for one release the liveness fields keep
-// their former "epoch" names; setting a field under both names is refused.
-func TestGenesisAcceptsFormerNames(t *testing.T) {
-	g, err := config.ParseGenesis([]byte(`{"epochDurationMs": 20000, "livenessEpochs": 3, "txLifetimeEpochs": 4, "epochCache": 9}`))
-	require.NoError(t, err)
-	require.Equal(t, uint64(20000), g.RoundDurationMs)
-	require.Equal(t, uint64(3), g.LivenessRounds)
-	require.Equal(t, uint64(4), g.TxLifetimeRounds)
-	require.Equal(t, 9, g.ValidatorSetCache)
-	now, err := config.ParseGenesis([]byte(`{"roundDurationMs": 20000, "livenessRounds": 3}`))
-	require.NoError(t, err)
-	require.Equal(t, g.RoundDurationMs, now.RoundDurationMs)
-	_, err = config.ParseGenesis([]byte(`{"roundDurationMs": 20000, "epochDurationMs": 20000}`))
-	require.ErrorIs(t, err, config.ErrBadGenesis)
-	require.ErrorContains(t, err, "former name")
+// TestGenesisRefusesFormerNames: the liveness fields' former "epoch"
+// names, gone since 2026-12-02, are refused with the name to use.
+func TestGenesisRefusesFormerNames(t *testing.T) {
+	for former, now := range map[string]string{
+		"epochDurationMs": "roundDurationMs", "livenessEpochs": "livenessRounds",
+		"txLifetimeEpochs": "txLifetimeRounds", "epochCache": "validatorSetCache",
+	} {
+		_, err := config.ParseGenesis([]byte(`{"` + former + `": 3}`))
+		require.ErrorIs(t, err, config.ErrBadGenesis, former)
+		require.ErrorContains(t, err, "renamed "+now, former)
+	}
 }

@@ -35,7 +35,6 @@ var openMethods = map[string]bool{
 	"GetAllocation":  true,
 	"GetManifest":    true,
 	"GetOwner":       true,
-	"GetEpoch":       true,
 	"GetMembership":  true,
 	"GetNode":        true,
 	"GetCertificate": true,

@@ -259,8 +259,7 @@ func (s *Service) allocate(r *http.Request, args *api.AllocateArgs, reply *api.A
 	if err != nil {
 		return rpcError(err)
 	}
-	//lint:ignore SA1019 the former field is sent for one release
-	*reply = api.AllocateReply{TxID: api.ID(sub.TxID), Index: sub.Index, PChainHeight: sub.PChainHeight, Epoch: sub.PChainHeight, Owner: api.NodeID(sub.Owner)}
+	*reply = api.AllocateReply{TxID: api.ID(sub.TxID), Index: sub.Index, PChainHeight: sub.PChainHeight, Owner: api.NodeID(sub.Owner)}
 	if args.Wait.Waits() {
 		rc, err := s.wait(r.Context(), sub.TxID, sub.Index, args.WaitMs, args.Wait)
 		if err != nil {
@@ -301,8 +300,7 @@ func (s *Service) PutManifest(r *http.Request, args *api.PutManifestArgs, reply 
 	if err != nil {
 		return rpcError(err)
 	}
-	//lint:ignore SA1019 the former field is sent for one release
-	*reply = api.PutManifestReply{TxID: api.ID(sub.TxID), Index: sub.Index, PChainHeight: sub.PChainHeight, Epoch: sub.PChainHeight, Owner: api.NodeID(sub.Owner)}
+	*reply = api.PutManifestReply{TxID: api.ID(sub.TxID), Index: sub.Index, PChainHeight: sub.PChainHeight, Owner: api.NodeID(sub.Owner)}
 	if !args.Wait.Waits() {
 		return nil
 	}
@@ -341,8 +339,7 @@ func (s *Service) putLegacyManifest(r *http.Request, args *api.PutManifestArgs, 
 		return rpcError(err)
 	}
 	h := tx.Unsigned.Head()
-	//lint:ignore SA1019 the former field is sent for one release
-	*reply = api.PutManifestReply{TxID: api.ID(tx.ID()), PChainHeight: h.PChainHeight, Epoch: h.PChainHeight, Owner: api.NodeID(h.Owner)}
+	*reply = api.PutManifestReply{TxID: api.ID(tx.ID()), PChainHeight: h.PChainHeight, Owner: api.NodeID(h.Owner)}
 	reply.Receipt, err = s.waitIf(r.Context(), tx.ID(), args.Wait, args.WaitMs)
 	return err
 }
@@ -731,8 +728,7 @@ func (s *Service) GetOwner(r *http.Request, args *api.RangeArgs, reply *api.Owne
 	if err != nil {
 		return rpcError(err)
 	}
-	//lint:ignore SA1019 the former field is sent for one release
-	*reply = api.OwnerReply{Head: head, Range: args.Range, Owner: api.NodeID(e.Owner(args.Range)), PChainHeight: e.Height(), Epoch: e.Height(), Fingerprint: api.ID(e.Fingerprint())}
+	*reply = api.OwnerReply{Head: head, Range: args.Range, Owner: api.NodeID(e.Owner(args.Range)), PChainHeight: e.Height(), Fingerprint: api.ID(e.Fingerprint())}
 	return nil
 }
 
@@ -740,13 +736,6 @@ func (s *Service) GetOwner(r *http.Request, args *api.RangeArgs, reply *api.Owne
 // members (live validators), the whole P-chain set and each validator's
 // liveness record.
 func (s *Service) GetMembership(r *http.Request, args *api.ReadArgs, reply *api.MembershipReply) error {
-	return s.membership(r, args.MinHeight, reply)
-}
-
-// GetEpoch is GetMembership under its former name.
-//
-// Deprecated: kept for one release; use getMembership.
-func (s *Service) GetEpoch(r *http.Request, args *api.ReadArgs, reply *api.MembershipReply) error {
 	return s.membership(r, args.MinHeight, reply)
 }
 
@@ -769,8 +758,6 @@ func (s *Service) membership(r *http.Request, minHeight uint64, reply *api.Membe
 		PChainHeight: e.Height(), Round: m.Round, Fingerprint: api.ID(e.Fingerprint()),
 		Generation: m.Generation, Fallback: m.Fallback,
 		RoundDurationMs: s.s.cfg.Genesis.RoundDurationMs, LivenessRounds: s.s.cfg.Genesis.LivenessRounds,
-		//lint:ignore SA1019 the former field is sent for one release
-		EpochDurationMs: s.s.cfg.Genesis.RoundDurationMs, LivenessEpochs: s.s.cfg.Genesis.LivenessRounds,
 		NodeID: api.NodeID(s.s.cfg.NodeID),
 	}
 	for _, mb := range e.Members() {
@@ -836,8 +823,7 @@ func rpcError(err error) error {
 	case errcode.NotOwner:
 		var noe *execute.NotOwnerError
 		if errors.As(err, &noe) {
-			//lint:ignore SA1019 the former field is sent for one release
-			e.Data = api.NotOwnerData{Range: noe.Range, Owner: api.NodeID(noe.Owner), PChainHeight: noe.PChainHeight, Epoch: noe.PChainHeight}
+			e.Data = api.NotOwnerData{Range: noe.Range, Owner: api.NodeID(noe.Owner), PChainHeight: noe.PChainHeight}
 		}
 	case errcode.NotReady, errcode.MempoolFull:
 		wait, ok := retryAfter[reason]
