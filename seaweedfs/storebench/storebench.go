@@ -66,18 +66,18 @@ type Result struct {
 	Name string `json:"name"`
 	// Put and Get pool every round's samples; the rates are the medians of
 	// the rounds'.
-	Put          benchmark.Summary `json:"put"`
-	Get          benchmark.Summary `json:"get"`
-	PutPerSec    float64           `json:"put_per_sec"`
-	GetPerSec    float64           `json:"get_per_sec"`
-	Conditional  *Conditional      `json:"conditional,omitempty"`
-	PutFailures  []string          `json:"put_failures,omitempty"`
-	GetFailures  []string          `json:"get_failures,omitempty"`
-	written    []string
-	putSamples [][]benchmark.Sample
-	getSamples [][]benchmark.Sample
-	putElapsed []time.Duration
-	getElapsed []time.Duration
+	Put         benchmark.Summary `json:"put"`
+	Get         benchmark.Summary `json:"get"`
+	PutPerSec   float64           `json:"put_per_sec"`
+	GetPerSec   float64           `json:"get_per_sec"`
+	Conditional *Conditional      `json:"conditional,omitempty"`
+	PutFailures []string          `json:"put_failures,omitempty"`
+	GetFailures []string          `json:"get_failures,omitempty"`
+	written     []string
+	putSamples  [][]benchmark.Sample
+	getSamples  [][]benchmark.Sample
+	putElapsed  []time.Duration
+	getElapsed  []time.Duration
 }
 
 // Conditional is one shared store's race of exclusive creates.
