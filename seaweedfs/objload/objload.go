@@ -98,8 +98,10 @@ func New(store Store, cfg Config) (*Runner, error) {
 }
 
 // Run writes with cfg.Workers workers until ctx ends and returns the
-// evidence. An object in flight when ctx ends is neither acknowledged nor
-// failed.
+// evidence. An attempt in flight when ctx ends runs to its answer (within
+// the object's bound), so that every object the store committed on an
+// answered attempt is acknowledged: what a listing shows afterwards is
+// exactly the acknowledged objects, and those of attempts that failed.
 func (r *Runner) Run(ctx context.Context) Result {
 	r.mu.Lock()
 	r.res.Start = time.Now()
@@ -128,7 +130,7 @@ func (r *Runner) one(ctx context.Context, key string) {
 	start := time.Now()
 	deadline := start.Add(r.cfg.PutTimeout)
 	for attempt := 1; ; attempt++ {
-		actx, cancel := context.WithDeadline(ctx, deadline)
+		actx, cancel := context.WithDeadline(context.WithoutCancel(ctx), deadline)
 		err := r.store.Put(actx, key, body)
 		cancel()
 		if err == nil {
