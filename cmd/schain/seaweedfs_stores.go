@@ -108,7 +108,7 @@ func runStoresBench(ctx context.Context, g *globals, o *weedOptions, s storebenc
 	}{{"schain", schainToml, 2}, {"leveldb2", "", 1}, {"etcd", etcdToml, 2}} {
 		var filers []string
 		for i := range st.filers {
-			f, err := c.AddFiler(sctx, fmt.Sprintf("%s-filer%d", st.name, i+1), st.toml)
+			f, err := c.AddFiler(sctx, fmt.Sprintf("%s-filer%d", st.name, i+1), st.name, st.toml)
 			if err != nil {
 				return err
 			}

@@ -111,8 +111,12 @@ func (c *Cluster) AddVolumeServer(ctx context.Context, name string, max int) (st
 
 // AddFiler starts a filer whose store is filerToml's (its filer.toml: the
 // S-Chain store, etcd...; "" is stock leveldb2 in the filer's directory)
-// and waits until it answers. It returns its HTTP address.
-func (c *Cluster) AddFiler(ctx context.Context, name, filerToml string) (string, error) {
+// and waits until it answers. Filers of one group (weed's -filerGroup; ""
+// is the default one) follow each other's metadata: filers of different
+// stores on one cluster belong to different groups, or a new filer copies
+// every entry of the others into its own store. It returns its HTTP
+// address.
+func (c *Cluster) AddFiler(ctx context.Context, name, group, filerToml string) (string, error) {
 	s, err := c.addService(KindFiler, name, c.state.Weed, func(dir string, http, grpc int) ([]string, error) {
 		if err := os.MkdirAll(filepath.Join(dir, "store"), 0o755); err != nil {
 			return nil, err
@@ -128,10 +132,14 @@ func (c *Cluster) AddFiler(ctx context.Context, name, filerToml string) (string,
 			}
 			args = append(args, "-config_dir="+conf)
 		}
-		return append(args, "filer", "-ip=127.0.0.1", "-ip.bind=127.0.0.1",
+		args = append(args, "filer", "-ip=127.0.0.1", "-ip.bind=127.0.0.1",
 			"-port="+strconv.Itoa(http), "-port.grpc="+strconv.Itoa(grpc), "-master="+c.peers(),
 			"-defaultStoreDir="+filepath.Join(dir, "store"), "-localSocket="+filepath.Join(dir, "filer.sock"),
-		), nil
+		)
+		if group != "" {
+			args = append(args, "-filerGroup="+group)
+		}
+		return args, nil
 	})
 	if err != nil {
 		return "", err
