@@ -32,7 +32,7 @@ func WriteTables(w io.Writer, r *Report) error {
 			}
 			ratio := sc.PutPerSec / o.PutPerSec
 			fmt.Fprintf(&b, "\nS-Chain store / %s: PUT throughput %.2fx (target >= %.1fx: %s), PUT p99 %.2fx, GET throughput %.2fx.", other.name,
-				ratio, other.target, met(ratio >= other.target), durationRatio(sc.Put.P99, o.Put.P99), floatRatio(sc.GetPerSec, o.GetPerSec))
+				ratio, other.target, benchmark.Met(ratio >= other.target), durationRatio(sc.Put.P99, o.Put.P99), floatRatio(sc.GetPerSec, o.GetPerSec))
 		}
 		b.WriteString("\n")
 	}
@@ -59,13 +59,6 @@ func (r *Report) find(name string) *Result {
 		}
 	}
 	return nil
-}
-
-func met(ok bool) string {
-	if ok {
-		return "met"
-	}
-	return "NOT met"
 }
 
 func floatRatio(a, b float64) float64 {
