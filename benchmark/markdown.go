@@ -8,7 +8,7 @@ import (
 
 // Markdown is a report being written as Markdown (so that a run's output
 // pastes into the docs as is): paragraphs and tables. Every report of the
-// benchmarks (WriteTables, weedbench.WriteTables) writes through it.
+// benchmarks (WriteTables, weedbench and storebench) writes through it.
 type Markdown struct{ b strings.Builder }
 
 // Col is one column of a table: Num right-aligns it (numbers).

@@ -31,8 +31,8 @@ import (
 	pbuilder "github.com/ava-labs/avalanchego/wallet/chain/p/builder"
 	walletcommon "github.com/ava-labs/avalanchego/wallet/subnet/primary/common"
 
-	"github.com/s-chain/schain/vm"
 	"github.com/s-chain/schain/api"
+	"github.com/s-chain/schain/vm"
 )
 
 var pTime = time.Unix(1_800_000_000, 0)

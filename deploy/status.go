@@ -6,8 +6,8 @@ import (
 
 	"github.com/ava-labs/avalanchego/ids"
 
-	"github.com/s-chain/schain/subnet"
 	"github.com/s-chain/schain/api"
+	"github.com/s-chain/schain/subnet"
 )
 
 // Chain is the part of a node's S-Chain API that status reads.

@@ -39,10 +39,10 @@ func writeSteady(m *benchmark.Markdown, r *Report) {
 			st.Pooled.Failures, strings.Join(rounds, ", "), fmt.Sprintf("%d of %d", st.Duplicates.Overlapping, st.Duplicates.Allocations))
 	}
 	m.Para("S-Chain sequencer / stock: throughput %.2fx (target >= 0.95x: %s), p99 %.2fx (target <= 1.2x: %s).",
-		r.ThroughputRatio, met(r.ThroughputRatio >= 0.95), r.P99Ratio, met(r.P99Ratio > 0 && r.P99Ratio <= 1.2))
+		r.ThroughputRatio, benchmark.Met(r.ThroughputRatio >= 0.95), r.P99Ratio, benchmark.Met(r.P99Ratio > 0 && r.P99Ratio <= 1.2))
 	if r.LeaderlessRatio > 0 {
 		m.Line("Leaderless masters (3, clients spread over them) / stock (1 leader): throughput %.2fx (target >= 1.5x: %s), p99 %.2fx.\n",
-			r.LeaderlessRatio, met(r.LeaderlessRatio >= 1.5), r.LeaderlessP99Ratio)
+			r.LeaderlessRatio, benchmark.Met(r.LeaderlessRatio >= 1.5), r.LeaderlessP99Ratio)
 	}
 }
 
@@ -69,7 +69,7 @@ func writeMasterKills(m *benchmark.Markdown, r *Report) {
 	}
 	if leaderless {
 		m.Para("Leaderless masters, master kill: longest wait %s (target <= 1 s: %s), stock %s.",
-			benchmark.Duration(leaderlessWait), met(leaderlessWait <= time.Second), benchmark.Duration(stockStall))
+			benchmark.Duration(leaderlessWait), benchmark.Met(leaderlessWait <= time.Second), benchmark.Duration(stockStall))
 	}
 }
 
@@ -98,7 +98,7 @@ func writeValidatorKill(m *benchmark.Markdown, r *Report) {
 	m.Row(fmt.Sprintf("owner alive (%d)", len(vk.Volumes)-vk.Owned), liveUploads, liveFailed, benchmark.Duration(liveStall))
 	m.Row(fmt.Sprintf("owner killed (%d)", vk.Owned), deadUploads, deadFailed, benchmark.Duration(deadStall))
 	m.Para("Whole run: %s; failed attempts naming no volume: %d. Zero failed uploads on volumes whose owner is alive: %s.",
-		c, vk.Unattributed, met(liveFailed == 0 && c.Failed == 0))
+		c, vk.Unattributed, benchmark.Met(liveFailed == 0 && c.Failed == 0))
 }
 
 // globalReissues is the stock sequencer's keys handed out twice across
@@ -108,13 +108,6 @@ func globalReissues(k MasterKill) string {
 		return "n/a"
 	}
 	return fmt.Sprint(k.Check.GlobalKeysTwice)
-}
-
-func met(ok bool) string {
-	if ok {
-		return "met"
-	}
-	return "not met"
 }
 
 func after(d time.Duration) string {
