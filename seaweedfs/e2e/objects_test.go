@@ -54,12 +54,19 @@ func TestD_ObjectWriteOrder(t *testing.T) {
 	require.NoError(err)
 	wcfg := seaweed.DefaultConfig(c.MasterAddrs()...)
 	wcfg.Replication = "001"
-	wcfg.RequestTimeout = 20 * time.Second // the first assign grows replicated volumes
 	weed, err := seaweed.New(wcfg)
 	require.NoError(err)
 	defer weed.Close()
 	r := router(t)
 	cfg := objects.DefaultConfig(pfx, 2)
+	// A fresh cluster's master defers its first volume growth until two
+	// pulses after the last volume server joined (about 10 s), as long as
+	// one assign waits for it: the object starts once replicated volumes
+	// exist, whichever assign saw them grown.
+	waitFor(t, time.Minute, "replicated volumes of "+cfg.Collection, func() bool {
+		_, err := weed.Assign(ctx, cfg.Collection, 1)
+		return err == nil
+	})
 	cfg.ChunkSize = 256 << 10
 	w, err := objects.New(cfg, weed, r)
 	require.NoError(err)
