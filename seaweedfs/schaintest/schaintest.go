@@ -61,6 +61,48 @@ type Chain struct {
 	delay      time.Duration // every allocation takes at least this long
 	owner      func(rng string, alive []int) int
 	calls      map[string]int
+	// height is the chain's last accepted block: one per change of a
+	// counter. lagging are nodes that stopped following the chain, and
+	// what they answer reads from.
+	height  uint64
+	lagging map[int]*lagView
+}
+
+// lagView is a lagging node's chain: as it was when the node stopped.
+type lagView struct {
+	height   uint64
+	counters map[string]uint64
+}
+
+// SetLagging makes node i stop following the chain (lagging) or follow it
+// again: while it lags, its API answers reads from the counters and the
+// height of the moment it stopped (a paused or partitioned node, or one
+// restarted from an old copy of its database).
+func (c *Chain) SetLagging(i int, lagging bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if !lagging {
+		delete(c.lagging, i)
+		return
+	}
+	v := &lagView{height: c.height, counters: make(map[string]uint64, len(c.counters))}
+	for k, n := range c.counters {
+		v.counters[k] = n
+	}
+	c.lagging[i] = v
+}
+
+// view is node i's last accepted height and counters. Callers hold mu.
+func (c *Chain) view(i int) (uint64, map[string]uint64) {
+	if v, ok := c.lagging[i]; ok {
+		return v.height, v.counters
+	}
+	return c.height, c.counters
+}
+
+// headOf is the api.Head of a height.
+func headOf(height uint64) api.Head {
+	return api.Head{AcceptedHeight: height, AcceptedID: ids.ID{'b', byte(height >> 24), byte(height >> 16), byte(height >> 8), byte(height)}}
 }
 
 type poolKey struct {
@@ -85,6 +127,7 @@ func New(t testing.TB, n int) *Chain {
 	c := &Chain{
 		ChainID: ids.GenerateTestID(), down: map[int]bool{}, counters: map[string]uint64{},
 		pools: map[poolKey][2]uint64{}, receipts: map[ids.ID]api.ReceiptReply{}, accepted: map[ids.ID]time.Time{}, calls: map[string]int{},
+		height: 1, lagging: map[int]*lagView{},
 		owner: func(rng string, alive []int) int { return alive[crc32.ChecksumIEEE([]byte(rng))%uint32(len(alive))] },
 	}
 	for i := range n {
@@ -189,6 +232,7 @@ func (c *Chain) SetCounter(rng string, next uint64) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.counters[rng] = next
+	c.height++
 }
 
 // Counter is a range's next unissued id.
@@ -270,10 +314,39 @@ func (s *service) count(method string) {
 	s.c.mu.Unlock()
 }
 
-func (s *service) GetNode(_ *http.Request, _ *api.Empty, reply *api.NodeReply) error {
+func (s *service) GetNode(_ *http.Request, _ *api.ReadArgs, reply *api.NodeReply) error {
 	s.count("getNode")
-	*reply = api.NodeReply{NodeID: s.c.NodeIDs[s.i], NetworkID: 1337, ChainID: s.c.ChainID}
+	s.c.mu.Lock()
+	height, _ := s.c.view(s.i)
+	s.c.mu.Unlock()
+	*reply = api.NodeReply{Head: headOf(height), NodeID: s.c.NodeIDs[s.i], NetworkID: 1337, ChainID: s.c.ChainID, Height: height}
 	return nil
+}
+
+// GetMembership names every node a member with weight 1.
+func (s *service) GetMembership(_ *http.Request, args *api.ReadArgs, reply *api.MembershipReply) error {
+	s.count("getMembership")
+	s.c.mu.Lock()
+	height, _ := s.c.view(s.i)
+	s.c.mu.Unlock()
+	if err := atLeast(height, args.MinHeight); err != nil {
+		return err
+	}
+	*reply = api.MembershipReply{Head: headOf(height), PChainHeight: 7, NodeID: s.c.NodeIDs[s.i]}
+	for _, id := range s.c.NodeIDs {
+		reply.Members = append(reply.Members, api.Member{NodeID: id, Weight: 1})
+		reply.Validators = append(reply.Validators, api.ValidatorLiveness{NodeID: id, Weight: 1, Member: true})
+	}
+	return nil
+}
+
+// atLeast refuses a read below its minHeight, as a node does.
+func atLeast(height, minHeight uint64) error {
+	if height >= minHeight {
+		return nil
+	}
+	return &json2.Error{Code: json2.ErrorCode(api.CodeNotReady), Message: fmt.Sprintf("below min height %d", minHeight),
+		Data: api.RetryData{RetryAfterMs: 10, Reason: "below_min_height", AcceptedHeight: height}}
 }
 
 func (s *service) GetOwner(_ *http.Request, args *api.RangeArgs, reply *api.OwnerReply) error {
@@ -284,7 +357,13 @@ func (s *service) GetOwner(_ *http.Request, args *api.RangeArgs, reply *api.Owne
 
 func (s *service) GetAllocation(_ *http.Request, args *api.RangeArgs, reply *api.AllocationReply) error {
 	s.count("getAllocation")
-	*reply = api.AllocationReply{Range: args.Range, Next: s.c.Counter(args.Range)}
+	s.c.mu.Lock()
+	defer s.c.mu.Unlock()
+	height, counters := s.c.view(s.i)
+	if err := atLeast(height, args.MinHeight); err != nil {
+		return err
+	}
+	*reply = api.AllocationReply{Head: headOf(height), Range: args.Range, Next: counters[args.Range]}
 	return nil
 }
 
@@ -292,12 +371,17 @@ func (s *service) GetReceipt(_ *http.Request, args *api.TxIDArgs, reply *api.Rec
 	s.count("getReceipt")
 	s.c.mu.Lock()
 	defer s.c.mu.Unlock()
+	height, _ := s.c.view(s.i)
+	if err := atLeast(height, args.MinHeight); err != nil {
+		return err
+	}
 	rc, ok := s.c.receipts[args.TxID]
-	if !ok {
+	if !ok || rc.Height > height {
 		rc = api.ReceiptReply{TxID: args.TxID, Status: api.StatusUnknown}
 	}
 	s.c.finalLocked(&rc)
 	*reply = rc
+	reply.Head = headOf(height)
 	return nil
 }
 
@@ -334,6 +418,7 @@ func (s *service) Allocate(r *http.Request, args *api.AllocateArgs, reply *api.A
 		if p[1]-p[0] < args.Count {
 			base := c.counters[args.Range]
 			c.counters[args.Range] = base + PoolChunk
+			c.height++
 			c.issued = append(c.issued, Allocation{Range: args.Range, Base: base, Count: PoolChunk, Node: s.i})
 			p = [2]uint64{base, base + PoolChunk}
 		}
@@ -344,9 +429,10 @@ func (s *service) Allocate(r *http.Request, args *api.AllocateArgs, reply *api.A
 	}
 	base := max(c.counters[args.Range], args.Floor)
 	c.counters[args.Range] = base + args.Count
+	c.height++
 	c.issued = append(c.issued, Allocation{Range: args.Range, Base: base, Count: args.Count, Node: s.i})
 	txID := ids.GenerateTestID()
-	rc := api.ReceiptReply{TxID: txID, Status: api.StatusAccepted, Height: 3,
+	rc := api.ReceiptReply{Head: headOf(c.height), TxID: txID, Status: api.StatusAccepted, Height: c.height,
 		Entries: []state.ReceiptEntry{{Range: "other", Base: 1, Count: 1}, {Range: args.Range, Base: base, Count: args.Count}}}
 	c.receipts[txID] = rc
 	c.accepted[txID] = time.Now().Add(c.blockTime)

@@ -70,6 +70,89 @@ type Node struct {
 	calls    map[string]int     // guarded by mu
 	auth     []string           // guarded by mu; Authorization headers of writes
 	direct   string             // guarded by mu; getNode's directURI
+	frozen   *frozenView        // guarded by mu; set while the node lags behind
+	notReady string             // guarded by mu; reason reads answer NotReady with
+	paused   chan struct{}      // guarded by mu; requests wait while set (closed to resume)
+}
+
+// Pause makes the node take requests and answer none until Resume (or the
+// request's end): a node whose process is stopped (SIGSTOP) behind a
+// listening socket.
+func (n *Node) Pause() {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if n.paused == nil {
+		n.paused = make(chan struct{})
+	}
+}
+
+// Resume answers the paused requests and the next ones.
+func (n *Node) Resume() {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if n.paused != nil {
+		close(n.paused)
+		n.paused = nil
+	}
+}
+
+// frozenView is what a node that stopped following the chain answers
+// reads from: the chain as it was when it stopped.
+type frozenView struct {
+	head     api.Head
+	counters map[string]uint64
+}
+
+// Freeze makes the node stop following the chain while its API keeps
+// answering: reads answer from the counters and the last accepted block of
+// now, whatever is accepted later (a paused or partitioned node, or one
+// restarted from an old copy of its database). Thaw ends it.
+func (n *Node) Freeze() {
+	f := n.net
+	f.mu.Lock()
+	v := &frozenView{head: f.head(), counters: make(map[string]uint64, len(f.counters))}
+	for k, c := range f.counters {
+		v.counters[k] = c
+	}
+	f.mu.Unlock()
+	n.mu.Lock()
+	n.frozen = v
+	n.mu.Unlock()
+}
+
+// Thaw makes a frozen node follow the chain again.
+func (n *Node) Thaw() {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	n.frozen = nil
+}
+
+// SetNotReady makes the node's reads answer NotReady with reason (a node
+// that knows it lags: "bootstrapping", "behind_peers"); "" ends it.
+func (n *Node) SetNotReady(reason string) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	n.notReady = reason
+}
+
+// view is what a read of the node answers from: its last accepted block
+// and counters (the network's, or a frozen node's), refused below
+// minHeight or while the node says it is not ready. Callers hold f.mu.
+func (n *Node) view(minHeight uint64) (api.Head, map[string]uint64, error) {
+	n.mu.Lock()
+	v, notReady := n.frozen, n.notReady
+	n.mu.Unlock()
+	head, counters := n.net.head(), n.net.counters
+	if v != nil {
+		head, counters = v.head, v.counters
+	}
+	switch {
+	case notReady != "":
+		return head, nil, RPCError(api.CodeNotReady, "node not ready: "+notReady, api.RetryData{RetryAfterMs: 100, Reason: notReady, AcceptedHeight: head.AcceptedHeight})
+	case head.AcceptedHeight < minHeight:
+		return head, nil, RPCError(api.CodeNotReady, fmt.Sprintf("below min height %d", minHeight), api.RetryData{RetryAfterMs: 100, Reason: "below_min_height", AcceptedHeight: head.AcceptedHeight})
+	}
+	return head, counters, nil
 }
 
 // SetDirectURI makes getNode announce uri as the node's direct API.
@@ -195,6 +278,14 @@ func (f *Net) SetMembership(m api.MembershipReply) {
 	f.membership = &m
 }
 
+// head is the network's last accepted block: one block per transaction.
+// Callers hold mu.
+func (f *Net) head() api.Head {
+	var b [8]byte
+	binary.BigEndian.PutUint64(b[:], f.txSeq)
+	return api.Head{AcceptedHeight: f.txSeq + 1, AcceptedID: ids.ID(sha256.Sum256(append([]byte("block"), b[:]...)))}
+}
+
 func (f *Net) newTxID() ids.ID {
 	f.txSeq++
 	var b [8]byte
@@ -270,7 +361,15 @@ func (n *Node) middleware(next http.Handler) http.Handler {
 		if fail {
 			n.httpFail--
 		}
+		paused := n.paused
 		n.mu.Unlock()
+		if paused != nil {
+			select {
+			case <-paused:
+			case <-r.Context().Done():
+				return
+			}
+		}
 		if fail {
 			http.Error(w, "upstream unavailable", http.StatusServiceUnavailable)
 			return
@@ -431,9 +530,16 @@ func (s *Service) GetReceipt(_ *http.Request, args *api.TxIDArgs, reply *api.Rec
 	f := s.n.net
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	head, _, err := s.n.view(args.MinHeight)
+	if err != nil {
+		return err
+	}
 	rc, ok := f.receipts[args.TxID]
+	s.n.mu.Lock()
+	frozen := s.n.frozen != nil
+	s.n.mu.Unlock()
 	switch {
-	case !ok:
+	case !ok || frozen && rc.reply.Height >= head.AcceptedHeight:
 		*reply = api.ReceiptReply{TxID: args.TxID, Status: api.StatusUnknown}
 	case rc.pendingPolls > 0:
 		rc.pendingPolls--
@@ -441,6 +547,7 @@ func (s *Service) GetReceipt(_ *http.Request, args *api.TxIDArgs, reply *api.Rec
 	default:
 		*reply = rc.reply
 	}
+	reply.Head = head
 	return nil
 }
 
@@ -452,7 +559,11 @@ func (s *Service) GetAllocation(_ *http.Request, args *api.RangeArgs, reply *api
 	f := s.n.net
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	*reply = api.AllocationReply{Range: args.Range, Next: f.counters[args.Range]}
+	head, counters, err := s.n.view(args.MinHeight)
+	if err != nil {
+		return err
+	}
+	*reply = api.AllocationReply{Head: head, Range: args.Range, Next: counters[args.Range]}
 	return nil
 }
 
@@ -484,27 +595,34 @@ func (s *Service) GetOwner(_ *http.Request, args *api.RangeArgs, reply *api.Owne
 	return nil
 }
 
-// GetMembership answers the set membership, or every node with weight 1.
-func (s *Service) GetMembership(_ *http.Request, _ *api.Empty, reply *api.MembershipReply) error {
+// GetMembership answers the set membership, or every node a member and a
+// validator with weight 1.
+func (s *Service) GetMembership(_ *http.Request, args *api.ReadArgs, reply *api.MembershipReply) error {
 	if err := s.n.take("getMembership"); err != nil {
 		return err
 	}
 	f := s.n.net
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	head, _, err := s.n.view(args.MinHeight)
+	if err != nil {
+		return err
+	}
 	if f.membership != nil {
 		*reply = *f.membership
+		reply.Head = head
 		return nil
 	}
-	*reply = api.MembershipReply{PChainHeight: f.height, NodeID: s.n.ID}
+	*reply = api.MembershipReply{Head: head, PChainHeight: f.height, NodeID: s.n.ID}
 	for _, n := range f.Nodes {
 		reply.Members = append(reply.Members, api.Member{NodeID: n.ID, Weight: 1})
+		reply.Validators = append(reply.Validators, api.ValidatorLiveness{NodeID: n.ID, Weight: 1, Member: true})
 	}
 	return nil
 }
 
 // GetNode identifies the node.
-func (s *Service) GetNode(_ *http.Request, _ *api.Empty, reply *api.NodeReply) error {
+func (s *Service) GetNode(_ *http.Request, _ *api.ReadArgs, reply *api.NodeReply) error {
 	if err := s.n.take("getNode"); err != nil {
 		return err
 	}
@@ -515,7 +633,13 @@ func (s *Service) GetNode(_ *http.Request, _ *api.Empty, reply *api.NodeReply) e
 	if f.reported != ids.Empty {
 		chainID = f.reported
 	}
-	*reply = api.NodeReply{NodeID: s.n.ID, NetworkID: NetworkID, ChainID: chainID, Height: f.txSeq}
+	head, _, err := s.n.view(0)
+	*reply = api.NodeReply{Head: head, NodeID: s.n.ID, NetworkID: NetworkID, ChainID: chainID, Height: head.AcceptedHeight}
+	if err != nil {
+		s.n.mu.Lock()
+		reply.NotReady = s.n.notReady
+		s.n.mu.Unlock()
+	}
 	s.n.mu.Lock()
 	reply.DirectURI = s.n.direct
 	s.n.mu.Unlock()
