@@ -191,7 +191,7 @@ func (a *Admin) PlanAdd(ctx context.Context, req Addition) (*Plan, error) {
 
 // plan fills what every plan shares.
 func (a *Admin) plan(f *Facts, w pwallet.Wallet, utx txs.UnsignedTx, base *txs.BaseTx) *Plan {
-	fee := burned(base, w.Builder().Context().AVAXAssetID)
+	fee := Burned(base, w.Builder().Context().AVAXAssetID)
 	payer := f.FormatAddress(a.Address())
 	return &Plan{
 		SubnetID: a.subnetID, PChainHeight: f.Height, Payer: payer, FeeNAVAX: fee,
@@ -220,8 +220,9 @@ func (a *Admin) buildError(f *Facts, err error) error {
 	return fmt.Errorf("building the transaction: %w", err)
 }
 
-// burned is what a transaction's AVAX inputs pay beyond its outputs: its fee.
-func burned(b *txs.BaseTx, avax ids.ID) uint64 {
+// Burned is what a transaction's AVAX inputs pay beyond its outputs: its
+// fee.
+func Burned(b *txs.BaseTx, avax ids.ID) uint64 {
 	var in, out uint64
 	for _, i := range b.Ins {
 		if i.AssetID() == avax {
@@ -251,33 +252,41 @@ func (a *Admin) Issue(ctx context.Context, p *Plan) (*Receipt, error) {
 	if err != nil {
 		return nil, fmt.Errorf("signing: %w", err)
 	}
-	txID, err := a.issuer.IssueTx(ctx, tx.Bytes())
-	if err != nil {
+	return Submit(ctx, a.node, a.issuer, tx.ID(), tx.Bytes(), a.PollEvery)
+}
+
+// Submit issues a signed transaction's bytes and waits until the P-chain
+// commits it (ErrRejected if the node refuses it or the P-chain drops it;
+// ErrPChainAPI if the node cannot be reached), polling every poll (zero:
+// 100 ms). txID names it in errors: if ctx ends first, it may still be
+// committed.
+func Submit(ctx context.Context, node Node, issuer Issuer, txID ids.ID, txBytes []byte, poll time.Duration) (*Receipt, error) {
+	if _, err := issuer.IssueTx(ctx, txBytes); err != nil {
 		if transportError(err) {
 			return nil, fmt.Errorf("%w: platform.issueTx: %w", ErrPChainAPI, err)
 		}
-		return nil, fmt.Errorf("%w: the node refused %s: %w", ErrRejected, tx.ID(), err)
+		return nil, fmt.Errorf("%w: the node refused %s: %w", ErrRejected, txID, err)
 	}
-	if err := a.await(ctx, txID); err != nil {
+	if err := Await(ctx, issuer, txID, poll); err != nil {
 		return nil, err
 	}
-	h, err := a.node.GetHeight(ctx)
+	h, err := node.GetHeight(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %s committed, then platform.getHeight: %w", ErrPChainAPI, txID, err)
 	}
 	return &Receipt{TxID: txID, PChainHeight: h}, nil
 }
 
-// await polls the transaction's status until the P-chain decides it.
-func (a *Admin) await(ctx context.Context, txID ids.ID) error {
-	every := a.PollEvery
-	if every <= 0 {
-		every = 100 * time.Millisecond
+// Await polls a transaction's status every poll (zero: 100 ms) until the
+// P-chain commits it (nil) or drops it (ErrRejected).
+func Await(ctx context.Context, issuer Issuer, txID ids.ID, poll time.Duration) error {
+	if poll <= 0 {
+		poll = 100 * time.Millisecond
 	}
-	tick := time.NewTicker(every)
+	tick := time.NewTicker(poll)
 	defer tick.Stop()
 	for {
-		st, err := a.issuer.GetTxStatus(ctx, txID)
+		st, err := issuer.GetTxStatus(ctx, txID)
 		switch {
 		case err != nil && ctx.Err() == nil:
 			return fmt.Errorf("%w: platform.getTxStatus(%s): %w", ErrPChainAPI, txID, err)

@@ -314,21 +314,19 @@ func TestAwait(t *testing.T) {
 	txID := ids.GenerateTestID()
 
 	n := &fakeNode{statuses: []status.Status{status.Unknown, status.Processing, status.Committed}}
-	a := &Admin{node: n, issuer: n, PollEvery: time.Millisecond}
-	require.NoError(t, a.await(ctx, txID))
+	require.NoError(t, Await(ctx, n, txID, time.Millisecond))
 	require.Equal(t, 3, n.polls, "polled until committed")
 
 	n = &fakeNode{statuses: []status.Status{status.Processing, status.Dropped}, reason: "failed to read consumed UTXO"}
-	a = &Admin{node: n, issuer: n, PollEvery: time.Millisecond}
-	err := a.await(ctx, txID)
+	err := Await(ctx, n, txID, time.Millisecond)
 	require.ErrorIs(t, err, ErrRejected)
 	require.ErrorContains(t, err, "failed to read consumed UTXO")
 
 	n = &fakeNode{statuses: []status.Status{status.Processing}}
-	a = &Admin{node: n, issuer: n, PollEvery: time.Millisecond}
+	a := &Admin{node: n, issuer: n, PollEvery: time.Millisecond}
 	short, cancelShort := context.WithTimeout(ctx, 20*time.Millisecond)
 	defer cancelShort()
-	err = a.await(short, txID)
+	err = Await(short, n, txID, time.Millisecond)
 	require.ErrorIs(t, err, context.DeadlineExceeded)
 	require.ErrorContains(t, err, txID.String(), "names the transaction that may still commit")
 
@@ -348,6 +346,6 @@ func TestBurned(t *testing.T) {
 		Ins:  []*avax.TransferableInput{in(asset, 1000), in(asset, 500), in(other, 9)},
 		Outs: []*avax.TransferableOutput{out(asset, 1400), out(other, 9)},
 	}}
-	require.Equal(t, uint64(100), burned(b, asset))
-	require.Equal(t, uint64(0), burned(b, ids.GenerateTestID()))
+	require.Equal(t, uint64(100), Burned(b, asset))
+	require.Equal(t, uint64(0), Burned(b, ids.GenerateTestID()))
 }

@@ -21,11 +21,12 @@ const (
 	exitRejected    = 3
 	exitNotOwner    = 4
 	exitUnavailable = 5
-	// exitNotReady: a shadow's cutover gate stayed closed.
+	// exitNotReady: a shadow's cutover gate stayed closed, or a deployment
+	// waits for its nodes.
 	exitNotReady     = 6
 	exitUnauthorized = 7
-	// exitRefused: a validators command refused before issuing anything
-	// (a precondition failed: see the line).
+	// exitRefused: a validators or deploy command refused before issuing
+	// anything (a precondition failed: see the line).
 	exitRefused = 8
 	// exitNotVerified: a finality certificate or its proof did not check
 	// out (schain verify).
@@ -46,9 +47,9 @@ var exitCodes = []struct {
 	{exitRejected, "rejected by the chain's rules, or a P-chain transaction dropped (retrying will not help)"},
 	{exitNotOwner, "not owner: the range's owner is not among --rpc"},
 	{exitUnavailable, "unavailable: not ready, mempool full, too many requests, unreachable, timed out (retry later)"},
-	{exitNotReady, "the cutover gate is not READY (shadow run, seaweedfs shadow)"},
+	{exitNotReady, "not ready: the cutover gate is not READY (shadow run, seaweedfs shadow), or a deployment waits for its nodes (deploy: configure them, run it again)"},
 	{exitUnauthorized, "unauthorized: no, wrong or revoked write token"},
-	{exitRefused, "refused by a validators command's precondition; nothing was issued"},
+	{exitRefused, "refused by a precondition of a validators or deploy command; nothing was issued"},
 	{exitNotVerified, "not verified: a finality certificate or its proof does not check out against the P-chain's validator set (schain verify)"},
 	{exitForbidden, "forbidden: the write token's scope does not cover the method or the range (the line names which)"},
 }

@@ -131,7 +131,7 @@ object per line, one per pass.
 		newAllocateCmd(g), newPutManifestCmd(g),
 		newReceiptCmd(g), newOwnerCmd(g), newMembershipCmd(g), newAllocCmd(g), newManifestCmd(g), newManifestsCmd(g), newNodeCmd(g),
 		newLegacyCmd(g), newNetworkCmd(g), newDemoCmd(g), newTokenCmd(g), newShadowCmd(g), newBenchCmd(g),
-		newValidatorsCmd(g), newSeaweedFSCmd(g), newVerifyCmd(g),
+		newValidatorsCmd(g), newSeaweedFSCmd(g), newVerifyCmd(g), newDeployCmd(g),
 	)
 	requireSubcommand(root)
 	return root

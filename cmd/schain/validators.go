@@ -13,6 +13,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/s-chain/schain/client"
+	"github.com/s-chain/schain/deploy"
 	"github.com/s-chain/schain/eviction"
 	"github.com/s-chain/schain/localnet"
 	"github.com/s-chain/schain/subnet"
@@ -255,6 +256,10 @@ func validatorsFailure(err error) (name, line string, code int, ok bool) {
 		hint   string
 	}
 	for _, c := range []class{
+		{deploy.ErrPending, "pending", exitNotReady, "configure the nodes as said, then run the same schain deploy again: it resumes"},
+		{deploy.ErrNodes, "nodes_not_ready", exitRefused, "nothing was signed or issued"},
+		{deploy.ErrRecord, "record", exitRefused, ""},
+		{errDeployUnhealthy, "unhealthy", exitUnavailable, "see the node lines above"},
 		{errLiveMember, "live_member", exitRefused, ""},
 		{subnet.ErrKeyFile, "key_file", exitUsage, "give the subnet owner's key with --key-file"},
 		{subnet.ErrNotOwner, "not_owner", exitRefused, "sign with the key that created the subnet, or its current owner"},
