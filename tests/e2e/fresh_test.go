@@ -229,10 +229,33 @@ func TestL_PausedNode(t *testing.T) {
 	wholeMembership(ctx, t)
 }
 
+// directURIs are the direct API addresses a node's chain log announced,
+// oldest first ("serving the API directly"): the plugin's own listener,
+// which avalanchego's HTTP server does not guard while the chain
+// bootstraps (it answers 503 for the node's own route).
+func directURIs(t *testing.T, dataDir string) []string {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(dataDir, "logs", network.ChainID.String()+".log"))
+	if err != nil {
+		return nil
+	}
+	var out []string
+	for _, line := range strings.Split(string(b), "\n") {
+		if _, rest, ok := strings.Cut(line, "serving the API directly"); ok {
+			if _, uri, ok := strings.Cut(rest, `"uri": "`); ok {
+				uri, _, _ = strings.Cut(uri, `"`)
+				out = append(out, strings.TrimSuffix(uri, "/ext/bc/"+network.ChainID.String()))
+			}
+		}
+	}
+	return out
+}
+
 // TestM_RestoredDatabase restores one node from a copy of its database
-// taken a reservation of 2^20 keys ago, and restarts it: while avalanchego
-// bootstraps it, it answers NotReady (bootstrapping), never the old counter,
-// and fresh reads never go back.
+// taken a reservation of 2^20 keys and some hundred blocks ago, and
+// restarts it: while avalanchego bootstraps it, its API (the plugin's own,
+// which the node's HTTP server does not guard) answers NotReady
+// (bootstrapping), never the old counter, and fresh reads never go back.
 func TestM_RestoredDatabase(t *testing.T) {
 	require := require.New(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
@@ -240,7 +263,7 @@ func TestM_RestoredDatabase(t *testing.T) {
 	r := router(t)
 	victim := network.Nodes[2]
 	pfx := lagPrefix(ctx, t, r, victim.NodeID)
-	keys := schainseq.KeyRange(pfx, 0, 1)
+	keys, other := schainseq.KeyRange(pfx, 0, 1), schainseq.KeyRange(pfx, 1, 1)
 	committed(ctx, t, r, keys, 3)
 	agree(ctx, t)
 
@@ -252,47 +275,74 @@ func TestM_RestoredDatabase(t *testing.T) {
 	require.NoError(network.StartNode(ctx, victim.NodeID))
 	committed(ctx, t, r, keys, 1<<20)
 	const want = 3 + 1<<20
+	// Blocks the restored node has to fetch and execute again: its
+	// bootstrapping lasts long enough to be seen.
+	for i := range 150 {
+		committed(ctx, t, r, other, uint64(i+1))
+	}
 	agree(ctx, t)
 
 	require.NoError(network.StopNode(ctx, victim.NodeID))
 	require.NoError(os.RemoveAll(db))
 	require.NoError(exec.CommandContext(ctx, "cp", "-a", backup, db).Run())
+	announced := len(directURIs(t, dir))
 
-	// From before the restart until it is healthy: every answer of the
-	// restored node is NotReady or the current counter.
+	// From before the restart until it agrees with the others: every
+	// answer of the restored node is NotReady or the current counter, and
+	// so is every fresh read.
 	watch, stopWatching := context.WithCancel(ctx)
-	type seen struct{ answers, notReady int }
-	result := make(chan seen, 1)
-	lone := nodeClient(t, nodeByID(victim.NodeID))
+	var wg sync.WaitGroup
+	var answers, notReady, freshReads int
+	wg.Add(2)
 	go func() {
-		var s seen
-		defer func() { result <- s }()
+		defer wg.Done()
+		var lone *client.Client
 		for watch.Err() == nil {
-			a, err := lone.GetAllocation(watch, keys)
-			switch {
-			case err == nil:
-				s.answers++
-				if a.Next != want {
-					t.Errorf("the restored node answered %s's counter %d from its old database (current: %d)", keys, a.Next, want)
+			if uris := directURIs(t, dir); lone == nil && len(uris) > announced {
+				c, err := client.New(uris[len(uris)-1], network.ChainID.String(), client.DefaultConfig())
+				if err != nil {
+					t.Errorf("the restored node's direct API: %v", err)
+					return
 				}
-			case client.IsNotReady(err):
-				s.notReady++
+				lone = c
 			}
-			if f, err := r.Fresh().GetAllocation(watch, keys); err == nil && f.Next != want {
-				t.Errorf("a fresh read answered %d, current %d", f.Next, want)
+			if lone != nil {
+				a, err := lone.GetAllocation(watch, keys)
+				switch {
+				case err == nil:
+					answers++
+					if a.Next != want {
+						t.Errorf("the restored node answered %s's counter %d from its old database (current: %d)", keys, a.Next, want)
+					}
+				case client.IsNotReady(err):
+					notReady++
+				}
 			}
 			select {
 			case <-watch.Done():
-			case <-time.After(20 * time.Millisecond):
+			case <-time.After(5 * time.Millisecond):
 			}
 		}
 	}()
+	go func() {
+		defer wg.Done()
+		for watch.Err() == nil {
+			if f, err := r.Fresh().GetAllocation(watch, keys); err == nil {
+				freshReads++
+				if f.Next != want {
+					t.Errorf("a fresh read answered %d, current %d", f.Next, want)
+				}
+			}
+		}
+	}()
+	t.Cleanup(func() { stopWatching(); wg.Wait() })
 	require.NoError(network.StartNode(ctx, victim.NodeID))
 	agree(ctx, t)
 	stopWatching()
-	s := <-result
-	t.Logf("while restarting from the old database: %d answers (all current), %d NotReady", s.answers, s.notReady)
-	require.Positive(s.notReady, "the restored node said it was bootstrapping")
+	wg.Wait()
+	t.Logf("while restarting from the old database: its direct API answered %d reads (all current) and %d NotReady; %d fresh reads (all current)", answers, notReady, freshReads)
+	require.Positive(notReady, "the restored node said it was bootstrapping")
+	require.Positive(answers, "and answered once bootstrapped")
 	wholeMembership(ctx, t)
 }
 
