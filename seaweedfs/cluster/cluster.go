@@ -51,7 +51,15 @@ const (
 	// takes every heartbeat (the volume server keeps a stream to each),
 	// assigns, looks up and grows volumes without leading raft.
 	ModeLeaderless Mode = schainseq.TypeLeaderless
+	// ModeRaftless is ModeLeaderless without raft: masters have no peers,
+	// each serves every client itself, and the admin lock and vacuums take
+	// S-Chain leases.
+	ModeRaftless Mode = schainseq.TypeRaftless
 )
+
+// Leaderless reports whether every master of the mode allocates (and the
+// volume server keeps a heartbeat stream to each).
+func (m Mode) Leaderless() bool { return m == ModeLeaderless || m == ModeRaftless }
 
 // StateFile is the cluster's description in its directory.
 const StateFile = "cluster.json"
@@ -70,10 +78,10 @@ var (
 // ParseMode checks a mode name.
 func ParseMode(s string) (Mode, error) {
 	switch m := Mode(s); m {
-	case ModeRaft, ModeShadow, ModeSChain, ModeLeaderless:
+	case ModeRaft, ModeShadow, ModeSChain, ModeLeaderless, ModeRaftless:
 		return m, nil
 	}
-	return "", fmt.Errorf("%w %q: want raft, schain-shadow, schain or schain-leaderless", errBadMode, s)
+	return "", fmt.Errorf("%w %q: want raft, schain-shadow, schain, schain-leaderless or schain-raftless", errBadMode, s)
 }
 
 // SChain is how the masters reach S-Chain (modes schain and
@@ -111,6 +119,9 @@ type Config struct {
 	// on machines of their own of that size, which is what a comparison of
 	// one leader with several leaderless masters needs on a small machine.
 	MasterMilliCPUs int
+	// Filer starts a filer (its store in the cluster directory) on the
+	// masters, and S3 an S3 gateway on the filer (S3 implies Filer).
+	Filer, S3 bool
 	// Detach makes the processes outlive this one (`schain seaweedfs up`);
 	// otherwise they die with it (tests, benchmarks).
 	Detach bool
@@ -144,6 +155,9 @@ type state struct {
 	Detach            bool              `json:"detach"`
 	Masters           []*master         `json:"masters"`
 	Volume            *volume           `json:"volume"`
+	// Services are the processes beside the masters and the first volume
+	// server (services.go).
+	Services []*service `json:"services,omitempty"`
 }
 
 type master struct {
@@ -198,12 +212,13 @@ func Start(ctx context.Context, cfg Config) (*Cluster, error) {
 	if err != nil {
 		return nil, err
 	}
+	cfg.Filer = cfg.Filer || cfg.S3
 	free, err := ports.Free(2*cfg.Masters + 2)
 	if err != nil {
 		return nil, err
 	}
 	seqKeys := cfg.Sequencer
-	if cfg.Mode == ModeLeaderless && seqKeys["schain_masters"] == "" {
+	if cfg.Mode.Leaderless() && seqKeys["schain_masters"] == "" {
 		seqKeys = maps.Clone(seqKeys)
 		if seqKeys == nil {
 			seqKeys = map[string]string{}
@@ -234,16 +249,27 @@ func Start(ctx context.Context, cfg Config) (*Cluster, error) {
 			_ = c.Stop(sctx)
 		}
 	}()
-	c.progress("starting %d SeaweedFS masters (%s mode, hashicorp raft) on 127.0.0.1 ports %s...", cfg.Masters, cfg.Mode, c.masterPorts())
+	raft := "hashicorp raft"
+	if cfg.Mode == ModeRaftless {
+		raft = "no raft"
+	}
+	c.progress("starting %d SeaweedFS masters (%s mode, %s) on 127.0.0.1 ports %s...", cfg.Masters, cfg.Mode, raft, c.masterPorts())
 	if err := c.startMasters(); err != nil {
 		return nil, err
 	}
 	t0 := time.Now()
-	leader, err := c.WaitLeader(ctx, "")
-	if err != nil {
-		return nil, c.withLogs(err)
+	if cfg.Mode == ModeRaftless {
+		if err := c.WaitMasters(ctx); err != nil {
+			return nil, c.withLogs(err)
+		}
+		c.progress("every master answers, after %v", time.Since(t0).Round(100*time.Millisecond))
+	} else {
+		leader, err := c.WaitLeader(ctx, "")
+		if err != nil {
+			return nil, c.withLogs(err)
+		}
+		c.progress("leader %s elected after %v", leader, time.Since(t0).Round(100*time.Millisecond))
 	}
-	c.progress("leader %s elected after %v", leader, time.Since(t0).Round(100*time.Millisecond))
 	c.progress("starting the volume server on 127.0.0.1:%d (%d volume slots)...", st.Volume.HTTP, st.Volume.Max)
 	if err := c.startVolume(); err != nil {
 		return nil, err
@@ -252,6 +278,9 @@ func Start(ctx context.Context, cfg Config) (*Cluster, error) {
 		return nil, c.withLogs(err)
 	}
 	c.progress("volume server registered; cluster directory %s", dir)
+	if err := c.startGateways(ctx, cfg.Filer, cfg.S3); err != nil {
+		return nil, c.withLogs(err)
+	}
 	ok = true
 	return c, nil
 }
@@ -260,6 +289,10 @@ func Start(ctx context.Context, cfg Config) (*Cluster, error) {
 func (c *Cluster) layout() error {
 	st := &c.state
 	peers := c.peers()
+	masterPeers := peers
+	if st.Mode == ModeRaftless {
+		masterPeers = "none" // no raft peers at all
+	}
 	for i, m := range st.Masters {
 		mdir := filepath.Join(st.Dir, fmt.Sprintf("master%d", i+1))
 		for _, d := range []string{filepath.Join(mdir, "conf"), filepath.Join(mdir, "data")} {
@@ -271,13 +304,13 @@ func (c *Cluster) layout() error {
 		m.Args = []string{
 			"-config_dir=" + filepath.Join(mdir, "conf"), "master",
 			"-ip=127.0.0.1", "-ip.bind=127.0.0.1", "-port=" + strconv.Itoa(m.HTTP), "-port.grpc=" + strconv.Itoa(m.GRPC),
-			"-mdir=" + filepath.Join(mdir, "data"), "-peers=" + peers, "-raftHashicorp",
+			"-mdir=" + filepath.Join(mdir, "data"), "-peers=" + masterPeers, "-raftHashicorp",
 			"-volumeSizeLimitMB=" + strconv.Itoa(st.VolumeSizeLimitMB), "-defaultReplication=000", "-telemetry=false",
 		}
 		switch {
 		case st.MasterMilliCPUs > 0 && os.Getenv("GOMAXPROCS") == "":
 			m.Env = []string{"GOMAXPROCS=" + strconv.Itoa(max(1, (st.MasterMilliCPUs+999)/1000))}
-		case st.Mode == ModeLeaderless:
+		case st.Mode.Leaderless():
 			m.Env = leaderlessMasterEnv(runtime.NumCPU(), len(st.Masters), os.Getenv("GOMAXPROCS"))
 		}
 	}
@@ -292,7 +325,7 @@ func (c *Cluster) layout() error {
 		"volume", "-ip=127.0.0.1", "-ip.bind=127.0.0.1", "-port=" + strconv.Itoa(v.HTTP), "-port.grpc=" + strconv.Itoa(v.GRPC),
 		"-dir=" + v.Data, "-max=" + strconv.Itoa(v.Max), "-master=" + peers, "-preStopSeconds=0",
 	}
-	if st.Mode == ModeLeaderless {
+	if st.Mode.Leaderless() {
 		v.Env = []string{schainseq.LeaderlessEnv + "=1"} // a stream to every master
 	}
 	if err := c.writeMasterConfig(); err != nil {
@@ -592,7 +625,7 @@ func (c *Cluster) waitVolumeServer(ctx context.Context) error {
 // topologyHolders are the masters whose topology clients use: the leader,
 // or in leaderless mode every live master.
 func (c *Cluster) topologyHolders(ctx context.Context) ([]string, error) {
-	if c.Mode() != ModeLeaderless {
+	if !c.Mode().Leaderless() {
 		leader, err := c.Leader(ctx)
 		return []string{leader}, err
 	}
@@ -675,6 +708,9 @@ func (c *Cluster) Stop(ctx context.Context) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	var errs []error
+	for _, s := range slices.Backward(c.state.Services) { // gateways before their filers
+		errs = append(errs, s.stop(ctx))
+	}
 	if c.state.Volume != nil {
 		errs = append(errs, c.state.Volume.stop(ctx))
 	}
@@ -695,6 +731,9 @@ func (c *Cluster) Alive() map[string]bool {
 		out[m.Name] = m.alive()
 	}
 	out[c.state.Volume.Name] = c.state.Volume.alive()
+	for _, s := range c.state.Services {
+		out[s.Name] = s.alive()
+	}
 	return out
 }
 
@@ -723,6 +762,9 @@ func (c *Cluster) procs() []*proc {
 	}
 	if c.state.Volume != nil {
 		out = append(out, &c.state.Volume.proc)
+	}
+	for _, s := range c.state.Services {
+		out = append(out, &s.proc)
 	}
 	return out
 }
