@@ -340,7 +340,7 @@ func TestM_RestoredDatabase(t *testing.T) {
 	agree(ctx, t)
 	stopWatching()
 	wg.Wait()
-	t.Logf("while restarting from the old database: its direct API answered %d reads (all current) and %d NotReady; %d fresh reads (all current)", answers, notReady, freshReads)
+	t.Logf("while restarting from the old database: its direct API answered %d reads and %d NotReady; %d fresh reads", answers, notReady, freshReads)
 	require.Positive(notReady, "the restored node said it was bootstrapping")
 	require.Positive(answers, "and answered once bootstrapped")
 	wholeMembership(ctx, t)
