@@ -59,8 +59,9 @@ func newBatcher(c *Client, maxInFlight int) *batcher {
 }
 
 // allocate queues args and returns its answer. The caller that finds a
-// free exchange slot sends batches until the queue is empty; the others
-// wait for their answer or their context.
+// free exchange slot starts a sender, which sends batches until the queue
+// is empty; every caller, that one included, waits only for its own
+// answer or its context (under steady load the queue may never drain).
 func (b *batcher) allocate(ctx context.Context, args api.AllocateArgs) (*api.AllocateReply, error) {
 	q := &queued{ctx: ctx, args: args, reply: make(chan batchAnswer, 1)}
 	b.mu.Lock()
@@ -71,7 +72,7 @@ func (b *batcher) allocate(ctx context.Context, args api.AllocateArgs) (*api.All
 	}
 	b.mu.Unlock()
 	if lead {
-		b.send(ctx)
+		go b.send(ctx)
 	}
 	select {
 	case a := <-q.reply:
@@ -83,8 +84,8 @@ func (b *batcher) allocate(ctx context.Context, args api.AllocateArgs) (*api.All
 }
 
 // send runs exchanges while requests wait, then frees its slot. The
-// exchange outlives the leader's cancellation (others ride on it); the
-// client's timeout still bounds it.
+// exchanges outlive the caller that started it (others ride on them); the
+// client's timeout still bounds each.
 func (b *batcher) send(ctx context.Context) {
 	ctx = context.WithoutCancel(ctx)
 	for {

@@ -115,3 +115,95 @@ func TestBatcherCoalesces(t *testing.T) {
 	require.Equal([]string{"schain.allocate", "schain.allocateBatch"}, methods, "a lone request goes out alone, the queued ones together")
 	require.Equal([]int{n}, sizes)
 }
+
+// TestBatcherLeaderReturnsWithItsAnswer (issue 30, finding 5): the call
+// that took the free exchange slot sent batches until the queue drained,
+// and only then returned: under open-loop load (a request every 0.5 ms,
+// exchanges of 2 ms) a call with a 200 ms deadline returned after more
+// than a second. A call returns with its own answer (or its deadline),
+// whoever keeps sending. (Here: a request every 0.25 ms, exchanges of
+// 5 ms, so that the queue never drains.)
+func TestBatcherLeaderReturnsWithItsAnswer(t *testing.T) {
+	first := make(chan struct{}) // the leader's own exchange waits for the load
+	var once sync.Once
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var req struct {
+			Method string          `json:"method"`
+			ID     uint64          `json:"id"`
+			Params json.RawMessage `json:"params"`
+		}
+		if json.NewDecoder(r.Body).Decode(&req) != nil {
+			return
+		}
+		once.Do(func() { <-first })
+		time.Sleep(5 * time.Millisecond)
+		var result any = api.AllocateReply{Pooled: true, Count: 1}
+		if req.Method == "schain.allocateBatch" {
+			var args api.AllocateBatchArgs
+			_ = json.Unmarshal(req.Params, &args)
+			rep := api.AllocateBatchReply{}
+			for range args.Requests {
+				rep.Results = append(rep.Results, api.AllocateResult{Reply: &api.AllocateReply{Pooled: true, Count: 1}})
+			}
+			result = rep
+		}
+		_ = json.NewEncoder(w).Encode(map[string]any{"jsonrpc": "2.0", "id": req.ID, "result": result})
+	}))
+	t.Cleanup(srv.Close)
+	c, err := New(srv.URL, "chain", DefaultConfig())
+	require.NoError(t, err)
+	b := newBatcher(c, 1)
+
+	// The measured call takes the free slot; then the load comes.
+	took := make(chan time.Duration, 1)
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+		defer cancel()
+		start := time.Now()
+		_, _ = b.allocate(ctx, api.AllocateArgs{Range: "r", Count: 1, Pooled: true})
+		took <- time.Since(start)
+	}()
+	require.Eventually(t, func() bool {
+		b.mu.Lock()
+		defer b.mu.Unlock()
+		return b.inFlight == 1
+	}, 5*time.Second, 100*time.Microsecond)
+	load, stop := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	defer func() { stop(); wg.Wait() }()
+	wg.Add(1)
+	go func() { // open loop: a request every 0.25 ms for up to 2 s
+		defer wg.Done()
+		tick := time.NewTicker(250 * time.Microsecond)
+		defer tick.Stop()
+		end := time.After(2 * time.Second)
+		for {
+			select {
+			case <-load.Done():
+				return
+			case <-end:
+				return
+			case <-tick.C:
+			}
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				ctx, cancel := context.WithTimeout(load, 5*time.Second)
+				defer cancel()
+				_, _ = b.allocate(ctx, api.AllocateArgs{Range: "r", Count: 1, Pooled: true})
+			}()
+		}
+	}()
+	require.Eventually(t, func() bool {
+		b.mu.Lock()
+		defer b.mu.Unlock()
+		return len(b.queue) >= 8
+	}, 5*time.Second, 100*time.Microsecond, "requests queue behind the leader's exchange")
+	close(first)
+	select {
+	case d := <-took:
+		require.Less(t, d, 400*time.Millisecond, "a call with a 200 ms deadline returned after %v", d)
+	case <-time.After(5 * time.Second):
+		t.Fatal("a call with a 200 ms deadline did not return within 5 s")
+	}
+}

@@ -199,8 +199,15 @@ func (c *Client) GetReceipt(ctx context.Context, txID api.ID) (*api.ReceiptReply
 
 // GetAllocation reads a range's next unissued id (accepted state).
 func (c *Client) GetAllocation(ctx context.Context, rangeKey string) (*api.AllocationReply, error) {
+	return c.GetAllocationAt(ctx, rangeKey, 0)
+}
+
+// GetAllocationAt is GetAllocation from state at least as new as
+// minHeight: a node that has not accepted it answers NotReady
+// (below_min_height) instead of older state.
+func (c *Client) GetAllocationAt(ctx context.Context, rangeKey string, minHeight uint64) (*api.AllocationReply, error) {
 	reply := new(api.AllocationReply)
-	return reply, c.call(ctx, "getAllocation", api.RangeArgs{Range: rangeKey}, reply, false)
+	return reply, c.call(ctx, "getAllocation", api.RangeArgs{Range: rangeKey, AtLeast: api.AtLeast{MinHeight: minHeight}}, reply, false)
 }
 
 // GetManifest reads an accepted manifest.

@@ -94,6 +94,7 @@ type Router struct {
 	cfg     RouterConfig
 	owners  *ownerCache
 	next    atomic.Uint64 // read rotation
+	stakes  stakes        // the validators' weights fresh reads count
 }
 
 // NewRouter returns a Router over the nodes at nodeURIs, all serving chainID.

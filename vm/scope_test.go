@@ -49,7 +49,7 @@ func scopedConfig(t *testing.T) (gw, masters, cutover string, cc config.ChainCon
 	raw := fmt.Sprintf(`{"writeTokens": [
 		{"name": "gateway", "sha256": %q, "ranges": ["prod-eu1/*"], "methods": ["allocate", "allocateBatch", "putManifest"]},
 		{"name": "masters", "sha256": %q, "ranges": ["prod-eu1/keys/*", "prod-eu1/volumes"], "methods": ["allocate", "allocateBatch"]},
-		{"name": "cutover", "sha256": %q, "ranges": ["prod-eu1/floor/*"], "methods": ["allocate"]}
+		{"name": "cutover", "sha256": %q, "ranges": ["prod-eu1/floor/*"], "methods": ["allocate", "reclaim"]}
 	]}`, config.TokenHash(gw), config.TokenHash(masters), config.TokenHash(cutover))
 	cc, err := config.ParseChainConfig([]byte(raw))
 	require.NoError(t, err, "a chain config with scoped tokens")
@@ -84,6 +84,13 @@ func TestScopedTokenCannotBreakACluster(t *testing.T) {
 	require.Equal(api.ScopeMethod, d.Reason)
 	require.Equal("putManifest", d.Method, "the refusal names the method")
 	require.Positive(an.rejects(0, "forbidden", "masters")+an.rejects(1, "forbidden", "masters"), "counted under the token's name")
+	// reclaim writes its chunks' buckets: each must be in the ranges.
+	e, _ = authCall(t, an.url(0), bearerOf(gw), "reclaim", api.ReclaimArgs{Chunks: []api.ChunkRef{{Range: "prod-eu1/x", ID: 1}}}, nil)
+	require.Equal(api.ScopeMethod, forbidden(t, e).Reason, "not among the gateway's methods")
+	e, _ = authCall(t, an.url(0), bearerOf(cutover), "reclaim", api.ReclaimArgs{Chunks: []api.ChunkRef{{Range: "prod-eu2/x", ID: 1}}}, nil)
+	d = forbidden(t, e)
+	require.Equal(api.ScopeRange, d.Reason)
+	require.Equal("prod-eu2", d.Range, "a chunk's bucket")
 
 	// What each was given works.
 	for _, w := range []struct{ tok, rk string }{

@@ -134,6 +134,89 @@ type Node struct {
 	calls    map[string]int     // guarded by mu
 	auth     []string           // guarded by mu; Authorization headers of writes
 	direct   string             // guarded by mu; getNode's directURI
+	frozen   *frozenView        // guarded by mu; set while the node lags behind
+	notReady string             // guarded by mu; reason reads answer NotReady with
+	paused   chan struct{}      // guarded by mu; requests wait while set (closed to resume)
+}
+
+// Pause makes the node take requests and answer none until Resume (or the
+// request's end): a node whose process is stopped (SIGSTOP) behind a
+// listening socket.
+func (n *Node) Pause() {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if n.paused == nil {
+		n.paused = make(chan struct{})
+	}
+}
+
+// Resume answers the paused requests and the next ones.
+func (n *Node) Resume() {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if n.paused != nil {
+		close(n.paused)
+		n.paused = nil
+	}
+}
+
+// frozenView is what a node that stopped following the chain answers
+// reads from: the chain as it was when it stopped.
+type frozenView struct {
+	head     api.Head
+	counters map[string]uint64
+}
+
+// Freeze makes the node stop following the chain while its API keeps
+// answering: reads answer from the counters and the last accepted block of
+// now, whatever is accepted later (a paused or partitioned node, or one
+// restarted from an old copy of its database). Thaw ends it.
+func (n *Node) Freeze() {
+	f := n.net
+	f.mu.Lock()
+	v := &frozenView{head: f.head(), counters: make(map[string]uint64, len(f.counters))}
+	for k, c := range f.counters {
+		v.counters[k] = c
+	}
+	f.mu.Unlock()
+	n.mu.Lock()
+	n.frozen = v
+	n.mu.Unlock()
+}
+
+// Thaw makes a frozen node follow the chain again.
+func (n *Node) Thaw() {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	n.frozen = nil
+}
+
+// SetNotReady makes the node's reads answer NotReady with reason (a node
+// that knows it lags: "bootstrapping", "behind_peers"); "" ends it.
+func (n *Node) SetNotReady(reason string) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	n.notReady = reason
+}
+
+// view is what a read of the node answers from: its last accepted block
+// and counters (the network's, or a frozen node's), refused below
+// minHeight or while the node says it is not ready. Callers hold f.mu.
+func (n *Node) view(minHeight uint64) (api.Head, map[string]uint64, error) {
+	n.mu.Lock()
+	v, notReady := n.frozen, n.notReady
+	n.mu.Unlock()
+	head, counters := n.net.head(), n.net.counters
+	if v != nil {
+		head, counters = v.head, v.counters
+	}
+	switch {
+	case notReady != "":
+		return head, nil, RPCError(api.CodeNotReady, "node not ready: "+notReady, api.RetryData{RetryAfterMs: 100, Reason: notReady, AcceptedHeight: head.AcceptedHeight})
+	case head.AcceptedHeight < minHeight:
+		return head, nil, RPCError(api.CodeNotReady, fmt.Sprintf("below min height %d", minHeight), api.RetryData{RetryAfterMs: 100, Reason: "below_min_height", AcceptedHeight: head.AcceptedHeight})
+	}
+	return head, counters, nil
 }
 
 // New starts n nodes; they stop when the test ends. Answers carry P-chain
@@ -378,6 +461,14 @@ func (f *Net) CheckUnique() error {
 }
 
 // newTxID is a fresh transaction ID; f.mu is held.
+// head is the network's last accepted block: one block per transaction.
+// Callers hold mu.
+func (f *Net) head() api.Head {
+	var b [8]byte
+	binary.BigEndian.PutUint64(b[:], f.txSeq)
+	return api.Head{AcceptedHeight: f.txSeq + 1, AcceptedID: api.ID(sha256.Sum256(append([]byte("block"), b[:]...)))}
+}
+
 func (f *Net) newTxID() api.ID {
 	f.txSeq++
 	var b [8]byte
@@ -494,7 +585,15 @@ func (n *Node) gate(next http.Handler) http.Handler {
 		if fail {
 			n.httpFail--
 		}
+		paused := n.paused
 		n.mu.Unlock()
+		if paused != nil {
+			select {
+			case <-paused:
+			case <-r.Context().Done():
+				return
+			}
+		}
 		if down {
 			if hj, ok := w.(http.Hijacker); ok {
 				if conn, _, err := hj.Hijack(); err == nil {
@@ -788,7 +887,18 @@ func (s *Service) GetReceipt(_ *http.Request, args *api.TxIDArgs, reply *api.Rec
 	f := s.n.net
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	head, _, err := s.n.view(args.MinHeight)
+	if err != nil {
+		return err
+	}
 	*reply = f.read(args.TxID)
+	s.n.mu.Lock()
+	frozen := s.n.frozen != nil
+	s.n.mu.Unlock()
+	if frozen && reply.Height >= head.AcceptedHeight {
+		*reply = api.ReceiptReply{TxID: args.TxID, Status: api.StatusUnknown}
+	}
+	reply.Head = head
 	return nil
 }
 
@@ -821,7 +931,11 @@ func (s *Service) GetAllocation(_ *http.Request, args *api.RangeArgs, reply *api
 	f := s.n.net
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	*reply = api.AllocationReply{Range: args.Range, Next: f.counters[args.Range]}
+	head, counters, err := s.n.view(args.MinHeight)
+	if err != nil {
+		return err
+	}
+	*reply = api.AllocationReply{Head: head, Range: args.Range, Next: counters[args.Range]}
 	return nil
 }
 
@@ -853,27 +967,34 @@ func (s *Service) GetOwner(_ *http.Request, args *api.RangeArgs, reply *api.Owne
 	return nil
 }
 
-// GetMembership answers the set membership, or every node with weight 1.
-func (s *Service) GetMembership(_ *http.Request, _ *api.Empty, reply *api.MembershipReply) error {
+// GetMembership answers the set membership, or every node a member and a
+// validator with weight 1.
+func (s *Service) GetMembership(_ *http.Request, args *api.ReadArgs, reply *api.MembershipReply) error {
 	if err := s.n.take("getMembership"); err != nil {
 		return err
 	}
 	f := s.n.net
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	head, _, err := s.n.view(args.MinHeight)
+	if err != nil {
+		return err
+	}
 	if f.membership != nil {
 		*reply = *f.membership
+		reply.Head = head
 		return nil
 	}
-	*reply = api.MembershipReply{PChainHeight: f.height, NodeID: s.n.ID}
+	*reply = api.MembershipReply{Head: head, PChainHeight: f.height, NodeID: s.n.ID}
 	for _, n := range f.Nodes {
 		reply.Members = append(reply.Members, api.Member{NodeID: n.ID, Weight: 1})
+		reply.Validators = append(reply.Validators, api.ValidatorLiveness{NodeID: n.ID, Weight: 1, Member: true})
 	}
 	return nil
 }
 
 // GetNode identifies the node.
-func (s *Service) GetNode(_ *http.Request, _ *api.Empty, reply *api.NodeReply) error {
+func (s *Service) GetNode(_ *http.Request, _ *api.ReadArgs, reply *api.NodeReply) error {
 	if err := s.n.take("getNode"); err != nil {
 		return err
 	}
@@ -884,8 +1005,12 @@ func (s *Service) GetNode(_ *http.Request, _ *api.Empty, reply *api.NodeReply) e
 	if f.reported != (api.ID{}) {
 		chainID = f.reported
 	}
-	*reply = api.NodeReply{NodeID: s.n.ID, NetworkID: NetworkID, ChainID: chainID, Height: f.txSeq}
+	head, _, err := s.n.view(0)
+	*reply = api.NodeReply{Head: head, NodeID: s.n.ID, NetworkID: NetworkID, ChainID: chainID, Height: head.AcceptedHeight}
 	s.n.mu.Lock()
+	if err != nil {
+		reply.NotReady = s.n.notReady
+	}
 	reply.DirectURI = s.n.direct
 	s.n.mu.Unlock()
 	return nil

@@ -190,7 +190,7 @@ func freshCutover(ctx context.Context, g *globals, n *localnet.Network, prefix s
 	}
 	ctx, cancel := context.WithTimeout(ctx, time.Minute)
 	defer cancel()
-	f, err := cutover.Record(ctx, r, prefix, cutover.Plan(cutover.Bounds{}, cutover.Margins{}))
+	f, err := cutover.Record(ctx, r.Fresh(), prefix, cutover.Plan(cutover.Bounds{}, cutover.Margins{}))
 	if err != nil {
 		return fmt.Errorf("recording the cutover floors of an empty cluster: %w", err)
 	}
@@ -309,7 +309,7 @@ func newWeedStatusCmd(g *globals, o *weedOptions) *cobra.Command {
 			}
 			ctx, cancel := context.WithTimeout(cmd.Context(), 10*time.Second)
 			defer cancel()
-			f, err := cutover.Recorded(ctx, r, c.SChainConfig().Prefix)
+			f, err := cutover.Recorded(ctx, r.Fresh(), c.SChainConfig().Prefix)
 			if err != nil {
 				return fmt.Errorf("reading the recorded floors: %w", err)
 			}
@@ -658,7 +658,7 @@ what they may issue until they stop.`,
 					return err
 				}
 				c.SetProgress(g.errOut)
-				f, err := cutover.ToSChain(ctx, c, r, cutover.Options{Prefix: c.SChainConfig().Prefix, Margins: margins, Out: g.errOut})
+				f, err := cutover.ToSChain(ctx, c, r.Fresh(), cutover.Options{Prefix: c.SChainConfig().Prefix, Margins: margins, Out: g.errOut})
 				if err != nil {
 					return err
 				}
@@ -707,7 +707,7 @@ what they may issue until they stop.`,
 			}
 			ctx, cancel := g.apiContext(cmd)
 			defer cancel()
-			got, err := cutover.Record(ctx, r, o.prefix, f)
+			got, err := cutover.Record(ctx, r.Fresh(), o.prefix, f)
 			if err != nil {
 				return err
 			}
@@ -762,7 +762,7 @@ install the printed table, start them.`,
 					return err
 				}
 				c.SetProgress(g.errOut)
-				f, err := cutover.ToStock(ctx, c, r, cutover.Options{Prefix: c.SChainConfig().Prefix, Band: band, Margins: margins, Out: g.errOut})
+				f, err := cutover.ToStock(ctx, c, r.Fresh(), cutover.Options{Prefix: c.SChainConfig().Prefix, Band: band, Margins: margins, Out: g.errOut})
 				if err != nil {
 					return err
 				}
@@ -773,7 +773,7 @@ install the printed table, start them.`,
 			if err != nil {
 				return err
 			}
-			b, err := cutover.SChainBounds(ctx, r, o.prefix, band, func(done, total int) {
+			b, err := cutover.SChainBounds(ctx, r.Fresh(), o.prefix, band, func(done, total int) {
 				fmt.Fprintf(g.errOut, "  read %d of %d key ranges\n", done, total)
 			})
 			if err != nil {

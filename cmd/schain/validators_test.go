@@ -53,8 +53,11 @@ func newFakeNetwork(t *testing.T) (*fakeNetwork, map[string]ids.NodeID) {
 	t.Helper()
 	key, err := secp256k1.NewPrivateKey()
 	require.NoError(t, err)
-	n := map[string]ids.NodeID{}
-	for _, name := range []string{"live", "dead", "gone", "fresh", "outsider"} {
+	// The S-Chain node the commands read through is the live validator,
+	// which holds more than 2/3 of the stake: fresh reads count on it.
+	schain := apitest.New(t, 1)
+	n := map[string]ids.NodeID{"live": ids.NodeID(schain.Nodes[0].ID)}
+	for _, name := range []string{"dead", "gone", "fresh", "outsider"} {
 		n[name] = ids.GenerateTestNodeID()
 	}
 	const round = 1000
@@ -63,9 +66,9 @@ func newFakeNetwork(t *testing.T) (*fakeNetwork, map[string]ids.NodeID) {
 		now: time.UnixMilli(round*roundMs + 5_000),
 		membership: api.MembershipReply{
 			PChainHeight: 40, Round: round, RoundDurationMs: roundMs, LivenessRounds: 1,
-			Members: []api.Member{{NodeID: api.NodeID(n["live"]), Weight: 100}},
+			Members: []api.Member{{NodeID: api.NodeID(n["live"]), Weight: 500}},
 			Validators: []api.ValidatorLiveness{
-				{NodeID: api.NodeID(n["live"]), Weight: 100, Member: true, FirstSeen: u64(1), LastHeartbeat: u64(round)},
+				{NodeID: api.NodeID(n["live"]), Weight: 500, Member: true, FirstSeen: u64(1), LastHeartbeat: u64(round)},
 				{NodeID: api.NodeID(n["dead"]), Weight: 100, FirstSeen: u64(1), LastHeartbeat: u64(round - 4)},
 				{NodeID: api.NodeID(n["gone"]), Weight: 100, FirstSeen: u64(1), LastHeartbeat: u64(round - 9)},
 			},
@@ -84,7 +87,6 @@ func newFakeNetwork(t *testing.T) (*fakeNetwork, map[string]ids.NodeID) {
 			NodeID: n[name], Weight: 2000, StartTime: start, EndTime: end + 3600,
 		}, Connected: &connected})
 	}
-	schain := apitest.New(t, 1)
 	schain.SetMembership(f.membership)
 	node := schain.Nodes[0]
 	serve := func(path, name string, svc any) {
@@ -183,7 +185,7 @@ func TestValidatorsStatus(t *testing.T) {
 		t.Fatalf("no line for %s in\n%s", id, out)
 		return ""
 	}
-	require.Contains(line(n["live"]), "weight 100: member, last heartbeat in round 1000")
+	require.Contains(line(n["live"]), "weight 500: member, last heartbeat in round 1000")
 	// Last heartbeat in 996, a member through 997: out in 998, 999, 1000.
 	require.Contains(line(n["dead"]), "OUT for 3 liveness round(s) (1m30s, since")
 	require.Contains(line(n["gone"]), "removed from the P-chain")

@@ -33,10 +33,15 @@ until S-Chain's membership view has dropped the removed validator; a validator r
 to the subnet gets K+1 rounds to heartbeat before it counts as out. A removed
 validator that comes back must be added again ("schain validators add").
 
+Each pass reads the newest membership view of the --rpc nodes, which must
+hold more than 2/3 of the stake (a node that stopped following the chain
+still counts validators out whose heartbeats landed since), and never acts
+on a view older than one it already saw.
+
 Every pass is bounded by --timeout; errors (a node down, a dropped
-transaction) are printed and retried at the next pass, except a key or
-subnet that cannot work (exit 8). --dry-run plans each removal and issues
-nothing. With --json, one JSON object per pass.`,
+transaction, too few nodes answering) are printed and retried at the next
+pass, except a key or subnet that cannot work (exit 8). --dry-run plans
+each removal and issues nothing. With --json, one JSON object per pass.`,
 		Args: exactArgs(0, "no arguments"),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := policy.Verify(); err != nil {
@@ -64,7 +69,7 @@ nothing. With --json, one JSON object per pass.`,
 			if interval <= 0 {
 				interval = max(roundLen/3, time.Second)
 			}
-			w := &eviction.Watcher{Policy: policy, Memberships: s.router, Subnet: a, DryRun: dryRun, PassTimeout: g.timeout}
+			w := &eviction.Watcher{Policy: policy, Memberships: s.router.Fresh(), Subnet: a, DryRun: dryRun, PassTimeout: g.timeout}
 			rep := &watchReporter{g: g, roundLen: roundLen}
 			if !g.json {
 				mode := ""

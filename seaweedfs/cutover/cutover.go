@@ -180,13 +180,19 @@ func (t topology) servers() []string {
 	return out
 }
 
-// Chain is the S-Chain API the cutover needs.
+// Chain is the S-Chain API the cutover needs: writes at the owner, and
+// fresh reads (client.Fresh), never one node's word. A node that lags
+// answers old counters, and a bound read low lets the next allocator issue
+// ids a second time. Every read asks for state at least as new as the
+// newest last accepted block of nodes holding more than 2/3 of the stake,
+// and takes the largest counter among such nodes.
 type Chain interface {
 	Allocate(ctx context.Context, args api.AllocateArgs) (*api.AllocateReply, error)
-	GetAllocation(ctx context.Context, rangeKey string) (*api.AllocationReply, error)
+	Newest(ctx context.Context) (api.Head, error)
+	GetAllocationAt(ctx context.Context, rangeKey string, minHeight uint64) (*api.AllocationReply, error)
 }
 
-var _ Chain = (*client.Router)(nil)
+var _ Chain = client.Fresh{}
 
 // Record raises the floor ranges of prefix on S-Chain so that their next ids
 // are at least f, and returns the floors in force (higher if an earlier
@@ -195,13 +201,17 @@ func Record(ctx context.Context, c Chain, prefix string, f Floors) (Floors, erro
 	if f.VolumeID > math.MaxUint32 {
 		return Floors{}, fmt.Errorf("%w: %d", errVolumeIDTooLarge, f.VolumeID)
 	}
+	head, err := c.Newest(ctx)
+	if err != nil {
+		return Floors{}, err
+	}
 	var got Floors
 	for _, x := range []struct {
 		rng  string
 		want uint64
 		out  *uint64
 	}{{schainseq.KeyFloorRange(prefix), f.FileKey, &got.FileKey}, {schainseq.VolumeFloorRange(prefix), f.VolumeID, &got.VolumeID}} {
-		cur, err := c.GetAllocation(ctx, x.rng)
+		cur, err := c.GetAllocationAt(ctx, x.rng, head.AcceptedHeight)
 		if err != nil {
 			return Floors{}, fmt.Errorf("reading %s: %w", x.rng, err)
 		}
@@ -231,11 +241,19 @@ func Record(ctx context.Context, c Chain, prefix string, f Floors) (Floors, erro
 
 // Recorded reads the floors in force (zero: no cutover yet).
 func Recorded(ctx context.Context, c Chain, prefix string) (Floors, error) {
-	k, err := c.GetAllocation(ctx, schainseq.KeyFloorRange(prefix))
+	head, err := c.Newest(ctx)
 	if err != nil {
 		return Floors{}, err
 	}
-	v, err := c.GetAllocation(ctx, schainseq.VolumeFloorRange(prefix))
+	return recordedAt(ctx, c, prefix, head.AcceptedHeight)
+}
+
+func recordedAt(ctx context.Context, c Chain, prefix string, minHeight uint64) (Floors, error) {
+	k, err := c.GetAllocationAt(ctx, schainseq.KeyFloorRange(prefix), minHeight)
+	if err != nil {
+		return Floors{}, err
+	}
+	v, err := c.GetAllocationAt(ctx, schainseq.VolumeFloorRange(prefix), minHeight)
 	if err != nil {
 		return Floors{}, err
 	}
@@ -245,19 +263,25 @@ func Recorded(ctx context.Context, c Chain, prefix string) (Floors, error) {
 // SChainBounds reads every id S-Chain could have given the cluster: the
 // next id of the volume range and of the key range of every volume id below
 // it (and of the cutover floors). Each next id is one above the highest
-// reserved, so the result's Max* are next-1.
+// reserved, so the result's Max* are next-1. Every read is at least as new
+// as the newest last accepted block when it starts (Chain).
 func SChainBounds(ctx context.Context, c Chain, prefix string, band uint32, progress func(done, total int)) (Bounds, error) {
-	vol, err := c.GetAllocation(ctx, schainseq.VolumeRange(prefix))
+	head, err := c.Newest(ctx)
 	if err != nil {
 		return Bounds{}, err
 	}
-	floors, err := Recorded(ctx, c, prefix)
+	vol, err := c.GetAllocationAt(ctx, schainseq.VolumeRange(prefix), head.AcceptedHeight)
+	if err != nil {
+		return Bounds{}, err
+	}
+	floors, err := recordedAt(ctx, c, prefix, head.AcceptedHeight)
 	if err != nil {
 		return Bounds{}, err
 	}
 	volNext := max(vol.Next, floors.VolumeID)
 	b := Bounds{MaxVolumeID: sub1(volNext), MaxFileKey: sub1(floors.FileKey)}
-	b.Sources = append(b.Sources, fmt.Sprintf("%s next %d, cutover floors %d (keys) and %d (volumes)", schainseq.VolumeRange(prefix), vol.Next, floors.FileKey, floors.VolumeID))
+	b.Sources = append(b.Sources, fmt.Sprintf("%s next %d, cutover floors %d (keys) and %d (volumes), at S-Chain height %d or above",
+		schainseq.VolumeRange(prefix), vol.Next, floors.FileKey, floors.VolumeID, head.AcceptedHeight))
 	ranges := map[string]bool{}
 	for v := uint64(0); v < volNext; v++ {
 		ranges[schainseq.KeyRange(prefix, uint32(v), band)] = true
@@ -275,7 +299,7 @@ func SChainBounds(ctx context.Context, c Chain, prefix string, band uint32, prog
 		go func() {
 			defer wg.Done()
 			for rng := range jobs {
-				a, err := c.GetAllocation(ctx, rng)
+				a, err := c.GetAllocationAt(ctx, rng, head.AcceptedHeight)
 				mu.Lock()
 				if err != nil && firstErr == nil {
 					firstErr = fmt.Errorf("reading %s: %w", rng, err)

@@ -28,12 +28,12 @@ func newChain(t *testing.T, n int) *apitest.Net {
 	return c
 }
 
-func router(t *testing.T, c *apitest.Net) *client.Router {
+func router(t *testing.T, c *apitest.Net) client.Fresh {
 	cfg := client.DefaultRouterConfig()
 	cfg.Client.Token = apitest.Token
 	r, err := client.NewRouter(c.URIs(), c.ChainID.String(), cfg)
 	require.NoError(t, err)
-	return r
+	return r.Fresh()
 }
 
 func ctx(t *testing.T) context.Context {
@@ -152,4 +152,29 @@ func TestFromShadowReport(t *testing.T) {
 	b, err = FromShadowReport(dir)
 	require.NoError(err)
 	require.Equal(Bounds{MaxFileKey: 99, MaxVolumeID: 12, Sources: b.Sources}, b)
+}
+
+// TestRollbackBoundsNeverComeFromALaggingNode (issue 30, finding 1): with
+// node A current and node B one reservation behind, a rollback that read a
+// key range's counter through B bounded it at 99 instead of 3,145,827, and
+// the file_key_floor it printed (1,000,100 with the default margin) let
+// the stock master issue keys [1,000,100, 3,145,828) a second time. Every
+// bound comes from the newest state of nodes holding more than 2/3 of the
+// stake.
+func TestRollbackBoundsNeverComeFromALaggingNode(t *testing.T) {
+	require := require.New(t)
+	chain := newChain(t, 4)
+	r := router(t, chain)
+	chain.SetCounter(schainseq.VolumeRange("c"), 1)
+	chain.SetCounter(schainseq.KeyRange("c", 0, 1), 99)
+	chain.Nodes[1].Freeze()
+	chain.SetCounter(schainseq.KeyRange("c", 0, 1), 3_145_827)
+	for range 4 { // reads rotate over the nodes: each bound is read through each
+		_, err := r.GetNode(ctx(t))
+		require.NoError(err)
+		b, err := SChainBounds(ctx(t), r, "c", 1, nil)
+		require.NoError(err)
+		require.Equal(uint64(3_145_826), b.MaxFileKey, "the newest counter, not the lagging node's")
+		require.Greater(Plan(b, DefaultMargins()).FileKey, uint64(3_145_827))
+	}
 }

@@ -55,7 +55,7 @@ func startCluster(t *testing.T, mode cluster.Mode, pfx string, extra map[string]
 func freshFloors(t *testing.T, pfx string) cutover.Floors {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	f, err := cutover.Record(ctx, router(t), pfx, cutover.Plan(cutover.Bounds{}, cutover.Margins{}))
+	f, err := cutover.Record(ctx, router(t).Fresh(), pfx, cutover.Plan(cutover.Bounds{}, cutover.Margins{}))
 	require.NoError(t, err)
 	return f
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/s-chain/schain/api"
+	"github.com/s-chain/schain/client"
 	"github.com/s-chain/schain/eviction"
 	"github.com/s-chain/schain/finality"
 	"github.com/s-chain/schain/localnet"
@@ -240,7 +241,10 @@ func TestZ_KillOwner(t *testing.T) {
 	// The policy (out for one liveness round) removes the dead validator.
 	_, beforeStats := probe.read()
 	admin := subnet.NewAdmin(live.URI, network.SubnetID, key)
-	w := &eviction.Watcher{Policy: eviction.Policy{After: 1, MinValidators: 2}, Memberships: liveClient, Subnet: admin}
+	// Fresh reads of the live nodes: they hold 3/4 of the stake.
+	liveRouter, err := client.NewRouter(liveURIs, network.ChainID.String(), client.DefaultRouterConfig())
+	require.NoError(err)
+	w := &eviction.Watcher{Policy: eviction.Policy{After: 1, MinValidators: 2}, Memberships: liveRouter.Fresh(), Subnet: admin}
 	outcome, err := w.Pass(ctx)
 	require.NoError(err)
 	require.Equal(victim.NodeID, outcome.Decision.NodeID, outcome.Decision.Reason)
