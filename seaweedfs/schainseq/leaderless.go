@@ -64,13 +64,32 @@ func GrowShare(seq any, count uint32) uint32 {
 
 // LeaderlessEnv is the environment variable that puts a patched volume
 // server in leaderless mode ("1" or "true"): it keeps a heartbeat stream
-// to every master of its -master list instead of one to the leader.
+// to every master of its -master list instead of one to the leader. Any
+// patched client of leaderless masters (filer, S3 gateway, shell) set with
+// it retries a failed master call sooner (FirstRetry).
 const LeaderlessEnv = "SCHAIN_LEADERLESS"
 
 // VolumeServerLeaderless reports whether LeaderlessEnv is set.
 func VolumeServerLeaderless() bool {
 	v := strings.TrimSpace(os.Getenv(LeaderlessEnv))
 	return v == "1" || strings.EqualFold(v, "true")
+}
+
+// leaderlessRetry is a client's first pause before it asks a master again
+// (the next in its list, once its stream to the failed one ended).
+const leaderlessRetry = 50 * time.Millisecond
+
+// FirstRetry is the first pause of SeaweedFS's retries of a master call
+// (assign, lookup, any call through the master client): stock waits a
+// second, for a leader to be elected. A client of leaderless masters
+// (LeaderlessEnv set: volume servers, filers, S3 gateways, shells) waits
+// leaderlessRetry: any master answers, and its master client moves to the
+// next one as soon as the failed one's stream ends.
+func FirstRetry(stock time.Duration) time.Duration {
+	if VolumeServerLeaderless() {
+		return min(stock, leaderlessRetry)
+	}
+	return stock
 }
 
 // redial is how long a volume server waits before dialing a master again

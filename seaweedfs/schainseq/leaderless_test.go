@@ -291,3 +291,11 @@ func waitUntil(t *testing.T, what string, cond func() bool) {
 		time.Sleep(10 * time.Millisecond)
 	}
 }
+
+func TestFirstRetry(t *testing.T) {
+	t.Setenv(LeaderlessEnv, "")
+	require.Equal(t, time.Second, FirstRetry(time.Second), "stock waits for an election")
+	t.Setenv(LeaderlessEnv, "1")
+	require.Equal(t, 50*time.Millisecond, FirstRetry(time.Second), "a client of leaderless masters asks the next one at once")
+	require.Equal(t, 10*time.Millisecond, FirstRetry(10*time.Millisecond))
+}

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/s-chain/schain/benchmark"
+	"github.com/s-chain/schain/seaweedfs/cluster"
 )
 
 // WriteTables writes the report as Markdown tables.
@@ -79,6 +80,25 @@ func WriteTables(w io.Writer, r *Report) error {
 		fmt.Fprintf(&b, "| owner killed (%d) | %d | %d | %s |\n", vk.Owned, deadUploads, deadFailed, benchmark.Duration(deadStall))
 		fmt.Fprintf(&b, "\nWhole run: %s; failed attempts naming no volume: %d. Zero failed uploads on volumes whose owner is alive: %s.\n",
 			c, vk.Unattributed, met(liveFailed == 0 && c.Failed == 0))
+	}
+	if len(r.ObjectKills) > 0 {
+		fmt.Fprintf(&b, "\nObject kill: %d S3 clients PUT %d-byte objects through the S3 gateway and its filer; kill -9 of the master the filer follows (the raft leader; for raftless masters the first of the filer's list) after %v, writes for %v after it.\n\n",
+			s.Writers, 2048, s.KillBefore, s.ObjectKillAfter)
+		b.WriteString("| cluster | masters run raft | killed | longest PUT after the kill | longest PUT before | objects/s | objects | failed attempts | failed | read back intact |\n| --- | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n")
+		for _, k := range r.ObjectKills {
+			raft := "yes"
+			if k.RaftPeers == 0 && !k.RaftState {
+				raft = "no (no peers, no raft state)"
+			}
+			fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s | %d | %d | %d | %d of %d |\n", k.Name, raft, k.Killed,
+				benchmark.Duration(k.LongestAfter), benchmark.Duration(k.LongestBefore), benchmark.Thousands(k.PerSec),
+				k.Acked, k.FailedAttempts, k.Failed, k.Check.ReadBack, k.Check.Acked)
+			if k.Mode == cluster.ModeRaftless {
+				fmt.Fprintf(&b, "\nRaftless masters, master kill: longest PUT %s (target <= 300 ms: %s), %d lost (target 0: %s), no raft: %s.\n",
+					benchmark.Duration(k.LongestAfter), met(k.LongestAfter <= 300*time.Millisecond),
+					k.Check.Lost+k.Check.Altered+k.Failed, met(k.Check.Err() == nil && k.Failed == 0), met(k.RaftPeers == 0 && !k.RaftState))
+			}
+		}
 	}
 	_, err := io.WriteString(w, b.String())
 	return err
