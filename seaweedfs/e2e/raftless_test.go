@@ -227,26 +227,26 @@ func (s *s3Store) Delete(ctx context.Context, key string) error {
 }
 
 // objects runs objload in the background until stop.
-type objects struct {
+type objectWriters struct {
 	r      *objload.Runner
 	cancel context.CancelFunc
 	done   chan objload.Result
 }
 
-func startObjects(t *testing.T, store objload.Store, name string, workers int) *objects {
+func startObjects(t *testing.T, store objload.Store, name string, workers int) *objectWriters {
 	t.Helper()
 	cfg := objload.DefaultConfig(name)
 	cfg.Workers = workers
 	r, err := objload.New(store, cfg)
 	require.NoError(t, err)
 	ctx, cancel := context.WithCancel(context.Background())
-	o := &objects{r: r, cancel: cancel, done: make(chan objload.Result, 1)}
+	o := &objectWriters{r: r, cancel: cancel, done: make(chan objload.Result, 1)}
 	go func() { o.done <- r.Run(ctx) }()
 	t.Cleanup(func() { o.stop() })
 	return o
 }
 
-func (o *objects) stop() objload.Result {
+func (o *objectWriters) stop() objload.Result {
 	o.cancel()
 	res := <-o.done
 	o.done <- res
@@ -267,7 +267,7 @@ type deletes struct {
 	done  chan map[string]bool
 }
 
-func startDeletes(t *testing.T, s3 *s3Store, o *objects) *deletes {
+func startDeletes(t *testing.T, s3 *s3Store, o *objectWriters) *deletes {
 	d := &deletes{stopc: make(chan struct{}), done: make(chan map[string]bool, 1)}
 	go func() {
 		gone := map[string]bool{}
