@@ -6,10 +6,12 @@ import (
 	"bytes"
 	"context"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"os/exec"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -534,4 +536,41 @@ func (h history) apply(e state.ReceiptEntry, at uint64) {
 			cur.Until = min(cur.Until, at)
 		}
 	}
+}
+
+// TestLeaseCLI: `schain lease` acquires, shows, renews and releases a lease
+// on the network, and a second holder is refused with the holder named.
+func TestLeaseCLI(t *testing.T) {
+	require := require.New(t)
+	rng := prefix(t) + "/lock/cli"
+	run := func(want int, args ...string) map[string]any {
+		t.Helper()
+		base := []string{"--rpc", strings.Join(network.ChainURIsBase(), ","), "--chain", network.ChainID.String(),
+			"--token-file", network.TokenPath(), "--json", "lease"}
+		cmd := exec.Command(filepath.Join(buildDir(), "schain"), append(base, args...)...)
+		out, err := cmd.Output()
+		code := 0
+		var ee *exec.ExitError
+		if errors.As(err, &ee) {
+			code = ee.ExitCode()
+		} else {
+			require.NoError(err)
+		}
+		require.Equal(want, code, "schain lease %v: %s", args, out)
+		var v map[string]any
+		require.NoError(json.Unmarshal(out, &v), "%s", out)
+		return v
+	}
+	got := run(0, "acquire", rng, "--holder", "cli-a", "--ttl", "30s")
+	require.Equal("granted", got["outcome"])
+	token := fmt.Sprint(got["token"])
+	shown := run(0, "show", rng)
+	require.Equal(true, shown["held"])
+	require.Equal("cli-a", shown["holder"])
+	held := run(5, "acquire", rng, "--holder", "cli-b", "--ttl", "30s")
+	require.Contains(fmt.Sprint(held), "cli-a", "the refusal names the holder")
+	require.Equal("renewed", run(0, "renew", rng, "--holder", "cli-a", "--token", token, "--ttl", "30s")["outcome"])
+	run(3, "renew", rng, "--holder", "cli-b", "--token", token, "--ttl", "30s")
+	require.Equal("released", run(0, "release", rng, "--holder", "cli-a", "--token", token)["outcome"])
+	require.Equal(false, run(0, "show", rng)["held"])
 }
