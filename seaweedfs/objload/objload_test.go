@@ -70,7 +70,7 @@ func TestRunRetriesAndVerifyFindsWhatIsMissing(t *testing.T) {
 		}
 	}
 	require.Positive(retried)
-	require.Equal(res.Longest(res.Start, res.End), maxWait(res))
+	require.Equal(res.Longest(res.Start, res.End), maxWait(res), "the acknowledged PUTs' longest, or a cut one's wait until the end")
 
 	c := Verify(context.Background(), store, res, 4)
 	require.NoError(c.Err())
@@ -91,6 +91,9 @@ func maxWait(res Result) time.Duration {
 	for _, p := range res.Puts {
 		d = max(d, p.Wait)
 	}
+	for _, start := range res.Cut {
+		d = max(d, res.End.Sub(start))
+	}
 	return d
 }
 
@@ -110,4 +113,6 @@ func TestAnObjectGivesUpAtItsBound(t *testing.T) {
 	cancel()
 	res := <-done
 	require.Empty(t, res.Puts)
+	require.Len(t, res.Cut, 1, "the object in flight at the end")
+	require.Equal(t, res.End.Sub(res.Cut[0]), res.Longest(res.Start, res.End), "a cut PUT waited until the end")
 }
