@@ -56,7 +56,7 @@ func TestRunRetriesAndVerifyFindsWhatIsMissing(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan Result, 1)
 	go func() { done <- r.Run(ctx) }()
-	require.Eventually(func() bool { return len(r.Snapshot().Puts) >= 30 }, 10*time.Second, time.Millisecond)
+	require.Eventually(func() bool { s := r.Snapshot(); return len(s.Puts) >= 30 && len(s.Failures) == 5 }, 10*time.Second, time.Millisecond)
 	cancel()
 	res := <-done
 	require.Len(res.Failures, 5, "each refused PUT is a failed attempt")
