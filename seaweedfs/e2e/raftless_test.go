@@ -62,8 +62,8 @@ func TestRaftlessMasters(t *testing.T) {
 	})
 
 	type window struct {
-		name     string
-		from, to time.Time
+		name                    string
+		from, restarted, served time.Time
 	}
 	var kills []window
 	for i, m := range masters {
@@ -79,7 +79,7 @@ func TestRaftlessMasters(t *testing.T) {
 		restarted := time.Now()
 		require.NoError(c.StartMaster(i))
 		waitFor(t, time.Minute, "the restarted master to serve uploads", func() bool { return u.ackedAt(m, restarted) >= 20 })
-		kills = append(kills, window{fmt.Sprintf("kill of master%d", i+1), at, time.Now()})
+		kills = append(kills, window{fmt.Sprintf("master%d", i+1), at, restarted, time.Now()})
 	}
 	shellRuns := shells.stop()
 
@@ -145,9 +145,23 @@ func TestRaftlessMasters(t *testing.T) {
 	var worst time.Duration
 	var during []string
 	for _, k := range kills {
-		d := max(longestUpload(res, k.from, k.to), objRes.Longest(k.from, k.to), fileRes.Longest(k.from, k.to))
-		worst = max(worst, d)
-		during = append(during, fmt.Sprintf("%s %s", k.name, describe(d)))
+		for _, w := range []struct {
+			what     string
+			from, to time.Time
+		}{{"kill", k.from, k.restarted}, {"restart", k.restarted, k.served}} {
+			up, obj, file := longestUpload(res, w.from, w.to), objRes.Longest(w.from, w.to), fileRes.Longest(w.from, w.to)
+			worst = max(worst, up, obj, file)
+			during = append(during, fmt.Sprintf("%s %s: upload %s, S3 %s, filer %s", w.what, k.name, describe(up), describe(obj), describe(file)))
+		}
+	}
+	logSlowest(t, res, map[string]time.Time{"kill 1": kills[0].from, "restart 1": kills[0].restarted,
+		"kill 2": kills[1].from, "restart 2": kills[1].restarted, "kill 3": kills[2].from, "restart 3": kills[2].restarted})
+	for _, r := range []objload.Result{objRes, fileRes} {
+		ps := slices.Clone(r.Puts)
+		slices.SortFunc(ps, func(a, b objload.Put) int { return int(b.Wait - a.Wait) })
+		for _, p := range ps[:min(3, len(ps))] {
+			t.Logf("slow PUT %s: started %s after the run's start, took %s (%d attempts)", p.Key, describe(p.Start.Sub(r.Start)), describe(p.Wait), p.Attempts)
+		}
 	}
 	okShells := 0
 	for _, r := range shellRuns {
@@ -164,7 +178,7 @@ func TestRaftlessMasters(t *testing.T) {
 		"paused_ms": resumedAt.Sub(pausedAt).Milliseconds(), "paused_shell_token": held.Token, "second_shell_token": last.Token,
 		"paused_shell_after_resume": strings.TrimSpace(first.out),
 	})
-	t.Logf("longest wait of an upload, S3 PUT or filer PUT through each kill: %s", strings.Join(during, ", "))
+	t.Logf("longest wait through each kill and restart:\n%s", strings.Join(during, "\n"))
 	require.Positive(okShells, "no shell run got through")
 	// A kill costs a client one retry to the next master: no wait near an
 	// election's (stock about 16 s). 3x the bench's 1 s mark, for a loaded
