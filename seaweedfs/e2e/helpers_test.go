@@ -174,12 +174,17 @@ func killLeader(t *testing.T, c *cluster.Cluster) (string, time.Time) {
 	return leader, at
 }
 
-// longestUpload is the longest upload in flight at some time in [from, to].
+// longestUpload is the longest any upload in flight at some time in
+// [from, to] waited, counted from from for one already in flight then.
 func longestUpload(res workload.Result, from, to time.Time) time.Duration {
 	var d time.Duration
 	for _, up := range res.Uploads {
 		if up.Done.After(from) && up.Start.Before(to) {
-			d = max(d, up.Wait)
+			waited := up.Wait
+			if up.Start.Before(from) {
+				waited = up.Done.Sub(from)
+			}
+			d = max(d, waited)
 		}
 	}
 	return d

@@ -193,21 +193,30 @@ func (res Result) AckedSince(t time.Time) int {
 	return n
 }
 
-// Longest is the longest PUT that was in flight at some time in [from, to],
-// a PUT the run's end cut counting as waiting until the end.
+// Longest is the longest any PUT in flight at some time in [from, to]
+// waited, counted from from for one already in flight then (what a kill at
+// from made it wait, not what it waited before), a PUT the run's end cut
+// counting as waiting until the end.
 func (res Result) Longest(from, to time.Time) time.Duration {
 	var d time.Duration
 	for _, p := range res.Puts {
 		if p.Done.After(from) && p.Start.Before(to) {
-			d = max(d, p.Wait)
+			d = max(d, p.Done.Sub(later(p.Start, from)))
 		}
 	}
 	for _, start := range res.Cut {
 		if start.Before(to) {
-			d = max(d, res.End.Sub(start))
+			d = max(d, res.End.Sub(later(start, from)))
 		}
 	}
 	return d
+}
+
+func later(a, b time.Time) time.Time {
+	if a.After(b) {
+		return a
+	}
+	return b
 }
 
 // FinalFailures counts objects that gave up.

@@ -69,8 +69,13 @@ func GrowShare(seq any, count uint32) uint32 {
 // it retries a failed master call sooner (FirstRetry).
 const LeaderlessEnv = "SCHAIN_LEADERLESS"
 
-// VolumeServerLeaderless reports whether LeaderlessEnv is set.
-func VolumeServerLeaderless() bool {
+// LeaderlessClient reports whether LeaderlessEnv is set: this process is a
+// volume server or a client (filer, S3 gateway, shell) of leaderless
+// masters. Its master client then keeps no state per master across a
+// change of master (the filers' lock ring is every master's, not a
+// leader's, and the next master's update replaces it), and retries sooner
+// (FirstRetry).
+func LeaderlessClient() bool {
 	v := strings.TrimSpace(os.Getenv(LeaderlessEnv))
 	return v == "1" || strings.EqualFold(v, "true")
 }
@@ -80,13 +85,14 @@ func VolumeServerLeaderless() bool {
 const leaderlessRetry = 50 * time.Millisecond
 
 // FirstRetry is the first pause of SeaweedFS's retries of a master call
-// (assign, lookup, any call through the master client): stock waits a
+// (assign, lookup, any call through the master client), and the pause of
+// a master client between two rounds over its master list: stock waits a
 // second, for a leader to be elected. A client of leaderless masters
 // (LeaderlessEnv set: volume servers, filers, S3 gateways, shells) waits
 // leaderlessRetry: any master answers, and its master client moves to the
 // next one as soon as the failed one's stream ends.
 func FirstRetry(stock time.Duration) time.Duration {
-	if VolumeServerLeaderless() {
+	if LeaderlessClient() {
 		return min(stock, leaderlessRetry)
 	}
 	return stock
@@ -175,7 +181,7 @@ func modeNote(cfg Config) string {
 // (85 s), answering lookups of the volume with not found. So there the full
 // list goes every pulse, as the full volume list already does.
 func EcShardPulse(stock, pulse time.Duration) time.Duration {
-	if VolumeServerLeaderless() {
+	if LeaderlessClient() {
 		return pulse
 	}
 	return stock

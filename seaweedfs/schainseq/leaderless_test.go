@@ -203,10 +203,10 @@ func TestHeartbeatEachKeepsAStreamPerMaster(t *testing.T) {
 	require.Equal(t, int32(1), calls[2].Load())
 }
 
-func TestVolumeServerLeaderlessEnv(t *testing.T) {
+func TestLeaderlessClientEnv(t *testing.T) {
 	for v, want := range map[string]bool{"1": true, "true": true, "TRUE": true, "0": false, "": false, "no": false} {
 		t.Setenv(LeaderlessEnv, v)
-		require.Equal(t, want, VolumeServerLeaderless(), "%s=%q", LeaderlessEnv, v)
+		require.Equal(t, want, LeaderlessClient(), "%s=%q", LeaderlessEnv, v)
 	}
 	require.NoError(t, os.Unsetenv(LeaderlessEnv))
 }
