@@ -95,8 +95,8 @@ func WriteTables(w io.Writer, r *Report) error {
 				k.Acked, k.FailedAttempts, k.Failed, k.Check.ReadBack, k.Check.Acked)
 			if k.Mode == cluster.ModeRaftless {
 				fmt.Fprintf(&b, "\nRaftless masters, master kill: longest PUT %s (target <= 300 ms: %s), %d lost (target 0: %s), no raft: %s.\n",
-					benchmark.Duration(k.LongestAfter), met(k.LongestAfter <= 300*time.Millisecond),
-					k.Check.Lost+k.Check.Altered+k.Failed, met(k.Check.Err() == nil && k.Failed == 0), met(k.RaftPeers == 0 && !k.RaftState))
+					benchmark.Duration(k.LongestAfter), benchmark.Met(k.LongestAfter <= 300*time.Millisecond),
+					k.Check.Lost+k.Check.Altered+k.Failed, benchmark.Met(k.Check.Err() == nil && k.Failed == 0), benchmark.Met(k.RaftPeers == 0 && !k.RaftState))
 			}
 		}
 	}
