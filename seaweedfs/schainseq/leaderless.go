@@ -85,9 +85,10 @@ func LeaderlessClient() bool {
 const leaderlessRetry = 50 * time.Millisecond
 
 // FirstRetry is the first pause of SeaweedFS's retries of a master call
-// (assign, lookup, any call through the master client), and the pause of
-// a master client between two rounds over its master list: stock waits a
-// second, for a leader to be elected. A client of leaderless masters
+// (assign, lookup, any call through the master client), the pause of a
+// master client between two rounds over its master list, and the bound of
+// its polls for a connection while it has none: stock waits a second (200
+// ms for the polls), for a leader to be elected. A client of leaderless masters
 // (LeaderlessEnv set: volume servers, filers, S3 gateways, shells) waits
 // leaderlessRetry: any master answers, and its master client moves to the
 // next one as soon as the failed one's stream ends.
