@@ -23,6 +23,8 @@ const stopGrace = 10 * time.Second
 type proc struct {
 	Name string   `json:"name"`
 	Args []string `json:"args"`
+	// Wrap runs the program through a prefix (its host's ip netns exec).
+	Wrap []string `json:"wrap,omitempty"`
 	// Env is added to the environment the process inherits.
 	Env []string `json:"env,omitempty"`
 	Log string   `json:"log"`
@@ -43,8 +45,9 @@ func (p *proc) start(bin string, detach bool) error {
 		return err
 	}
 	defer logFile.Close() // the child holds its own descriptor
-	fmt.Fprintf(logFile, "---- %s: %s %s\n", time.Now().Format(time.RFC3339), bin, strings.Join(p.Args, " "))
-	cmd := exec.Command(bin, p.Args...)
+	argv := append(append(append([]string{}, p.Wrap...), bin), p.Args...)
+	fmt.Fprintf(logFile, "---- %s: %s\n", time.Now().Format(time.RFC3339), strings.Join(argv, " "))
+	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Dir = p.Dir
 	if len(p.Env) > 0 {
 		cmd.Env = append(os.Environ(), p.Env...)
