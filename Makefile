@@ -121,7 +121,7 @@ profile:
 FUZZTIME ?= 20s
 fuzz:
 	$(GO) test -run '^$$' -fuzz FuzzParse -fuzztime $(FUZZTIME) ./txs/
-	@for f in FuzzObjectRecord FuzzChunkRecord FuzzReceiptRecord; do \
+	@for f in FuzzObjectRecord FuzzChunkRecord FuzzReceiptRecord FuzzLeaseRecord; do \
 	  $(GO) test -run '^$$' -fuzz "^$$f\$$" -fuzztime $(FUZZTIME) ./state/ || exit 1; done
 
 ## run: a local 4-node S-Chain network on 127.0.0.1 (reused if already up), a demo, and a short shadow run against an embedded legacy raft allocator

@@ -160,6 +160,33 @@ func (c *Client) PutManifest(ctx context.Context, args api.PutManifestArgs) (*ap
 	return reply, c.call(ctx, "putManifest", args, reply, args.Wait.Waits())
 }
 
+// AcquireLease asks the node, which must own args.Range, for the range's
+// lease; it answers once the block that decides it is accepted: a
+// LeaseReply, or ErrLeaseHeld with the holder (IsLeaseHeld).
+func (c *Client) AcquireLease(ctx context.Context, args api.LeaseArgs) (*api.LeaseReply, error) {
+	reply := new(api.LeaseReply)
+	return reply, c.call(ctx, "acquireLease", args, reply, true)
+}
+
+// RenewLease extends the grant args.Token of args.Holder; ErrLeaseLost
+// once it is no longer the range's.
+func (c *Client) RenewLease(ctx context.Context, args api.LeaseArgs) (*api.LeaseReply, error) {
+	reply := new(api.LeaseReply)
+	return reply, c.call(ctx, "renewLease", args, reply, true)
+}
+
+// ReleaseLease ends the grant args.Token of args.Holder.
+func (c *Client) ReleaseLease(ctx context.Context, args api.LeaseArgs) (*api.LeaseReply, error) {
+	reply := new(api.LeaseReply)
+	return reply, c.call(ctx, "releaseLease", args, reply, true)
+}
+
+// GetLease reads a range's lease in accepted state.
+func (c *Client) GetLease(ctx context.Context, rangeKey string) (*api.LeaseStateReply, error) {
+	reply := new(api.LeaseStateReply)
+	return reply, c.call(ctx, "getLease", api.RangeArgs{Range: rangeKey}, reply, false)
+}
+
 // GetReceipt reports a transaction's status as this node knows it.
 func (c *Client) GetReceipt(ctx context.Context, txID ids.ID) (*api.ReceiptReply, error) {
 	reply := new(api.ReceiptReply)

@@ -44,6 +44,13 @@ var (
 	ErrForbidden = errcode.Forbidden.Class()
 	// ErrNotFound matches api.CodeNotFound.
 	ErrNotFound = errcode.NotFound.Class()
+	// ErrLeaseHeld matches api.CodeLeaseHeld: another holder holds the
+	// lease (IsLeaseHeld names it). Not retried: the caller decides when to
+	// ask again.
+	ErrLeaseHeld = errcode.LeaseHeld.Class()
+	// ErrLeaseLost matches api.CodeLeaseLost: the grant is no longer the
+	// range's and its token is refused. Not retried.
+	ErrLeaseLost = errcode.LeaseLost.Class()
 	// ErrPreconditionFailed matches api.CodePreconditionFailed: a versioned
 	// write's condition failed (IsPreconditionFailed names the current
 	// version). Not retried: the same write fails the same way.
@@ -157,6 +164,20 @@ func IsTooManyRequests(err error) (api.RetryData, bool) {
 func IsRejected(err error) (api.RejectedData, bool) {
 	var d api.RejectedData
 	return d, decodeData(err, api.CodeRejected, &d)
+}
+
+// IsLeaseHeld reports whether err is a LeaseHeld answer and returns the
+// lease that stands.
+func IsLeaseHeld(err error) (api.LeaseData, bool) {
+	var d api.LeaseData
+	return d, decodeData(err, api.CodeLeaseHeld, &d)
+}
+
+// IsLeaseLost reports whether err is a LeaseLost answer and returns the
+// lease that stands (Holder empty: nobody holds it).
+func IsLeaseLost(err error) (api.LeaseData, bool) {
+	var d api.LeaseData
+	return d, decodeData(err, api.CodeLeaseLost, &d)
 }
 
 // decodeData reports whether err carries code, decoding its data into v on a

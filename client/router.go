@@ -217,6 +217,34 @@ func (r *Router) PutManifest(ctx context.Context, args api.PutManifestArgs) (*ap
 	})
 }
 
+// AcquireLease asks args.Range's owner for its lease.
+func (r *Router) AcquireLease(ctx context.Context, args api.LeaseArgs) (*api.LeaseReply, error) {
+	return write(ctx, r, args.Range, func(ctx context.Context, e *endpoint) (*api.LeaseReply, error) {
+		return e.c.AcquireLease(ctx, args)
+	})
+}
+
+// RenewLease asks args.Range's owner to extend a grant.
+func (r *Router) RenewLease(ctx context.Context, args api.LeaseArgs) (*api.LeaseReply, error) {
+	return write(ctx, r, args.Range, func(ctx context.Context, e *endpoint) (*api.LeaseReply, error) {
+		return e.c.RenewLease(ctx, args)
+	})
+}
+
+// ReleaseLease asks args.Range's owner to end a grant.
+func (r *Router) ReleaseLease(ctx context.Context, args api.LeaseArgs) (*api.LeaseReply, error) {
+	return write(ctx, r, args.Range, func(ctx context.Context, e *endpoint) (*api.LeaseReply, error) {
+		return e.c.ReleaseLease(ctx, args)
+	})
+}
+
+// GetLease asks any healthy endpoint.
+func (r *Router) GetLease(ctx context.Context, rangeKey string) (*api.LeaseStateReply, error) {
+	return readAny(ctx, r, func(ctx context.Context, e *endpoint) (*api.LeaseStateReply, error) {
+		return e.c.GetLease(ctx, rangeKey)
+	})
+}
+
 // GetReceipt asks any healthy endpoint.
 func (r *Router) GetReceipt(ctx context.Context, txID ids.ID) (*api.ReceiptReply, error) {
 	return readAny(ctx, r, func(ctx context.Context, e *endpoint) (*api.ReceiptReply, error) {

@@ -46,6 +46,12 @@ const (
 	// another version (or live where it had to be absent). Data names the
 	// current version. Retrying the same write fails the same way.
 	PreconditionFailed Code = -32020
+	// LeaseHeld: another holder holds the lease unexpired. Data names it.
+	LeaseHeld Code = -32021
+	// LeaseLost: the grant a renew or release names is no longer held (it
+	// expired, was released or another holder took the lease): its fencing
+	// token is refused.
+	LeaseLost Code = -32022
 	// Conflict: the write names a chunk another live object holds, or one
 	// already released. Data names the chunk and its holder.
 	Conflict Code = -32023
@@ -65,12 +71,13 @@ const (
 )
 
 // Codes lists every code of the API, in a fixed order.
-var Codes = []Code{NotOwner, NotReady, MempoolFull, Rejected, Timeout, NotFound, Unauthorized, TooManyRequests, RequestTooLarge, Forbidden, PreconditionFailed, Conflict, InvalidParams, Unknown}
+var Codes = []Code{NotOwner, NotReady, MempoolFull, Rejected, Timeout, NotFound, Unauthorized, TooManyRequests, RequestTooLarge, Forbidden, PreconditionFailed, LeaseHeld, LeaseLost, Conflict, InvalidParams, Unknown}
 
 var names = map[Code]string{
 	NotOwner: "not_owner", NotReady: "not_ready", MempoolFull: "mempool_full", Rejected: "rejected",
 	Timeout: "timeout", NotFound: "not_found", Unauthorized: "unauthorized", TooManyRequests: "too_many_requests",
-	RequestTooLarge: "request_too_large", Forbidden: "forbidden", PreconditionFailed: "precondition_failed", Conflict: "conflict",
+	RequestTooLarge: "request_too_large", Forbidden: "forbidden", PreconditionFailed: "precondition_failed",
+	LeaseHeld: "lease_held", LeaseLost: "lease_lost", Conflict: "conflict",
 	InvalidParams: "invalid_params", Unknown: "unknown",
 	ParseError: "parse_error", InvalidRequest: "invalid_request", MethodNotFound: "method_not_found", InternalError: "internal_error",
 }

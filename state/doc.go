@@ -15,6 +15,8 @@
 //	'x' txID                       -> receipt                     (rooted)
 //	'r' u64 round | signing hash   -> {}   replay index           (rooted)
 //	'e'                            -> u64 round below which 'r' is empty (rooted)
+//	'L' range                      -> lease {holder, token, expiry} (rooted)
+//	'F' range                      -> u64 last fencing token granted (rooted)
 //	'v' str bucket | key           -> object: version, height, manifest,
 //	                                  attributes (kind 4; rooted)
 //	'k' str range | u64 id         -> chunk: live (holder) | released |

@@ -19,6 +19,8 @@ const (
 	tagAccepted     byte = 'a'
 	tagLiveness     byte = 'l'
 	tagMembership   byte = 'p'
+	tagLease        byte = 'L'
+	tagFence        byte = 'F'
 	tagObject       byte = 'v'
 	tagChunk        byte = 'k'
 	tagReleased     byte = 'g'
@@ -76,6 +78,10 @@ func parseReleasedKey(k []byte, prefixLen int) (uint64, txs.ChunkRef, bool) {
 	}
 	return height, txs.ChunkRef{Range: string(rest[10 : 10+n]), ID: binary.BigEndian.Uint64(rest[10+n:])}, true
 }
+
+func leaseKey(rangeKey string) []byte { return append([]byte{tagLease}, rangeKey...) }
+
+func fenceKey(rangeKey string) []byte { return append([]byte{tagFence}, rangeKey...) }
 
 func receiptKey(txID ids.ID) []byte { return append([]byte{tagReceipt}, txID[:]...) }
 

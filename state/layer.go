@@ -63,6 +63,16 @@ type Changes struct {
 	// takes them off.
 	Released  []ReleasedUpdate
 	Reclaimed []ReleasedUpdate
+	// Leases are written whole, or deleted.
+	Leases []LeaseUpdate
+}
+
+// LeaseUpdate sets a range's lease (nil: released) and, when Fence is not
+// zero, its last fencing token (a new grant).
+type LeaseUpdate struct {
+	Range string
+	Lease *Lease
+	Fence uint64
 }
 
 // ChunkUpdate sets a chunk's record.
@@ -112,6 +122,9 @@ func (l *Layer) Apply(c *Changes) error {
 		}
 	}
 	if err := l.putLiveness(c.Liveness); err != nil {
+		return err
+	}
+	if err := l.putLeases(c.Leases); err != nil {
 		return err
 	}
 	if err := l.putObjects(c); err != nil {
@@ -182,6 +195,26 @@ func (l *Layer) putObjects(c *Changes) error {
 func (l *Layer) putLiveness(us []LivenessUpdate) error {
 	for _, u := range us {
 		if err := l.put(livenessKey(u.NodeID), encodeLiveness(u.Record)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (l *Layer) putLeases(us []LeaseUpdate) error {
+	for _, u := range us {
+		if u.Fence != 0 {
+			if err := l.put(fenceKey(u.Range), binary.BigEndian.AppendUint64(nil, u.Fence)); err != nil {
+				return err
+			}
+		}
+		var err error
+		if u.Lease == nil {
+			err = l.del(leaseKey(u.Range))
+		} else {
+			err = l.put(leaseKey(u.Range), encodeLease(*u.Lease))
+		}
+		if err != nil {
 			return err
 		}
 	}

@@ -19,8 +19,9 @@ type Receipt struct {
 }
 
 // ReceiptEntry is one entry's outcome: the ids reserved by an allocate entry
-// ([Base, Base+Count) in Range), the object a manifest entry wrote, or the
-// chunk a reclaim entry took off its released list (Range, ID).
+// ([Base, Base+Count) in Range), the object a manifest entry wrote, the
+// chunk a reclaim entry took off its released list (Range, ID), or what a
+// lease entry got.
 type ReceiptEntry struct {
 	Range   string `json:"range,omitempty"`
 	Base    uint64 `json:"base,omitempty"`
@@ -44,27 +45,56 @@ type ReceiptEntry struct {
 	Current uint64 `json:"current,omitempty"`
 	// ID is the chunk a reclaim entry names (in Range).
 	ID uint64 `json:"id,omitempty"`
+	// The fields below are a LeaseTx's (receipt record version 3): the
+	// entry's outcome, and the lease of Range the block left (the grant,
+	// or the holder who kept it; empty when nobody holds it).
+	Lease     LeaseOutcome `json:"lease,omitempty"`
+	Holder    string       `json:"holder,omitempty"`
+	Token     uint64       `json:"token,omitempty"`
+	ExpiresMs uint64       `json:"expiresMs,omitempty"`
 }
+
+// LeaseOutcome is what a lease entry got.
+type LeaseOutcome string
+
+// The outcomes. Granted, Renewed and Released did what was asked; Held and
+// Lost did nothing.
+const (
+	LeaseGranted  LeaseOutcome = "granted"
+	LeaseRenewed  LeaseOutcome = "renewed"
+	LeaseReleased LeaseOutcome = "released"
+	// LeaseHeld: an acquire found another holder's unexpired grant.
+	LeaseHeld LeaseOutcome = "held"
+	// LeaseLost: a renew or release named a grant that expired, was
+	// released or was never this holder's.
+	LeaseLost LeaseOutcome = "lost"
+)
 
 // Receipt record versions: 1 for the kinds before the manifests upgrade
 // (their bytes, and so the state root, never change), 2 for ManifestTx and
-// ReclaimTx.
+// ReclaimTx, 3 for LeaseTx.
 const (
-	receiptVersion   byte = 1
-	receiptVersionV2 byte = 2
+	receiptVersion      byte = 1
+	receiptVersionV2    byte = 2
+	receiptVersionLease byte = 3
 )
 
-// receiptV2 reports whether a receipt's kind records the version 2 fields.
-func receiptV2(kind string) bool { return kind == "manifest" || kind == "reclaim" }
+// receiptVersionOf is the record version of a receipt of kind.
+func receiptVersionOf(kind string) byte {
+	switch kind {
+	case "manifest", "reclaim":
+		return receiptVersionV2
+	case "lease":
+		return receiptVersionLease
+	}
+	return receiptVersion
+}
 
 func encodeReceipt(r *Receipt) ([]byte, error) {
 	w := &wire.Writer{}
-	v2 := receiptV2(r.Kind)
-	if v2 {
-		w.U8(receiptVersionV2)
-	} else {
-		w.U8(receiptVersion)
-	}
+	version := receiptVersionOf(r.Kind)
+	v2 := version == receiptVersionV2
+	w.U8(version)
 	w.Raw(r.TxID[:])
 	w.U64(r.Height)
 	w.Str(r.Kind)
@@ -83,6 +113,12 @@ func encodeReceipt(r *Receipt) ([]byte, error) {
 			w.U64(e.Current)
 			w.U64(e.ID)
 		}
+		if version == receiptVersionLease {
+			w.Str(string(e.Lease))
+			w.Str(e.Holder)
+			w.U64(e.Token)
+			w.U64(e.ExpiresMs)
+		}
 	}
 	return w.B, w.Err
 }
@@ -90,7 +126,7 @@ func encodeReceipt(r *Receipt) ([]byte, error) {
 func decodeReceipt(b []byte) (*Receipt, error) {
 	r := &wire.Reader{B: b}
 	v := r.U8()
-	if r.Err == nil && v != receiptVersion && v != receiptVersionV2 {
+	if r.Err == nil && v != receiptVersion && v != receiptVersionV2 && v != receiptVersionLease {
 		return nil, fmt.Errorf("%w: receipt version %d", ErrCorrupt, v)
 	}
 	rc := &Receipt{}
@@ -106,15 +142,55 @@ func decodeReceipt(b []byte) (*Receipt, error) {
 		if v == receiptVersionV2 {
 			e.Version, e.Refused, e.Detail, e.Current, e.ID = r.U64(), r.Str(), r.Str(), r.U64(), r.U64()
 		}
+		if v == receiptVersionLease {
+			e.Lease, e.Holder, e.Token, e.ExpiresMs = LeaseOutcome(r.Str()), r.Str(), r.U64(), r.U64()
+		}
 		rc.Entries = append(rc.Entries, e)
 	}
-	if r.Err == nil && receiptV2(rc.Kind) != (v == receiptVersionV2) {
+	if r.Err == nil && receiptVersionOf(rc.Kind) != v {
 		return nil, fmt.Errorf("%w: receipt of a %s in record version %d", ErrCorrupt, rc.Kind, v)
 	}
 	if err := r.Done(); err != nil {
 		return nil, fmt.Errorf("%w: receipt: %w", ErrCorrupt, err)
 	}
 	return rc, nil
+}
+
+// Lease is the lease of a range: its holder, the fencing token of the grant
+// (it only grows for a range, across holders and releases) and when it
+// expires, in unix milliseconds of block time. Whether it still holds is a
+// matter of the block time it is read at: an expired lease is free to
+// acquire, but its record stays until the next operation on the range.
+type Lease struct {
+	Holder    string `json:"holder"`
+	Token     uint64 `json:"token"`
+	ExpiresMs uint64 `json:"expiresMs"`
+}
+
+// Held reports whether l is unexpired at block time nowMs.
+func (l Lease) Held(nowMs uint64) bool { return nowMs < l.ExpiresMs }
+
+const leaseVersion byte = 1
+
+func encodeLease(l Lease) []byte {
+	w := &wire.Writer{}
+	w.U8(leaseVersion)
+	w.Str(l.Holder)
+	w.U64(l.Token)
+	w.U64(l.ExpiresMs)
+	return w.B
+}
+
+func decodeLease(b []byte) (Lease, error) {
+	r := &wire.Reader{B: b}
+	if v := r.U8(); r.Err == nil && v != leaseVersion {
+		return Lease{}, fmt.Errorf("%w: lease version %d", ErrCorrupt, v)
+	}
+	l := Lease{Holder: r.Str(), Token: r.U64(), ExpiresMs: r.U64()}
+	if err := r.Done(); err != nil {
+		return Lease{}, fmt.Errorf("%w: lease record: %w", ErrCorrupt, err)
+	}
+	return l, nil
 }
 
 // Accepted is the last accepted block as the database records it.

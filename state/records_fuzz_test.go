@@ -45,6 +45,7 @@ func FuzzReceiptRecord(f *testing.F) {
 	for _, r := range []*Receipt{
 		{TxID: ids.ID{1}, Height: 3, Kind: "manifest", Entries: []ReceiptEntry{{Bucket: "b", Key: "k", Version: 5, Refused: "precondition_failed", Current: 4}}},
 		{TxID: ids.ID{2}, Height: 3, Kind: "allocate", Entries: []ReceiptEntry{{Range: "r", Base: 1, Count: 2}}},
+		{TxID: ids.ID{3}, Height: 4, Kind: "lease", Entries: []ReceiptEntry{{Range: "r", Lease: LeaseGranted, Holder: "h", Token: 2, ExpiresMs: 9}}},
 	} {
 		b, err := encodeReceipt(r)
 		require.NoError(f, err)

@@ -60,6 +60,12 @@ type Reader interface {
 	// Membership is the frozen membership of the newest liveness round, or
 	// ErrNotFound before the first block with a P-chain context.
 	Membership() (*Membership, error)
+	// Lease is the lease of a range as the last block that touched it left
+	// it (expired or not: expiry is a matter of the reader's block time);
+	// ok is false if nobody holds it.
+	Lease(rangeKey string) (l Lease, ok bool, err error)
+	// Fence is the last fencing token granted for a range (0: none yet).
+	Fence(rangeKey string) (uint64, error)
 }
 
 // State owns the database: accepted state, block index and the root of the
@@ -358,4 +364,33 @@ func (v view) Membership() (*Membership, error) {
 		return nil, err
 	}
 	return decodeMembership(b)
+}
+
+func (v view) Lease(rangeKey string) (Lease, bool, error) {
+	b, err := v.db.Get(leaseKey(rangeKey))
+	if errors.Is(err, database.ErrNotFound) {
+		return Lease{}, false, nil
+	}
+	if err != nil {
+		return Lease{}, false, err
+	}
+	l, err := decodeLease(b)
+	if err != nil {
+		return Lease{}, false, fmt.Errorf("lease of %q: %w", rangeKey, err)
+	}
+	return l, true, nil
+}
+
+func (v view) Fence(rangeKey string) (uint64, error) {
+	b, err := v.db.Get(fenceKey(rangeKey))
+	if errors.Is(err, database.ErrNotFound) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, err
+	}
+	if len(b) != 8 {
+		return 0, fmt.Errorf("%w: fence of %q has %d bytes", ErrCorrupt, rangeKey, len(b))
+	}
+	return binary.BigEndian.Uint64(b), nil
 }

@@ -317,3 +317,47 @@ func TestLivenessAndMembershipRecords(t *testing.T) {
 	_, err = s2.Accepted().Membership()
 	require.ErrorIs(err, state.ErrCorrupt)
 }
+
+func TestLeasesAndFences(t *testing.T) {
+	require := require.New(t)
+	db := memdb.New()
+	s := open(t, db)
+	require.NoError(s.Accept(layerOn(t, s, nil, nil), ids.ID{'g'}, nil))
+	_, ok, err := s.Accepted().Lease("c/lock")
+	require.NoError(err)
+	require.False(ok)
+	fence, err := s.Accepted().Fence("c/lock")
+	require.NoError(err)
+	require.Zero(fence)
+
+	grant := state.Lease{Holder: "m1", Token: 1, ExpiresMs: 10_000}
+	l1 := layerOn(t, s, nil, func(l *state.Layer) {
+		require.NoError(l.Apply(&state.Changes{Round: 1, SigningHash: ids.ID{1}, Leases: []state.LeaseUpdate{{Range: "c/lock", Lease: &grant, Fence: 1}}}))
+	})
+	// A child sees its parent's lease; a release in the child deletes the
+	// lease but keeps the fence.
+	l2 := layerOn(t, s, l1, func(l *state.Layer) {
+		got, ok, err := l.Lease("c/lock")
+		require.NoError(err)
+		require.True(ok)
+		require.Equal(grant, got)
+		require.NoError(l.Apply(&state.Changes{Round: 1, SigningHash: ids.ID{2}, Leases: []state.LeaseUpdate{{Range: "c/lock"}}}))
+	})
+	require.NoError(s.Accept(l1, ids.ID{1}, nil))
+	require.NoError(s.Accept(l2, ids.ID{2}, nil))
+
+	s2 := open(t, db)
+	_, ok, err = s2.Accepted().Lease("c/lock")
+	require.NoError(err)
+	require.False(ok, "released")
+	fence, err = s2.Accepted().Fence("c/lock")
+	require.NoError(err)
+	require.Equal(uint64(1), fence, "the fence outlives the release")
+
+	require.True(grant.Held(9_999))
+	require.False(grant.Held(10_000), "a lease expires at its expiry")
+
+	require.NoError(db.Put([]byte("Lc/x"), []byte{1, 2}))
+	_, _, err = s2.Accepted().Lease("c/x")
+	require.ErrorIs(err, state.ErrCorrupt)
+}

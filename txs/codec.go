@@ -153,6 +153,12 @@ func Parse(b []byte, l Limits) (*Tx, error) {
 		u = t
 	case kindHeartbeat:
 		u = &HeartbeatTx{Header: h}
+	case kindLease:
+		t := &LeaseTx{Header: h, Entries: make([]LeaseEntry, 0, min(n, 1024))}
+		for i := uint32(0); i < n && r.Err == nil; i++ {
+			t.Entries = append(t.Entries, readLeaseEntry(r))
+		}
+		u = t
 	case kindManifest:
 		u = readManifestEntries(r, h, n, l)
 	case kindReclaim:

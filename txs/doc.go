@@ -12,8 +12,10 @@
 //     and opaque attributes; an object's chunks are bound to it while it is
 //     live and released when it is overwritten or deleted.
 //   - ReclaimTx (5) acknowledges released chunks a blob store reclaimed.
+//   - LeaseTx (8) acquires, renews or releases the lease of each entry's
+//     range: one holder at a time, with a fencing token.
 //
-// Kinds 6 and 7 are reserved for manifests, 8 to 11 for leases. A kind's
+// Kinds 6 and 7 are reserved for manifests, 9 to 11 for leases. A kind's
 // encoding never changes: a new encoding is a new kind.
 //
 // A kind with entries carries many entries of one owner under a single BLS signature
@@ -37,6 +39,7 @@
 //	                 [u64 version if condition 2 | [32] hash if 3]
 //	                 u32 attributes length | attributes
 //	reclaim entry:   str range | u64 id
+//	lease entry:     u8 op | str range | str holder | u64 token | u64 ttlMs
 //	str:             u16 length | bytes
 //
 // Parse accepts a byte string only if encoding the result gives the same

@@ -29,6 +29,8 @@ var (
 	ErrBadTombstone       = errcode.New(errcode.InvalidParams, "bad_tombstone", "txs: a deleted manifest has no size, hash or chunks")
 	ErrBadBool            = wire.ErrBadBool
 	ErrDuplicateEntry     = errcode.New(errcode.InvalidParams, "duplicate_entry", "txs: object written twice in one transaction")
+	ErrBadHolder          = errcode.New(errcode.InvalidParams, "bad_holder", "txs: invalid lease holder")
+	ErrBadLease           = errcode.New(errcode.InvalidParams, "bad_lease", "txs: invalid lease entry")
 	ErrBadCondition       = errcode.New(errcode.InvalidParams, "bad_condition", "txs: invalid manifest condition")
 	ErrAttributesTooLarge = errcode.New(errcode.InvalidParams, "attributes_too_large", "txs: manifest attributes exceed the size limit")
 	ErrBadSignature       = errcode.New(errcode.Rejected, "bad_signature", "txs: signature does not verify")

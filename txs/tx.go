@@ -77,6 +77,7 @@ type Visitor interface {
 	Allocate(*AllocateTx) error
 	PutManifest(*PutManifestTx) error
 	Heartbeat(*HeartbeatTx) error
+	Lease(*LeaseTx) error
 	Manifest(*ManifestTx) error
 	Reclaim(*ReclaimTx) error
 }
@@ -337,6 +338,8 @@ func (tx *Tx) Kind() string {
 		return "putManifest"
 	case kindHeartbeat:
 		return "heartbeat"
+	case kindLease:
+		return "lease"
 	case kindManifest:
 		return "manifest"
 	case kindReclaim:

@@ -46,6 +46,14 @@ func sampleHeartbeat(owner ids.NodeID) *txs.HeartbeatTx {
 	return &txs.HeartbeatTx{Header: h}
 }
 
+func sampleLease(owner ids.NodeID) *txs.LeaseTx {
+	return &txs.LeaseTx{Header: header(owner), Entries: []txs.LeaseEntry{
+		{Op: txs.LeaseAcquire, Range: "cluster/lock/admin", Holder: "10.0.0.7:9333", TTLMs: 10_000},
+		{Op: txs.LeaseRenew, Range: "cluster/vacuum/7", Holder: "m1", Token: 41, TTLMs: txs.MaxLeaseTTLMs},
+		{Op: txs.LeaseRelease, Range: "cluster/vacuum/8", Holder: "m2", Token: 1 << 60},
+	}}
+}
+
 func newKey(t testing.TB) *txstest.Key {
 	keys, err := txstest.NewKeys(t.Name(), 2)
 	require.NoError(t, err)
@@ -56,7 +64,7 @@ func TestRoundTrip(t *testing.T) {
 	k := newKey(t)
 	bound := sampleAllocate(k.NodeID)
 	bound.BlockHeight = 1_000_003
-	for _, u := range []txs.Unsigned{sampleAllocate(k.NodeID), sampleManifest(k.NodeID), sampleHeartbeat(k.NodeID), bound, sampleVersioned(k.NodeID), sampleReclaim(k.NodeID)} {
+	for _, u := range []txs.Unsigned{sampleAllocate(k.NodeID), sampleManifest(k.NodeID), sampleHeartbeat(k.NodeID), bound, sampleVersioned(k.NodeID), sampleReclaim(k.NodeID), sampleLease(k.NodeID)} {
 		require := require.New(t)
 		tx, err := k.Sign(u)
 		require.NoError(err)
@@ -229,7 +237,7 @@ func TestLimitsVerify(t *testing.T) {
 
 func FuzzParse(f *testing.F) {
 	k := newKey(f)
-	for _, u := range []txs.Unsigned{sampleAllocate(k.NodeID), sampleManifest(k.NodeID), sampleHeartbeat(k.NodeID), sampleVersioned(k.NodeID), sampleReclaim(k.NodeID)} {
+	for _, u := range []txs.Unsigned{sampleAllocate(k.NodeID), sampleManifest(k.NodeID), sampleHeartbeat(k.NodeID), sampleVersioned(k.NodeID), sampleReclaim(k.NodeID), sampleLease(k.NodeID)} {
 		tx, err := k.Sign(u)
 		require.NoError(f, err)
 		f.Add(tx.Bytes())
@@ -283,4 +291,49 @@ func TestHeartbeatShape(t *testing.T) {
 	tx2, err := k.Sign(other)
 	require.NoError(err)
 	require.NotEqual(tx.SigningHash(), tx2.SigningHash(), "the round is signed")
+}
+
+func TestLeaseEntryRules(t *testing.T) {
+	k := newKey(t)
+	tx, err := k.Sign(sampleLease(k.NodeID))
+	require.NoError(t, err)
+	require.Equal(t, "lease", tx.Kind())
+	require.Equal(t, []string{"cluster/lock/admin", "cluster/vacuum/7", "cluster/vacuum/8"}, sampleLease(k.NodeID).Ranges())
+
+	ok := txs.LeaseEntry{Op: txs.LeaseAcquire, Range: "r", Holder: "h", TTLMs: 1}
+	for name, c := range map[string]struct {
+		mutate func(*txs.LeaseEntry)
+		want   error
+	}{
+		"unknown op":          {func(e *txs.LeaseEntry) { e.Op = 4 }, txs.ErrBadLease},
+		"no op":               {func(e *txs.LeaseEntry) { e.Op = 0 }, txs.ErrBadLease},
+		"acquire with token":  {func(e *txs.LeaseEntry) { e.Token = 1 }, txs.ErrBadLease},
+		"renew without token": {func(e *txs.LeaseEntry) { e.Op = txs.LeaseRenew }, txs.ErrBadLease},
+		"release without token": {func(e *txs.LeaseEntry) {
+			e.Op, e.TTLMs = txs.LeaseRelease, 0
+		}, txs.ErrBadLease},
+		"release with ttl": {func(e *txs.LeaseEntry) { e.Op, e.Token = txs.LeaseRelease, 1 }, txs.ErrBadLease},
+		"zero ttl":         {func(e *txs.LeaseEntry) { e.TTLMs = 0 }, txs.ErrBadLease},
+		"ttl too long":     {func(e *txs.LeaseEntry) { e.TTLMs = txs.MaxLeaseTTLMs + 1 }, txs.ErrBadLease},
+		"empty holder":     {func(e *txs.LeaseEntry) { e.Holder = "" }, txs.ErrBadHolder},
+		"holder space":     {func(e *txs.LeaseEntry) { e.Holder = "a b" }, txs.ErrBadHolder},
+		"holder too long":  {func(e *txs.LeaseEntry) { e.Holder = strings.Repeat("h", 129) }, txs.ErrBadHolder},
+		"bad range":        {func(e *txs.LeaseEntry) { e.Range = "a//b" }, txs.ErrBadRange},
+	} {
+		e := ok
+		c.mutate(&e)
+		_, err := k.Sign(&txs.LeaseTx{Header: header(k.NodeID), Entries: []txs.LeaseEntry{e}})
+		require.ErrorIs(t, err, c.want, name)
+	}
+	_, err = k.Sign(&txs.LeaseTx{Header: header(k.NodeID), Entries: []txs.LeaseEntry{ok, ok}})
+	require.ErrorIs(t, err, txs.ErrDuplicateEntry, "one operation per range and transaction")
+	_, err = k.Sign(&txs.LeaseTx{Header: header(k.NodeID)})
+	require.ErrorIs(t, err, txs.ErrNoEntries)
+
+	// A parsed entry with an unknown operation is refused too.
+	b := bytes.Clone(tx.Bytes())
+	opAt := 2 + 1 + 4 + 32 + 8 + 32 + 20 + 8 + 8 + 8 + 4
+	b[opAt] = 9
+	_, err = txs.Parse(b, txs.DefaultLimits())
+	require.ErrorIs(t, err, txs.ErrBadLease)
 }

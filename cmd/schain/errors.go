@@ -195,6 +195,10 @@ func apiErrorLine(err error, f failure) (string, int) {
 		return fmt.Sprintf("%s: %s (retry after %d ms)", name, e.Message, d.RetryAfterMs), exitUnavailable
 	case api.CodeRequestTooLarge:
 		return fmt.Sprintf("%s: %s (send less per request)", name, e.Message), exitUsage
+	case api.CodeLeaseHeld:
+		return fmt.Sprintf("%s: %s (retry once it expires or is released)", name, e.Message), exitUnavailable
+	case api.CodeLeaseLost:
+		return fmt.Sprintf("%s: %s (stop using its token; acquire the lease again)", name, e.Message), exitRejected
 	default:
 		return fmt.Sprintf("%s: %s (node-side failure; see the node's log)", name, e.Message), exitError
 	}

@@ -81,7 +81,7 @@ Writes go to the range's owner: with several --rpc URIs the client finds the
 owner among them and follows NotOwner hints; with one URI the node must own
 the range. Reads go to any node that answers.
 
-Writes (allocate, put-manifest) need a write token of the nodes: from
+Writes (allocate, put-manifest, lease acquire|renew|release) need a write token of the nodes: from
 --token-file, --token, $SCHAIN_TOKEN, or, for the local network started by
 "schain network start", its <network dir>/token (picked up when --chain is
 that network's chain). The token is sent as an Authorization header, never
@@ -131,7 +131,7 @@ object per line, one per pass.
 		newAllocateCmd(g), newPutManifestCmd(g),
 		newReceiptCmd(g), newOwnerCmd(g), newMembershipCmd(g), newAllocCmd(g), newManifestCmd(g), newManifestsCmd(g), newNodeCmd(g),
 		newLegacyCmd(g), newNetworkCmd(g), newDemoCmd(g), newTokenCmd(g), newShadowCmd(g), newBenchCmd(g),
-		newValidatorsCmd(g), newSeaweedFSCmd(g), newVerifyCmd(g), newDeployCmd(g),
+		newValidatorsCmd(g), newSeaweedFSCmd(g), newVerifyCmd(g), newDeployCmd(g), newLeaseCmd(g),
 	)
 	requireSubcommand(root)
 	return root

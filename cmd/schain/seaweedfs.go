@@ -75,7 +75,7 @@ README, "SeaweedFS on S-Chain").`,
 
 func newWeedUpCmd(g *globals, o *weedOptions) *cobra.Command {
 	var mode string
-	var replace bool
+	var replace, filer, s3 bool
 	cmd := &cobra.Command{
 		Use:   "up",
 		Short: "Start a local SeaweedFS cluster (3 masters, a volume server) in a sequencer mode",
@@ -86,7 +86,11 @@ command returns; "schain seaweedfs down" stops them.
 --mode raft is stock SeaweedFS. schain-shadow and schain need S-Chain: the
 local network of <build-dir>/network is used, or started when none runs.
 A cluster started in schain mode has no legacy ids, so up records the
-cutover floors of an empty cluster first.`,
+cutover floors of an empty cluster first. schain-leaderless masters all
+assign; schain-raftless masters run no raft at all (docs/seaweedfs-masters.md).
+
+--filer adds a filer on the masters, --s3 an S3 gateway on it (without
+identities: any client, unsigned requests included).`,
 		Args: exactArgs(0, "no arguments"),
 		RunE: func(cmd *cobra.Command, _ []string) (err error) {
 			ctx := cmd.Context()
@@ -108,7 +112,7 @@ cutover floors of an empty cluster first.`,
 				return err
 			}
 			cfg := cluster.DefaultConfig(filepath.Join(o.buildDir, "weed"), dir, m)
-			cfg.Detach, cfg.Progress = true, g.errOut
+			cfg.Detach, cfg.Progress, cfg.Filer, cfg.S3 = true, g.errOut, filer, s3
 			started := false
 			defer func() {
 				// A network this command started for a cluster that did not
@@ -124,7 +128,7 @@ cutover floors of an empty cluster first.`,
 					return nerr
 				}
 				cfg.SChain = cluster.SChain{URIs: n.ChainURIsBase(), Chain: n.ChainID.String(), TokenFile: n.TokenPath(), Prefix: o.prefix}
-				if m == cluster.ModeSChain || m == cluster.ModeLeaderless {
+				if m == cluster.ModeSChain || m.Leaderless() {
 					if err := freshCutover(ctx, g, n, o.prefix); err != nil {
 						return err
 					}
@@ -142,8 +146,10 @@ cutover floors of an empty cluster first.`,
 			return printCluster(ctx, g, c)
 		},
 	}
-	cmd.Flags().StringVar(&mode, "mode", string(cluster.ModeSChain), "master sequencer: raft (stock), schain-shadow, schain, or schain-leaderless (every master assigns)")
+	cmd.Flags().StringVar(&mode, "mode", string(cluster.ModeSChain), "master sequencer: raft (stock), schain-shadow, schain, schain-leaderless (every master assigns) or schain-raftless (no raft)")
 	cmd.Flags().BoolVar(&replace, "replace", false, "stop a cluster already in the directory and start a new one")
+	cmd.Flags().BoolVar(&filer, "filer", false, "start a filer on the masters")
+	cmd.Flags().BoolVar(&s3, "s3", false, "start an S3 gateway on a filer (implies --filer)")
 	return cmd
 }
 
@@ -213,7 +219,10 @@ func printCluster(ctx context.Context, g *globals, c *cluster.Cluster) error {
 // clusterView is the cluster's result and its readable fields.
 func clusterView(ctx context.Context, c *cluster.Cluster) (clusterOut, []field) {
 	leader, lerr := c.Leader(ctx)
-	if lerr != nil {
+	switch {
+	case c.Mode() == cluster.ModeRaftless:
+		leader = "none: every master serves every client (no raft)"
+	case lerr != nil:
 		leader = "none (" + lerr.Error() + ")"
 	}
 	sc := c.SChainConfig()
@@ -231,7 +240,14 @@ func clusterView(ctx context.Context, c *cluster.Cluster) (clusterOut, []field) 
 		fs = append(fs, field{"S-Chain", fmt.Sprintf("chain %s, ranges %s/..., %d nodes", sc.Chain, sc.Prefix, len(sc.URIs))})
 	}
 	fs = append(fs,
-		field{"upload", fmt.Sprintf("curl -s 'http://%s/dir/assign' ; or: schain seaweedfs demo", o.Masters[0])},
+		field{"upload", fmt.Sprintf("curl -s 'http://%s/dir/assign' ; or: schain seaweedfs demo", o.Masters[0])})
+	if f := c.FilerAddr(); f != "" {
+		fs = append(fs, field{"filer", f})
+	}
+	if e := c.S3Endpoint(); e != "" {
+		fs = append(fs, field{"S3", "http://" + e})
+	}
+	fs = append(fs,
 		field{"logs", filepath.Join(c.Dir(), "master<N>/master.log, volume/volume.log")},
 		field{"stop it", "schain seaweedfs down"})
 	return o, fs

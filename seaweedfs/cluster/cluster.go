@@ -52,7 +52,15 @@ const (
 	// takes every heartbeat (the volume server keeps a stream to each),
 	// assigns, looks up and grows volumes without leading raft.
 	ModeLeaderless Mode = schainseq.TypeLeaderless
+	// ModeRaftless is ModeLeaderless without raft: masters have no peers,
+	// each serves every client itself, and the admin lock and vacuums take
+	// S-Chain leases.
+	ModeRaftless Mode = schainseq.TypeRaftless
 )
+
+// Leaderless reports whether every master of the mode allocates (and the
+// volume server keeps a heartbeat stream to each).
+func (m Mode) Leaderless() bool { return m == ModeLeaderless || m == ModeRaftless }
 
 // StateFile is the cluster's description in its directory.
 const StateFile = "cluster.json"
@@ -71,10 +79,10 @@ var (
 // ParseMode checks a mode name.
 func ParseMode(s string) (Mode, error) {
 	switch m := Mode(s); m {
-	case ModeRaft, ModeShadow, ModeSChain, ModeLeaderless:
+	case ModeRaft, ModeShadow, ModeSChain, ModeLeaderless, ModeRaftless:
 		return m, nil
 	}
-	return "", fmt.Errorf("%w %q: want raft, schain-shadow, schain or schain-leaderless", errBadMode, s)
+	return "", fmt.Errorf("%w %q: want raft, schain-shadow, schain, schain-leaderless or schain-raftless", errBadMode, s)
 }
 
 // SChain is how the masters reach S-Chain (modes schain and
@@ -126,6 +134,9 @@ type Config struct {
 	// VolumeHost places the volume server (nil: 127.0.0.1).
 	MasterHosts []Host
 	VolumeHost  *Host
+	// Filer starts a filer (its store in the cluster directory) on the
+	// masters, and S3 an S3 gateway on the filer (S3 implies Filer).
+	Filer, S3 bool
 	// Detach makes the processes outlive this one (`schain seaweedfs up`);
 	// otherwise they die with it (tests, benchmarks).
 	Detach bool
@@ -159,6 +170,15 @@ type state struct {
 	Detach            bool              `json:"detach"`
 	Masters           []*master         `json:"masters"`
 	Volume            *volume           `json:"volume"`
+	Filer             *gateway          `json:"filer,omitempty"`
+	S3                *gateway          `json:"s3,omitempty"`
+}
+
+// gateway is a filer or an S3 gateway: a client of the masters.
+type gateway struct {
+	HTTP int `json:"http"`
+	GRPC int `json:"grpc"`
+	proc
 }
 
 type master struct {
@@ -218,12 +238,13 @@ func Start(ctx context.Context, cfg Config) (*Cluster, error) {
 	if err != nil {
 		return nil, err
 	}
-	free, err := ports.Free(2*cfg.Masters + 2)
+	cfg.Filer = cfg.Filer || cfg.S3
+	free, err := ports.Free(2*cfg.Masters + 6)
 	if err != nil {
 		return nil, err
 	}
 	seqKeys := cfg.Sequencer
-	if cfg.Mode == ModeLeaderless && seqKeys["schain_masters"] == "" {
+	if cfg.Mode.Leaderless() && seqKeys["schain_masters"] == "" {
 		seqKeys = maps.Clone(seqKeys)
 		if seqKeys == nil {
 			seqKeys = map[string]string{}
@@ -243,6 +264,12 @@ func Start(ctx context.Context, cfg Config) (*Cluster, error) {
 	if cfg.VolumeHost != nil {
 		st.Volume.Host = *cfg.VolumeHost
 	}
+	if cfg.Filer {
+		st.Filer = &gateway{HTTP: free[2*cfg.Masters+2], GRPC: free[2*cfg.Masters+3]}
+	}
+	if cfg.S3 {
+		st.S3 = &gateway{HTTP: free[2*cfg.Masters+4], GRPC: free[2*cfg.Masters+5]}
+	}
 	c := &Cluster{state: st, out: cfg.Progress}
 	if c.out == nil {
 		c.out = io.Discard
@@ -261,16 +288,27 @@ func Start(ctx context.Context, cfg Config) (*Cluster, error) {
 			_ = c.Stop(sctx)
 		}
 	}()
-	c.progress("starting %d SeaweedFS masters (%s mode, hashicorp raft) at %s...", cfg.Masters, cfg.Mode, strings.Join(c.MasterAddrs(), ", "))
+	raft := "hashicorp raft"
+	if cfg.Mode == ModeRaftless {
+		raft = "no raft"
+	}
+	c.progress("starting %d SeaweedFS masters (%s mode, %s) at %s...", cfg.Masters, cfg.Mode, raft, strings.Join(c.MasterAddrs(), ", "))
 	if err := c.startMasters(); err != nil {
 		return nil, err
 	}
 	t0 := time.Now()
-	leader, err := c.WaitLeader(ctx, "")
-	if err != nil {
-		return nil, c.withLogs(err)
+	if cfg.Mode == ModeRaftless {
+		if err := c.WaitMasters(ctx); err != nil {
+			return nil, c.withLogs(err)
+		}
+		c.progress("every master answers, after %v", time.Since(t0).Round(100*time.Millisecond))
+	} else {
+		leader, err := c.WaitLeader(ctx, "")
+		if err != nil {
+			return nil, c.withLogs(err)
+		}
+		c.progress("leader %s elected after %v", leader, time.Since(t0).Round(100*time.Millisecond))
 	}
-	c.progress("leader %s elected after %v", leader, time.Since(t0).Round(100*time.Millisecond))
 	c.progress("starting the volume server at %s (%d volume slots)...", c.VolumeAddr(), st.Volume.Max)
 	if err := c.startVolume(); err != nil {
 		return nil, err
@@ -279,6 +317,9 @@ func Start(ctx context.Context, cfg Config) (*Cluster, error) {
 		return nil, c.withLogs(err)
 	}
 	c.progress("volume server registered; cluster directory %s", dir)
+	if err := c.startGateways(ctx); err != nil {
+		return nil, c.withLogs(err)
+	}
 	ok = true
 	return c, nil
 }
@@ -287,6 +328,10 @@ func Start(ctx context.Context, cfg Config) (*Cluster, error) {
 func (c *Cluster) layout() error {
 	st := &c.state
 	peers := c.peers()
+	masterPeers := peers
+	if st.Mode == ModeRaftless {
+		masterPeers = "none" // no raft peers at all
+	}
 	for i, m := range st.Masters {
 		mdir := filepath.Join(st.Dir, fmt.Sprintf("master%d", i+1))
 		for _, d := range []string{filepath.Join(mdir, "conf"), filepath.Join(mdir, "data")} {
@@ -298,13 +343,13 @@ func (c *Cluster) layout() error {
 		m.Args = []string{
 			"-config_dir=" + filepath.Join(mdir, "conf"), "master",
 			"-ip=" + m.Host.Addr, "-ip.bind=" + m.Host.Addr, "-port=" + strconv.Itoa(m.HTTP), "-port.grpc=" + strconv.Itoa(m.GRPC),
-			"-mdir=" + filepath.Join(mdir, "data"), "-peers=" + peers, "-raftHashicorp",
+			"-mdir=" + filepath.Join(mdir, "data"), "-peers=" + masterPeers, "-raftHashicorp",
 			"-volumeSizeLimitMB=" + strconv.Itoa(st.VolumeSizeLimitMB), "-defaultReplication=000", "-telemetry=false",
 		}
 		switch {
 		case st.MasterMilliCPUs > 0 && os.Getenv("GOMAXPROCS") == "":
 			m.Env = []string{"GOMAXPROCS=" + strconv.Itoa(max(1, (st.MasterMilliCPUs+999)/1000))}
-		case st.Mode == ModeLeaderless:
+		case st.Mode.Leaderless():
 			m.Env = leaderlessMasterEnv(runtime.NumCPU(), len(st.Masters), os.Getenv("GOMAXPROCS"))
 		}
 	}
@@ -319,8 +364,11 @@ func (c *Cluster) layout() error {
 		"volume", "-ip=" + v.Host.Addr, "-ip.bind=" + v.Host.Addr, "-port=" + strconv.Itoa(v.HTTP), "-port.grpc=" + strconv.Itoa(v.GRPC),
 		"-dir=" + v.Data, "-max=" + strconv.Itoa(v.Max), "-master=" + peers, "-preStopSeconds=0",
 	}
-	if st.Mode == ModeLeaderless {
+	if st.Mode.Leaderless() {
 		v.Env = []string{schainseq.LeaderlessEnv + "=1"} // a stream to every master
+	}
+	if err := c.layoutGateways(peers); err != nil {
+		return err
 	}
 	if err := c.writeMasterConfig(); err != nil {
 		return err
@@ -622,7 +670,7 @@ func (c *Cluster) waitVolumeServer(ctx context.Context) error {
 // topologyHolders are the masters whose topology clients use: the leader,
 // or in leaderless mode every live master.
 func (c *Cluster) topologyHolders(ctx context.Context) ([]string, error) {
-	if c.Mode() != ModeLeaderless {
+	if !c.Mode().Leaderless() {
 		leader, err := c.Leader(ctx)
 		return []string{leader}, err
 	}
@@ -705,6 +753,11 @@ func (c *Cluster) Stop(ctx context.Context) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	var errs []error
+	for _, g := range []*gateway{c.state.S3, c.state.Filer} {
+		if g != nil {
+			errs = append(errs, g.stop(ctx))
+		}
+	}
 	if c.state.Volume != nil {
 		errs = append(errs, c.state.Volume.stop(ctx))
 	}
@@ -725,6 +778,11 @@ func (c *Cluster) Alive() map[string]bool {
 		out[m.Name] = m.alive()
 	}
 	out[c.state.Volume.Name] = c.state.Volume.alive()
+	for _, g := range []*gateway{c.state.Filer, c.state.S3} {
+		if g != nil {
+			out[g.Name] = g.alive()
+		}
+	}
 	return out
 }
 
@@ -753,6 +811,11 @@ func (c *Cluster) procs() []*proc {
 	}
 	if c.state.Volume != nil {
 		out = append(out, &c.state.Volume.proc)
+	}
+	for _, g := range []*gateway{c.state.Filer, c.state.S3} {
+		if g != nil {
+			out = append(out, &g.proc)
+		}
 	}
 	return out
 }

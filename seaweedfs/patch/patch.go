@@ -254,6 +254,9 @@ func Apply(repoRoot, weedRoot string, dryRun bool) error {
 	if _, err := os.Stat(pkgDir); err == nil {
 		return fmt.Errorf("%w: %s exists already (apply to a fresh copy)", ErrUpstreamMoved, PackageDir)
 	}
+	if err := routeLeaders(weedRoot, patched); err != nil {
+		return err
+	}
 	if err := checkCallers(weedRoot, patched); err != nil {
 		return err
 	}
@@ -282,33 +285,14 @@ var nextFileIDCall = regexp.MustCompile(`(\w*)\.NextFileId\(`)
 // a NextFileId other than schainseq.NextFileId outside weed/sequence.
 func checkCallers(weedRoot string, patched map[string][]byte) error {
 	var found []string
-	err := filepath.WalkDir(filepath.Join(weedRoot, "weed"), func(path string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		rel, _ := filepath.Rel(weedRoot, path)
-		if d.IsDir() {
-			if filepath.ToSlash(rel) == "weed/sequence" {
-				return filepath.SkipDir
-			}
-			return nil
-		}
-		if !strings.HasSuffix(path, ".go") || strings.HasSuffix(path, "_test.go") {
-			return nil
-		}
-		b, ok := patched[path]
-		if !ok {
-			if b, err = os.ReadFile(path); err != nil {
-				return err
-			}
-		}
-		if !bytes.Contains(b, []byte(".NextFileId(")) {
+	err := walkGo(weedRoot, patched, func(rel, _ string, b []byte) error {
+		if strings.HasPrefix(rel, "weed/sequence/") || !bytes.Contains(b, []byte(".NextFileId(")) {
 			return nil
 		}
 		for i, line := range bytes.Split(b, []byte("\n")) {
 			for _, m := range nextFileIDCall.FindAllSubmatch(line, -1) {
 				if string(m[1]) != "schainseq" {
-					found = append(found, fmt.Sprintf("%s:%d", filepath.ToSlash(rel), i+1))
+					found = append(found, fmt.Sprintf("%s:%d", rel, i+1))
 				}
 			}
 		}
@@ -321,4 +305,23 @@ func checkCallers(weedRoot string, patched map[string][]byte) error {
 		return fmt.Errorf("%w: NextFileId is called outside the patched path at %s", ErrUpstreamMoved, strings.Join(found, ", "))
 	}
 	return nil
+}
+
+// walkGo calls f with every non-test Go file under weed/ of the tree: its
+// path relative to weedRoot (slash-separated), its path, and its content as
+// patched.
+func walkGo(weedRoot string, patched map[string][]byte, f func(rel, path string, b []byte) error) error {
+	return filepath.WalkDir(filepath.Join(weedRoot, "weed"), func(path string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() || !strings.HasSuffix(path, ".go") || strings.HasSuffix(path, "_test.go") {
+			return err
+		}
+		b, ok := patched[path]
+		if !ok {
+			if b, err = os.ReadFile(path); err != nil {
+				return err
+			}
+		}
+		rel, _ := filepath.Rel(weedRoot, path)
+		return f(filepath.ToSlash(rel), path, b)
+	})
 }

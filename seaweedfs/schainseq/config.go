@@ -21,6 +21,11 @@ const (
 	// takes heartbeats, serves assigns and lookups and grows volumes
 	// itself, from its own reservations (see leaderless.go).
 	TypeLeaderless = "schain-leaderless"
+	// TypeRaftless is TypeLeaderless without raft: every master also
+	// serves the client protocol, and what needs one coordinator (the
+	// admin shell lock, a volume's vacuum) takes an S-Chain lease (see
+	// raftless.go).
+	TypeRaftless = "schain-raftless"
 )
 
 // MaxReservation is S-Chain's largest allocation (the genesis count limit,
@@ -108,6 +113,16 @@ type Config struct {
 	// so that a partial topology neither misleads picks nor grows volumes.
 	// Clients try the next master meanwhile.
 	Warmup time.Duration
+	// LockTTL is the time to live of the admin shell lock's lease in
+	// TypeRaftless (schain_lock_ttl, default 10s, stock's lock duration):
+	// a shell renews it every 4 s; one that stops (killed, paused) loses
+	// it this long after its last renewal.
+	LockTTL time.Duration
+	// VacuumTTL is the time to live of a volume's vacuum lease in
+	// TypeRaftless (schain_vacuum_ttl, default 30s), renewed every third
+	// of it while the vacuum runs: a master that dies or pauses mid-vacuum
+	// holds the volume at most this long.
+	VacuumTTL time.Duration
 }
 
 // keyDocs lists the keys of [master.sequencer] New accepts.
@@ -136,6 +151,8 @@ var keyDocs = map[string]string{
 	"schain_final":           "use only reservations whose receipt is final (certified)",
 	"schain_masters":         "leaderless: masters that allocate at once",
 	"schain_warmup":          "leaderless: assigns refused this long after start",
+	"schain_lock_ttl":        "raftless: time to live of the admin shell lock",
+	"schain_vacuum_ttl":      "raftless: time to live of a volume's vacuum lease",
 }
 
 var errConfig = errors.New("invalid [master.sequencer]")
@@ -157,6 +174,8 @@ func DefaultConfig(metaDir string) Config {
 		PairsDir:       filepath.Join(metaDir, "schain-shadow"),
 		PairsMaxBytes:  64 << 20,
 		Warmup:         3 * time.Second,
+		LockTTL:        10 * time.Second,
+		VacuumTTL:      30 * time.Second,
 	}
 }
 
@@ -211,6 +230,8 @@ func ParseConfig(table map[string]any, metaDir string) (Config, error) {
 	p.bool("schain_final", &c.Final)
 	p.int("schain_masters", &c.Masters)
 	p.duration("schain_warmup", &c.Warmup)
+	p.duration("schain_lock_ttl", &c.LockTTL)
+	p.duration("schain_vacuum_ttl", &c.VacuumTTL)
 	if p.err != nil {
 		return Config{}, p.err
 	}
@@ -230,20 +251,24 @@ func (c Config) Verify() error {
 		return fmt.Errorf("%w: %s", errConfig, fmt.Sprintf(format, args...))
 	}
 	floors := c.FileKeyFloor > 0 || c.VolumeIDFloor > 0
-	if c.Final && c.Type != TypeSChain && c.Type != TypeLeaderless {
-		return bad("schain_final is for types schain and schain-leaderless (their reservations)")
+	leaderless := c.Type == TypeLeaderless || c.Type == TypeRaftless
+	if c.Final && c.Type != TypeSChain && !leaderless {
+		return bad("schain_final is for types schain, schain-leaderless and schain-raftless (their reservations)")
 	}
-	if c.Masters > 0 && c.Type != TypeLeaderless {
-		return bad("schain_masters is for type schain-leaderless")
+	if c.Masters > 0 && !leaderless {
+		return bad("schain_masters is for types schain-leaderless and schain-raftless")
 	}
 	switch c.Type {
 	case TypeSChain, TypeShadow:
-	case TypeLeaderless:
+	case TypeLeaderless, TypeRaftless:
 		if c.Masters < 1 {
-			return bad("type schain-leaderless needs schain_masters (how many masters allocate: each grows its share of new volumes)")
+			return bad("type %s needs schain_masters (how many masters allocate: each grows its share of new volumes)", c.Type)
 		}
 		if c.Warmup < 0 {
 			return bad("schain_warmup must not be negative")
+		}
+		if c.LockTTL < time.Second || c.VacuumTTL < time.Second || c.LockTTL > time.Hour || c.VacuumTTL > time.Hour {
+			return bad("schain_lock_ttl and schain_vacuum_ttl must be between 1s and 1h")
 		}
 	case "snowflake":
 		if floors {

@@ -45,8 +45,8 @@ func New(seqType, master, metaDir string, table map[string]any, stock Stock) (St
 		logf("stock sequencer floored: file keys from %d, new volume ids from %d", cfg.FileKeyFloor, cfg.VolumeIDFloor)
 	}
 	switch cfg.Type {
-	case TypeSChain, TypeLeaderless:
-		return newSChain(cfg, logf)
+	case TypeSChain, TypeLeaderless, TypeRaftless:
+		return newSChain(cfg, master, logf)
 	case TypeShadow:
 		return newShadow(cfg, master, floored, logf)
 	default:

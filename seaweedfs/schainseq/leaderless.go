@@ -30,10 +30,11 @@ import (
 // (vacuum, the periodic growth scan, admin shell locks, topology id); none
 // of it is on the assign path.
 
-// Leaderless reports whether seq is a leaderless master's sequencer.
+// Leaderless reports whether seq is a leaderless master's sequencer (of
+// type schain-leaderless or schain-raftless).
 func Leaderless(seq any) bool {
 	s, ok := seq.(*SChain)
-	return ok && s.cfg.Type == TypeLeaderless
+	return ok && (s.cfg.Type == TypeLeaderless || s.cfg.Type == TypeRaftless)
 }
 
 // WarmingUp reports, for a leaderless master's sequencer (ok), whether the
@@ -132,7 +133,10 @@ func After(masters []string, m string) string {
 
 func modeNote(cfg Config) string {
 	var notes []string
-	if cfg.Type == TypeLeaderless {
+	if cfg.Type == TypeRaftless {
+		notes = append(notes, fmt.Sprintf("raftless: no raft; the admin lock and vacuums take S-Chain leases of %s/lock and %s/vacuum (TTL %v, %v)", cfg.Prefix, cfg.Prefix, cfg.LockTTL, cfg.VacuumTTL))
+	}
+	if cfg.Type == TypeLeaderless || cfg.Type == TypeRaftless {
 		notes = append(notes, fmt.Sprintf("leaderless: this master allocates without leading, grows 1/%d of the stock count, warm-up %v", cfg.Masters, cfg.Warmup))
 	}
 	if cfg.Final {

@@ -48,6 +48,8 @@ func TestCodesMatchTheAPI(t *testing.T) {
 	require.Equal(api.CodeTimeout, codeTimeout)
 	require.Equal(api.CodeUnauthorized, codeUnauthorized)
 	require.Equal(api.CodeTooManyRequests, codeTooManyRequests)
+	require.Equal(api.CodeLeaseHeld, codeLeaseHeld)
+	require.Equal(api.CodeLeaseLost, codeLeaseLost)
 }
 
 func newTestClient(t *testing.T, c *schaintest.Chain, token string) *Client {

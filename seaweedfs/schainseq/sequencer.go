@@ -30,6 +30,9 @@ type SChain struct {
 
 	heartbeatMax atomic.Uint64
 	started      time.Time // when the master built it: its warm-up starts
+	// self is the master's own address (ip:port.grpcPort): the name it
+	// holds leases under, and the leader a raftless master names.
+	self string
 }
 
 var (
@@ -38,13 +41,13 @@ var (
 	_ VolumeAllocator = (*SChain)(nil)
 )
 
-func newSChain(cfg Config, logf func(string, ...any)) (*SChain, error) {
+func newSChain(cfg Config, self string, logf func(string, ...any)) (*SChain, error) {
 	c, err := NewClient(ClientConfig{URIs: cfg.RPC, Chain: cfg.Chain, Token: cfg.Token, Timeout: cfg.RequestTimeout})
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", errConfig, err)
 	}
 	ctx, stop := context.WithCancel(context.Background())
-	s := &SChain{cfg: cfg, client: c, logf: logf, ctx: ctx, stop: stop, keys: make(map[uint32]*pool), started: time.Now()}
+	s := &SChain{cfg: cfg, client: c, logf: logf, ctx: ctx, stop: stop, keys: make(map[uint32]*pool), started: time.Now(), self: self}
 	s.volumes = newPool(ctx, VolumeRange(cfg.Prefix), s.reserver(VolumeRange(cfg.Prefix), VolumeFloorRange(cfg.Prefix)),
 		sizing{min: cfg.VolumeBatch, max: cfg.VolumeBatch}, cfg.RefillTimeout, logf)
 	logf("type %s: file keys from %s/keys/<volume/%d>, volume ids from %s, through %d S-Chain nodes of chain %s%s",

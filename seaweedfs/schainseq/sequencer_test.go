@@ -26,7 +26,7 @@ func testConfig(chain *schaintest.Chain, typ string) Config {
 }
 
 func newTestSChain(t *testing.T, chain *schaintest.Chain, cfg Config) *SChain {
-	s, err := newSChain(cfg, testLog(t))
+	s, err := newSChain(cfg, "127.0.0.1:9333.19333", testLog(t))
 	require.NoError(t, err)
 	t.Cleanup(s.Close)
 	return s
@@ -400,7 +400,7 @@ func BenchmarkNextFileId(b *testing.B) {
 		cutover(chain, "seaweedfs", 1, 1)
 		cfg := testConfig(chain, TypeSChain)
 		cfg.ReservationMin = MaxReservation / 4
-		s, err := newSChain(cfg, func(string, ...any) {})
+		s, err := newSChain(cfg, "127.0.0.1:9333.19333", func(string, ...any) {})
 		if err != nil {
 			b.Fatal(err)
 		}

@@ -30,7 +30,9 @@ import (
 	avajson "github.com/ava-labs/avalanchego/utils/json"
 
 	"github.com/s-chain/schain/state"
+	"github.com/s-chain/schain/txs"
 	"github.com/s-chain/schain/vm/api"
+	"github.com/s-chain/schain/vm/execute"
 )
 
 // Token is the write token the fake accepts.
@@ -61,6 +63,9 @@ type Chain struct {
 	delay      time.Duration // every allocation takes at least this long
 	owner      func(rng string, alive []int) int
 	calls      map[string]int
+	leases     map[string]state.Lease
+	fences     map[string]uint64
+	leaseClock func() time.Time // the block time leases are decided at
 }
 
 type poolKey struct {
@@ -85,7 +90,8 @@ func New(t testing.TB, n int) *Chain {
 	c := &Chain{
 		ChainID: ids.GenerateTestID(), down: map[int]bool{}, counters: map[string]uint64{},
 		pools: map[poolKey][2]uint64{}, receipts: map[ids.ID]api.ReceiptReply{}, accepted: map[ids.ID]time.Time{}, calls: map[string]int{},
-		owner: func(rng string, alive []int) int { return alive[crc32.ChecksumIEEE([]byte(rng))%uint32(len(alive))] },
+		owner:  func(rng string, alive []int) int { return alive[crc32.ChecksumIEEE([]byte(rng))%uint32(len(alive))] },
+		leases: map[string]state.Lease{}, fences: map[string]uint64{}, leaseClock: time.Now,
 	}
 	for i := range n {
 		c.NodeIDs = append(c.NodeIDs, ids.GenerateTestNodeID())
@@ -398,4 +404,90 @@ func (c *Chain) waitFinal(r *http.Request, args *api.AllocateArgs, reply *api.Al
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
+}
+
+// SetLeaseClock sets the block time leases are decided at (default the
+// real clock), so that a test moves it past a TTL without waiting.
+func (c *Chain) SetLeaseClock(now func() time.Time) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.leaseClock = now
+}
+
+// Lease is the lease of rng and whether it holds at the lease clock's now.
+func (c *Chain) Lease(rng string) (state.Lease, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	l, ok := c.leases[rng]
+	return l, ok && l.Held(uint64(c.leaseClock().UnixMilli()))
+}
+
+func (s *service) AcquireLease(r *http.Request, args *api.LeaseArgs, reply *api.LeaseReply) error {
+	return s.lease(r, txs.LeaseAcquire, args, reply)
+}
+
+func (s *service) RenewLease(r *http.Request, args *api.LeaseArgs, reply *api.LeaseReply) error {
+	return s.lease(r, txs.LeaseRenew, args, reply)
+}
+
+func (s *service) ReleaseLease(r *http.Request, args *api.LeaseArgs, reply *api.LeaseReply) error {
+	return s.lease(r, txs.LeaseRelease, args, reply)
+}
+
+// lease decides one lease operation by the chain's rule (execute.DecideLease)
+// at the lease clock, at the range's owner.
+func (s *service) lease(r *http.Request, op txs.LeaseOp, args *api.LeaseArgs, reply *api.LeaseReply) error {
+	s.count(op.String() + "Lease")
+	if err := authorized(r); err != nil {
+		return err
+	}
+	en := txs.LeaseEntry{Op: op, Range: args.Range, Holder: args.Holder, Token: args.Token, TTLMs: args.TTLMs}
+	if err := en.Verify(txs.DefaultLimits()); err != nil {
+		return &json2.Error{Code: json2.ErrorCode(api.CodeInvalidParams), Message: err.Error()}
+	}
+	c := s.c
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if owner := c.ownerLocked(args.Range); owner != s.i {
+		return &json2.Error{Code: json2.ErrorCode(api.CodeNotOwner), Message: fmt.Sprintf("not the owner of %q", args.Range),
+			Data: api.NotOwnerData{Range: args.Range, Owner: c.NodeIDs[owner], PChainHeight: 7}}
+	}
+	cur, ok := c.leases[args.Range]
+	rc, u, err := execute.DecideLease(en, cur, ok, c.fences[args.Range], uint64(c.leaseClock().UnixMilli()))
+	if err != nil {
+		return &json2.Error{Code: json2.ErrorCode(api.CodeRejected), Message: err.Error()}
+	}
+	if u != nil {
+		if u.Fence != 0 {
+			c.fences[u.Range] = u.Fence
+		}
+		if u.Lease == nil {
+			delete(c.leases, u.Range)
+		} else {
+			c.leases[u.Range] = *u.Lease
+		}
+	}
+	if rc.Lease == state.LeaseHeld || rc.Lease == state.LeaseLost {
+		code := api.CodeLeaseLost
+		if rc.Lease == state.LeaseHeld {
+			code = api.CodeLeaseHeld
+		}
+		return &json2.Error{Code: json2.ErrorCode(code), Message: string(rc.Lease),
+			Data: api.LeaseData{Range: rc.Range, Holder: rc.Holder, Token: rc.Token, ExpiresMs: rc.ExpiresMs}}
+	}
+	*reply = api.LeaseReply{Range: rc.Range, Outcome: string(rc.Lease), Holder: rc.Holder, Token: rc.Token, ExpiresMs: rc.ExpiresMs, Height: 3}
+	return nil
+}
+
+func (s *service) GetLease(_ *http.Request, args *api.RangeArgs, reply *api.LeaseStateReply) error {
+	s.count("getLease")
+	c := s.c
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	now := uint64(c.leaseClock().UnixMilli())
+	*reply = api.LeaseStateReply{Head: api.Head{AcceptedHeight: 3}, Range: args.Range, Fence: c.fences[args.Range], AtMs: now}
+	if l, ok := c.leases[args.Range]; ok {
+		reply.Holder, reply.Token, reply.ExpiresMs, reply.Held = l.Holder, l.Token, l.ExpiresMs, l.Held(now)
+	}
+	return nil
 }

@@ -6,8 +6,8 @@
 // (JSON-RPC 2.0); methods are "schain.<name>".
 //
 // Access: the methods that make the node sign (allocate, allocateBatch,
-// putManifest, reclaim) require "Authorization: Bearer <token>" with one of
-// the node's write tokens (CodeUnauthorized otherwise), whose scope must
+// putManifest, reclaim, acquireLease, renewLease, releaseLease) require
+// "Authorization: Bearer <token>" with one of the node's write tokens (CodeUnauthorized otherwise), whose scope must
 // cover the method and the range (CodeForbidden otherwise); the read
 // methods (get*, list*) are open. Every request body is bounded
 // (CodeRequestTooLarge, HTTP 413), and so are each token's write requests
@@ -50,6 +50,8 @@ const (
 	CodeTooManyRequests = int(errcode.TooManyRequests)
 	CodeRequestTooLarge = int(errcode.RequestTooLarge)
 	CodeForbidden       = int(errcode.Forbidden)
+	CodeLeaseHeld       = int(errcode.LeaseHeld)
+	CodeLeaseLost       = int(errcode.LeaseLost)
 	// CodePreconditionFailed: a versioned write's condition failed
 	// (PreconditionData).
 	CodePreconditionFailed = int(errcode.PreconditionFailed)
@@ -516,4 +518,62 @@ type Empty struct{}
 // (getMembership, getNode).
 type ReadArgs struct {
 	AtLeast
+}
+
+// LeaseArgs asks a range's owner for one lease operation: acquireLease
+// (Holder, TTLMs), renewLease (Holder, Token, TTLMs) or releaseLease
+// (Holder, Token). The owner signs it and the call waits until the block
+// that carries it is accepted, at most min(WaitMs, the node's maxWaitMs):
+// that block's time decides. A holder counts its lease from before the
+// call, TTLMs long, less the chain's clock skew (genesis maxTimeSkewMs),
+// and renews well within it; a lease it cannot renew in time is lost, and
+// its fencing token refused from then on.
+type LeaseArgs struct {
+	Range  string `json:"range"`
+	Holder string `json:"holder"`
+	Token  uint64 `json:"token,omitempty"`
+	TTLMs  uint64 `json:"ttlMs,omitempty"`
+	WaitMs uint64 `json:"waitMs,omitempty"`
+}
+
+// LeaseReply is what a granted operation left: the lease (empty after a
+// release), decided by the block at Height, whose time was the lease's
+// clock.
+type LeaseReply struct {
+	TxID    ids.ID `json:"txID"`
+	Height  uint64 `json:"height"`
+	Range   string `json:"range"`
+	Outcome string `json:"outcome"`
+	Holder  string `json:"holder,omitempty"`
+	// Token is the grant's fencing token: it only grows for a range, so a
+	// resource that remembers the highest token it saw refuses a stale
+	// holder.
+	Token     uint64 `json:"token,omitempty"`
+	ExpiresMs uint64 `json:"expiresMs,omitempty"`
+}
+
+// LeaseData is the lease that stands (Holder empty: nobody holds it) in a
+// CodeLeaseHeld or CodeLeaseLost answer, and the transaction that found it
+// (empty when the owner answered from accepted state without one).
+type LeaseData struct {
+	Range     string `json:"range"`
+	Holder    string `json:"holder,omitempty"`
+	Token     uint64 `json:"token,omitempty"`
+	ExpiresMs uint64 `json:"expiresMs,omitempty"`
+	TxID      ids.ID `json:"txID"`
+}
+
+// LeaseStateReply is a range's lease in accepted state: the last grant
+// (Holder empty: released or never granted), whether it holds at the last
+// accepted block's time (AtMs), and the last fencing token the range
+// granted.
+type LeaseStateReply struct {
+	Head
+	Range     string `json:"range"`
+	Holder    string `json:"holder,omitempty"`
+	Token     uint64 `json:"token,omitempty"`
+	ExpiresMs uint64 `json:"expiresMs,omitempty"`
+	Held      bool   `json:"held"`
+	Fence     uint64 `json:"fence"`
+	AtMs      uint64 `json:"atMs"`
 }

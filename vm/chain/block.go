@@ -217,6 +217,7 @@ func (c *Chain) execContext(ctx context.Context, hasPChainHeight bool, pChainHei
 		ChainID:    c.cfg.ChainID,
 		Limits:     c.genesis.TxLimits,
 		Height:     height,
+		Time:       timestamp,
 		Signatures: c.sigs,
 		Liveness:   c.genesis.Liveness(),
 		Rules:      c.genesis.Upgrades.Rules(height),

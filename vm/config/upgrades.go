@@ -24,6 +24,9 @@ type Upgrades struct {
 	// only rounds that had a block, all of them and not just the rounds
 	// between a block and its parent (docs/liveness.md, Failover bound).
 	LivenessGapsHeight *uint64 `json:"livenessGapsHeight,omitempty"`
+	// LeasesHeight: lease transactions (acquire, renew, release a range's
+	// lease, with a fencing token) become valid.
+	LeasesHeight *uint64 `json:"leasesHeight,omitempty"`
 	// ManifestsHeight: versioned manifests (ManifestTx, ReclaimTx) with
 	// preconditions, chunks bound to one live object and released lists;
 	// PutManifestTx is refused from here on (README, Manifests).
@@ -34,6 +37,7 @@ type Upgrades struct {
 func (u Upgrades) Rules(height uint64) execute.Rules {
 	return execute.Rules{
 		LivenessGaps: active(u.LivenessGapsHeight, height),
+		Leases:       active(u.LeasesHeight, height),
 		Manifests:    active(u.ManifestsHeight, height),
 	}
 }

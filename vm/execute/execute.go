@@ -93,6 +93,8 @@ type Context struct {
 	Membership *Membership
 	// Height is the block height, recorded in receipts.
 	Height uint64
+	// Time is the block's timestamp (unix ms): the clock leases expire by.
+	Time uint64
 	// ReplayPruneLimit bounds the expired replay entries one block deletes
 	// (0: DefaultReplayPruneLimit). It must exceed the transactions one
 	// block can carry, so that the backlog of a burst only shrinks.
@@ -136,6 +138,9 @@ func Tx(r state.Reader, c *Context, tx *txs.Tx) (*state.Changes, error) {
 	}
 	if err := txs.Validate(tx.Unsigned, c.Limits); err != nil {
 		return nil, err
+	}
+	if _, lease := tx.Unsigned.(*txs.LeaseTx); lease && !c.Rules.Leases {
+		return nil, fmt.Errorf("%w: leases, block %d", ErrNotActivated, c.Height)
 	}
 	if err := c.Membership.CheckOwner(tx.Unsigned.Ranges(), h.Owner); err != nil {
 		return nil, err

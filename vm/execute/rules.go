@@ -17,6 +17,9 @@ type Rules struct {
 	// LivenessGaps: the membership record keeps the rounds that had a block,
 	// and a validator's grace counts only those (OpenMembership).
 	LivenessGaps bool
+	// Leases: lease transactions (txs.LeaseTx, kind 8) are valid, and write
+	// the leases and fencing tokens of their ranges.
+	Leases bool
 	// Manifests: ManifestTx and ReclaimTx (versioned manifests with
 	// preconditions, chunks bound to one live object, released lists)
 	// replace PutManifestTx.

@@ -40,6 +40,7 @@ var openMethods = map[string]bool{
 	"GetNode":        true,
 	"GetCertificate": true,
 	"GetBlock":       true,
+	"GetLease":       true,
 	"ListManifests":  true,
 	"ListReleased":   true,
 }
@@ -54,6 +55,9 @@ var scopedMethods = map[string]bool{
 	"AllocateBatch": true,
 	"PutManifest":   true,
 	"Reclaim":       true,
+	"AcquireLease":  true,
+	"RenewLease":    true,
+	"ReleaseLease":  true,
 }
 
 // tokenOnlyMethods need a valid token (they hold a request open) but write

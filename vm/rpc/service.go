@@ -37,6 +37,7 @@ type Writes interface {
 	AllocatePooled(ctx context.Context, rangeKey string, count uint64) (writer.Pooled, error)
 	PoolHolds(rangeKey string, count uint64) bool
 	PutManifest(ctx context.Context, m txs.Manifest) (*txs.Tx, error)
+	Lease(ctx context.Context, e txs.LeaseEntry) (*txs.Tx, error)
 	WriteManifest(ctx context.Context, e txs.ManifestEntry) (writer.Submitted, error)
 	Reclaim(ctx context.Context, chunks []txs.ChunkRef) (*txs.Tx, error)
 	ManifestsActive() error
@@ -371,6 +372,84 @@ func (s *Service) waitIf(ctx context.Context, txID ids.ID, until api.Wait, waitM
 		return nil, nil
 	}
 	return s.wait(ctx, txID, 0, waitMs, until)
+}
+
+// AcquireLease asks for a range's lease (LeaseArgs.Holder, TTLMs).
+func (s *Service) AcquireLease(r *http.Request, args *api.LeaseArgs, reply *api.LeaseReply) error {
+	return s.lease(r, txs.LeaseAcquire, args, reply)
+}
+
+// RenewLease extends a grant (LeaseArgs.Holder, Token, TTLMs).
+func (s *Service) RenewLease(r *http.Request, args *api.LeaseArgs, reply *api.LeaseReply) error {
+	return s.lease(r, txs.LeaseRenew, args, reply)
+}
+
+// ReleaseLease ends a grant (LeaseArgs.Holder, Token).
+func (s *Service) ReleaseLease(r *http.Request, args *api.LeaseArgs, reply *api.LeaseReply) error {
+	return s.lease(r, txs.LeaseRelease, args, reply)
+}
+
+// ErrTxRejected: the transaction of a call that waits for its outcome was
+// rejected (its receipt says why).
+var ErrTxRejected = errcode.New(errcode.Rejected, "tx_rejected", "rpc: the transaction was rejected")
+
+// lease signs one lease operation at the range's owner and answers with
+// what the block that decided it left: the lease, or CodeLeaseHeld /
+// CodeLeaseLost with the lease that stands.
+func (s *Service) lease(r *http.Request, op txs.LeaseOp, args *api.LeaseArgs, reply *api.LeaseReply) error {
+	en := txs.LeaseEntry{Op: op, Range: args.Range, Holder: args.Holder, Token: args.Token, TTLMs: args.TTLMs}
+	if err := en.Verify(s.s.cfg.Genesis.TxLimits); err != nil {
+		return s.invalidParams(r, err)
+	}
+	if err := s.s.gate.covers(r, args.Range); err != nil {
+		return err
+	}
+	tx, err := s.s.writes.Lease(r.Context(), en)
+	if err != nil {
+		return rpcError(err)
+	}
+	rc, err := s.wait(r.Context(), tx.ID(), 0, args.WaitMs, api.WaitAccepted)
+	if err != nil {
+		return err
+	}
+	if rc.Status != api.StatusAccepted || len(rc.Entries) != 1 {
+		return rpcError(fmt.Errorf("%w: %s: %s", ErrTxRejected, rc.TxID, rc.Error))
+	}
+	e := rc.Entries[0]
+	switch e.Lease {
+	case state.LeaseHeld, state.LeaseLost:
+		return rpcError(&execute.LeaseError{Range: e.Range, Outcome: e.Lease, TxID: rc.TxID,
+			Lease: state.Lease{Holder: e.Holder, Token: e.Token, ExpiresMs: e.ExpiresMs}})
+	}
+	*reply = api.LeaseReply{TxID: rc.TxID, Height: rc.Height, Range: e.Range, Outcome: string(e.Lease), Holder: e.Holder, Token: e.Token, ExpiresMs: e.ExpiresMs}
+	return nil
+}
+
+// GetLease reads a range's lease in accepted state; Held is as of the last
+// accepted block's time.
+func (s *Service) GetLease(_ *http.Request, args *api.RangeArgs, reply *api.LeaseStateReply) error {
+	if err := txs.VerifyRange(args.Range, s.s.cfg.Genesis.TxLimits); err != nil {
+		return invalidParams(err)
+	}
+	head, err := s.s.fresh.head(args.MinHeight)
+	if err != nil {
+		return rpcError(err)
+	}
+	at := s.s.reads.LastAccepted().Block.Timestamp
+	st := s.s.reads.State()
+	cur, ok, err := st.Lease(args.Range)
+	if err != nil {
+		return rpcError(err)
+	}
+	fence, err := st.Fence(args.Range)
+	if err != nil {
+		return rpcError(err)
+	}
+	*reply = api.LeaseStateReply{Head: head, Range: args.Range, Fence: fence, AtMs: at}
+	if ok {
+		reply.Holder, reply.Token, reply.ExpiresMs, reply.Held = cur.Holder, cur.Token, cur.ExpiresMs, cur.Held(at)
+	}
+	return nil
 }
 
 // wait waits for a write's receipt (with api.WaitFinal, for a certificate
@@ -770,6 +849,11 @@ func rpcError(err error) error {
 		e.Data = api.RejectedData{Reason: reason}
 	case errcode.NotFound:
 		e.Data = api.NotFoundData{Reason: reason}
+	case errcode.LeaseHeld, errcode.LeaseLost:
+		var le *execute.LeaseError
+		if errors.As(err, &le) {
+			e.Data = api.LeaseData{Range: le.Range, Holder: le.Lease.Holder, Token: le.Lease.Token, ExpiresMs: le.Lease.ExpiresMs, TxID: le.TxID}
+		}
 	}
 	return e
 }

@@ -396,3 +396,68 @@ func (w *Writer) Admit(tx *txs.Tx) error {
 	w.metrics.mempoolDepth.Set(float64(w.mempool.Len()))
 	return nil
 }
+
+// Lease signs one lease operation on a range this node owns and queues it.
+// What accepted state already settles for good is answered without a
+// transaction: a renewal or release naming a grant that is not the range's
+// (a token never comes back), a renewal of a grant that expired by the last
+// accepted block's time (block times never go back), and an acquire while
+// another grant holds at this node's clock (at worst a refusal the chain
+// might have granted within the clock skew; the caller retries). The rest
+// the block that carries it decides.
+func (w *Writer) Lease(ctx context.Context, e txs.LeaseEntry) (*txs.Tx, error) {
+	if err := w.activated(func(r execute.Rules) bool { return r.Leases }); err != nil {
+		return nil, err
+	}
+	if err := w.checkOwned(ctx, []string{e.Range}); err != nil {
+		return nil, err
+	}
+	if err := w.leaseSettled(e); err != nil {
+		return nil, err
+	}
+	return w.signOwn(ctx, func(h txs.Header) txs.Unsigned {
+		return &txs.LeaseTx{Header: h, Entries: []txs.LeaseEntry{e}}
+	}, []string{e.Range})
+}
+
+// leaseSettled refuses what accepted state already decides (see Lease).
+func (w *Writer) leaseSettled(e txs.LeaseEntry) error {
+	cur, ok, err := w.chain.State().Lease(e.Range)
+	if err != nil {
+		return err
+	}
+	last := w.chain.LastAccepted().Block.Timestamp
+	now := max(uint64(w.cfg.Clock().UnixMilli()), last)
+	refuse := func(outcome state.LeaseOutcome) error {
+		le := &execute.LeaseError{Range: e.Range, Outcome: outcome}
+		if ok && cur.Held(now) {
+			le.Lease = cur
+		}
+		return le
+	}
+	mine := ok && cur.Holder == e.Holder && cur.Token == e.Token
+	switch e.Op {
+	case txs.LeaseAcquire:
+		if ok && cur.Held(now) {
+			return refuse(state.LeaseHeld)
+		}
+	case txs.LeaseRenew:
+		if !mine || !cur.Held(last) {
+			return refuse(state.LeaseLost)
+		}
+	case txs.LeaseRelease:
+		if !mine {
+			return refuse(state.LeaseLost)
+		}
+	}
+	return nil
+}
+
+// activated refuses a change of execution the next block does not run yet.
+func (w *Writer) activated(change func(execute.Rules) bool) error {
+	next := w.chain.LastAccepted().Block.Height + 1
+	if !change(w.genesis.Upgrades.Rules(next)) {
+		return fmt.Errorf("%w: block %d", execute.ErrNotActivated, next)
+	}
+	return nil
+}
