@@ -15,7 +15,7 @@ PLUGIN := build/plugins/$(VMID)
 SCHAIN := build/schain
 GO_SOURCES := $(shell find . -name '*.go' -not -path './build/*' -not -name '*_test.go') go.mod go.sum
 
-.PHONY: all build test unit kat32 e2e e2e-weed lint fmt vet staticcheck bench bench-weed bench-micro profile fuzz run stop clean weed weed-up weed-down
+.PHONY: all build test unit kat32 e2e e2e-weed e2e-ops lint fmt vet staticcheck bench bench-weed bench-micro profile fuzz run stop clean weed weed-up weed-down
 
 all: build
 
@@ -51,6 +51,11 @@ e2e: $(NODE) $(PLUGIN) $(SCHAIN)
 	$(GO) test -tags e2e -count=1 -timeout 30m -v ./tests/e2e/
 	$(GO) test -tags e2e -count=1 -timeout 10m -v ./tests/onenode/
 	@$(MAKE) --no-print-directory e2e-weed
+	@$(MAKE) --no-print-directory e2e-ops
+
+## e2e-ops: operating S-Chain beyond one machine: schain deploy onto a plain avalanchego network it did not start, faults across hosts (network namespaces; needs root, skipped with the reason otherwise) and a rolling upgrade from the commit in tests/operations/upgrade-from (logs under build/e2e-deploy, build/e2e-hosts, build/e2e-upgrade)
+e2e-ops: $(NODE) $(PLUGIN) $(SCHAIN) weed
+	$(GO) test -tags e2e -count=1 -p 1 -timeout 30m -v ./tests/deployment/ ./tests/operations/
 
 ## e2e-weed: SeaweedFS (build/weed) on S-Chain: leader kills in stock and schain mode, shadow then cutover, a validator kill (logs of a failed test stay under build/e2e-weed)
 e2e-weed: $(NODE) $(PLUGIN) weed

@@ -46,7 +46,7 @@ import (
 	"github.com/s-chain/schain/subnet"
 )
 
-// The ports every node uses on its own address.
+// The ports a node uses on its own address unless its place names others.
 const (
 	HTTPPort    = 9650
 	StakingPort = 9651
@@ -56,11 +56,24 @@ const (
 // Fuji's and avalanchego's built-in local network's.
 const DefaultNetworkID = 2929
 
-// Place is where a node runs: its host's address and the prefix that runs
-// a command there.
+// Place is where a node runs: its host's address, the prefix that runs a
+// command there, and its ports (zero: HTTPPort, StakingPort; nodes sharing
+// an address, on loopback, need their own).
 type Place struct {
-	Addr netip.Addr
-	Wrap []string
+	Addr                  netip.Addr
+	Wrap                  []string
+	HTTPPort, StakingPort uint16
+}
+
+func (p Place) ports() (uint16, uint16) {
+	h, s := p.HTTPPort, p.StakingPort
+	if h == 0 {
+		h = HTTPPort
+	}
+	if s == 0 {
+		s = StakingPort
+	}
+	return h, s
 }
 
 // Config is a network to create.
@@ -93,11 +106,14 @@ type Network struct {
 type Node struct {
 	NodeID ids.NodeID
 	Addr   netip.Addr
-	Dir    string
+	// Staking is where its peers reach it.
+	Staking netip.AddrPort
+	Dir     string
 	// URI is its HTTP API (http://addr:9650).
 	URI    string
-	config string
-	flags  map[string]any
+	config   string
+	httpPort uint16
+	flags    map[string]any
 	p      *proc.Process
 	spec   proc.Spec
 }
@@ -157,8 +173,7 @@ func Create(cfg Config) (*Network, error) {
 	}
 	for k, v := range map[string]any{
 		config.NetworkNameKey: strconv.FormatUint(uint64(cfg.NetworkID), 10), config.GenesisFileKey: abs(genPath),
-		config.PluginDirKey: abs(cfg.PluginDir), config.HTTPPortKey: HTTPPort, config.StakingPortKey: StakingPort,
-		config.HTTPAllowedHostsKey: "*", config.MinStakeDurationKey: "1s",
+		config.PluginDirKey: abs(cfg.PluginDir), config.HTTPAllowedHostsKey: "*", config.MinStakeDurationKey: "1s",
 	} {
 		common[k] = v
 	}
@@ -175,12 +190,13 @@ func Create(cfg Config) (*Network, error) {
 		var ips, ids []string
 		for _, o := range n.Nodes {
 			if o != nd {
-				ips = append(ips, netip.AddrPortFrom(o.Addr, StakingPort).String())
+				ips = append(ips, o.Staking.String())
 				ids = append(ids, o.NodeID.String())
 			}
 		}
 		for k, v := range map[string]any{
 			config.PublicIPKey: nd.Addr.String(), config.HTTPHostKey: nd.Addr.String(), config.StakingHostKey: nd.Addr.String(),
+			config.HTTPPortKey: nd.httpPort, config.StakingPortKey: nd.Staking.Port(),
 			config.BootstrapIPsKey: strings.Join(ips, ","), config.BootstrapIDsKey: strings.Join(ids, ","),
 			config.DataDirKey: abs(nd.Dir), config.LogsDirKey: abs(filepath.Join(nd.Dir, "logs")),
 			config.ChainConfigDirKey: abs(filepath.Join(nd.Dir, "configs", "chains")),
@@ -198,7 +214,7 @@ func Create(cfg Config) (*Network, error) {
 			return nil, err
 		}
 		nd.spec = proc.Spec{
-			Name: "avalanchego " + nd.Addr.String(), Wrap: pl(cfg.Places, nd).Wrap, Bin: abs(cfg.AvalancheGo),
+			Name: "avalanchego " + nd.URI, Wrap: pl(cfg.Places, nd).Wrap, Bin: abs(cfg.AvalancheGo),
 			Args: []string{"--config-file=" + nd.config}, Dir: nd.Dir, Log: filepath.Join(nd.Dir, "avalanchego.log"),
 		}
 	}
@@ -207,7 +223,7 @@ func Create(cfg Config) (*Network, error) {
 
 func pl(places []Place, nd *Node) Place {
 	for _, p := range places {
-		if p.Addr == nd.Addr {
+		if _, s := p.ports(); netip.AddrPortFrom(p.Addr, s) == nd.Staking {
 			return p
 		}
 	}
@@ -250,7 +266,11 @@ func newNode(dir string, p Place) (*Node, *signer.ProofOfPossession, error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	nd := &Node{NodeID: ids.NodeIDFromCert(cert), Addr: p.Addr, Dir: dir, URI: fmt.Sprintf("http://%s", netip.AddrPortFrom(p.Addr, HTTPPort))}
+	httpPort, stakingPort := p.ports()
+	nd := &Node{
+		NodeID: ids.NodeIDFromCert(cert), Addr: p.Addr, Staking: netip.AddrPortFrom(p.Addr, stakingPort), Dir: dir,
+		URI: fmt.Sprintf("http://%s", netip.AddrPortFrom(p.Addr, httpPort)), httpPort: httpPort,
+	}
 	nd.config = filepath.Join(dir, "config.json")
 	if abs, err := filepath.Abs(nd.config); err == nil {
 		nd.config = abs
@@ -320,6 +340,28 @@ func (nd *Node) writeConfig() error {
 func (nd *Node) SetFlag(key string, value any) error {
 	nd.flags[key] = value
 	return nd.writeConfig()
+}
+
+// Configure gives the node what it needs to run a deployed chain, as an
+// operator would: the chain config in <chain-config-dir>/<chainID>/
+// config.json, the subnet config (consensus parameters) in
+// <subnet-config-dir>/<subnetID>.json, and --track-subnets. The node reads
+// them at its next start.
+func (nd *Node) Configure(subnetID, chainID ids.ID, chainConfig, subnetConfig []byte) error {
+	dir := filepath.Join(nd.ChainConfigDir(), chainID.String())
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	if err := os.WriteFile(filepath.Join(dir, "config.json"), chainConfig, 0o644); err != nil {
+		return err
+	}
+	if err := os.MkdirAll(nd.SubnetConfigDir(), 0o755); err != nil {
+		return err
+	}
+	if err := os.WriteFile(filepath.Join(nd.SubnetConfigDir(), subnetID.String()+".json"), subnetConfig, 0o644); err != nil {
+		return err
+	}
+	return nd.SetFlag(config.TrackSubnetsKey, subnetID.String())
 }
 
 // ChainConfigDir is the node's --chain-config-dir; SubnetConfigDir its
