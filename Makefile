@@ -15,7 +15,7 @@ PLUGIN := build/plugins/$(VMID)
 SCHAIN := build/schain
 GO_SOURCES := $(shell find . -name '*.go' -not -path './build/*' -not -name '*_test.go') go.mod go.sum
 
-.PHONY: all build test unit kat32 e2e e2e-weed e2e-ops lint fmt vet staticcheck bench bench-weed bench-micro profile fuzz run stop clean weed weed-up weed-down
+.PHONY: all build test unit kat32 e2e e2e-weed e2e-ops lint alerts fmt vet staticcheck bench bench-weed bench-micro profile fuzz run stop clean weed weed-up weed-down
 
 all: build
 
@@ -61,7 +61,16 @@ e2e-ops: $(NODE) $(PLUGIN) $(SCHAIN) weed
 e2e-weed: $(NODE) $(PLUGIN) weed
 	$(GO) test -tags e2e -count=1 -timeout 20m -v ./seaweedfs/e2e/
 
-lint: fmt vet staticcheck
+lint: fmt vet staticcheck alerts
+
+## alerts: check docs/prometheus/schain-alerts.yml with promtool (Debian's prometheus package, installed here when missing as root; skipped with a note otherwise)
+alerts:
+	@if ! command -v promtool >/dev/null; then \
+	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+	    echo "installing promtool (Debian's prometheus package)"; \
+	    apt-get install -y -qq --no-install-recommends prometheus >/dev/null || { apt-get update -qq && apt-get install -y -qq --no-install-recommends prometheus >/dev/null; }; \
+	  else echo "alerts: promtool missing and not root: docs/prometheus/schain-alerts.yml not checked"; exit 0; fi; \
+	fi; promtool check rules docs/prometheus/schain-alerts.yml
 
 fmt:
 	@out=$$(gofmt -l $$(git ls-files '*.go' ; git ls-files --others --exclude-standard '*.go')); \
