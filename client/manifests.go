@@ -52,3 +52,19 @@ func (r *Router) Reclaim(ctx context.Context, args api.ReclaimArgs) (*api.Reclai
 		return e.c.Reclaim(ctx, args)
 	})
 }
+
+// GetManifestAtOwner reads bucket/key at the bucket's owner. An owner
+// answers a write waited for only once it accepted it, so a reader there
+// sees every write acknowledged before its read, whoever made it.
+func (r *Router) GetManifestAtOwner(ctx context.Context, bucket, key string) (*api.ManifestReply, error) {
+	return write(ctx, r, bucket, func(ctx context.Context, e *endpoint) (*api.ManifestReply, error) {
+		return e.c.GetManifest(ctx, bucket, key)
+	})
+}
+
+// ListManifestsAtOwner lists at the bucket's owner (GetManifestAtOwner).
+func (r *Router) ListManifestsAtOwner(ctx context.Context, args api.ListManifestsArgs) (*api.ListManifestsReply, error) {
+	return write(ctx, r, args.Bucket, func(ctx context.Context, e *endpoint) (*api.ListManifestsReply, error) {
+		return e.c.ListManifests(ctx, args)
+	})
+}

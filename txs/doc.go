@@ -36,6 +36,7 @@
 //	                 u8 deleted | u16 chunks | chunks...
 //	chunk:           str range | u64 id | u64 size | [32] hash
 //	manifest entry (kind 4): manifest entry as above | u8 condition
+//	                 (high bit: adopt)
 //	                 [u64 version if condition 2 | [32] hash if 3]
 //	                 u32 attributes length | attributes
 //	reclaim entry:   str range | u64 id

@@ -119,6 +119,12 @@ type ManifestEntry struct {
 	// Limits.MaxAttributeBytes; a tombstone has none.
 	Attributes []byte    `json:"attributes,omitempty"`
 	Condition  Condition `json:"condition"`
+	// Adopt lets the write take over chunks another live object holds (a
+	// move: a filer's rename, a multipart upload's completion): they are
+	// bound to this object from now on, and released when it drops them,
+	// not when their former holder does. Without it such a chunk refuses
+	// the write.
+	Adopt bool `json:"adopt,omitempty"`
 }
 
 // Verify checks an entry on its own.
@@ -242,12 +248,19 @@ func (t *ReclaimTx) encodeEntries(w *wire.Writer) {
 	}
 }
 
-// writeManifestEntry: the manifest, the condition (its kind, then the
-// version or hash the kind uses, nothing for the others) and the
-// attributes (u32 length).
+// adoptFlag is the high bit of an entry's condition byte.
+const adoptFlag = 0x80
+
+// writeManifestEntry: the manifest, the condition (its kind, with the
+// adopt flag in the high bit, then the version or hash the kind uses,
+// nothing for the others) and the attributes (u32 length).
 func writeManifestEntry(w *wire.Writer, e *ManifestEntry) {
 	writeManifest(w, &e.Manifest)
-	w.U8(byte(e.Condition.Kind))
+	kind := byte(e.Condition.Kind)
+	if e.Adopt {
+		kind |= adoptFlag
+	}
+	w.U8(kind)
 	switch e.Condition.Kind {
 	case IfVersion:
 		w.U64(e.Condition.Version)
@@ -260,7 +273,8 @@ func writeManifestEntry(w *wire.Writer, e *ManifestEntry) {
 
 func readManifestEntry(r *wire.Reader, l Limits) ManifestEntry {
 	e := ManifestEntry{Manifest: readManifest(r, l)}
-	e.Condition.Kind = ConditionKind(r.U8())
+	kind := r.U8()
+	e.Condition.Kind, e.Adopt = ConditionKind(kind&^adoptFlag), kind&adoptFlag != 0
 	switch e.Condition.Kind {
 	case IfVersion:
 		e.Condition.Version = r.U64()

@@ -19,7 +19,8 @@ func sampleVersioned(owner ids.NodeID) *txs.ManifestTx {
 		}}, Attributes: []byte("filer entry"), Condition: txs.Condition{Kind: txs.IfAbsent}},
 		{Manifest: txs.Manifest{Bucket: "photos", Key: "old.jpg", Deleted: true}, Condition: txs.Condition{Kind: txs.IfVersion, Version: 7 << 24}},
 		{Manifest: txs.Manifest{Bucket: "photos", Key: "empty"}, Condition: txs.Condition{Kind: txs.IfContentHash, ContentHash: ids.ID{9}}},
-		{Manifest: txs.Manifest{Bucket: "photos", Key: "empty"}},
+		{Manifest: txs.Manifest{Bucket: "photos", Key: "empty"}, Adopt: true},
+		{Manifest: txs.Manifest{Bucket: "photos", Key: "moved"}, Adopt: true, Condition: txs.Condition{Kind: txs.IfVersion, Version: 1}},
 	}}
 }
 
@@ -32,7 +33,7 @@ func TestManifestKinds(t *testing.T) {
 	tx, err := k.Sign(sampleVersioned(k.NodeID))
 	require.NoError(t, err)
 	require.Equal(t, "manifest", tx.Kind())
-	require.Equal(t, []string{"photos", "photos", "photos", "photos"}, sampleVersioned(k.NodeID).Ranges())
+	require.Equal(t, []string{"photos", "photos", "photos", "photos", "photos"}, sampleVersioned(k.NodeID).Ranges())
 	rc, err := k.Sign(sampleReclaim(k.NodeID))
 	require.NoError(t, err)
 	require.Equal(t, "reclaim", rc.Kind())

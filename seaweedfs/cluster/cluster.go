@@ -170,15 +170,9 @@ type state struct {
 	Detach            bool              `json:"detach"`
 	Masters           []*master         `json:"masters"`
 	Volume            *volume           `json:"volume"`
-	Filer             *gateway          `json:"filer,omitempty"`
-	S3                *gateway          `json:"s3,omitempty"`
-}
-
-// gateway is a filer or an S3 gateway: a client of the masters.
-type gateway struct {
-	HTTP int `json:"http"`
-	GRPC int `json:"grpc"`
-	proc
+	// Services are the processes beside the masters and the first volume
+	// server (services.go).
+	Services []*service `json:"services,omitempty"`
 }
 
 type master struct {
@@ -239,7 +233,7 @@ func Start(ctx context.Context, cfg Config) (*Cluster, error) {
 		return nil, err
 	}
 	cfg.Filer = cfg.Filer || cfg.S3
-	free, err := ports.Free(2*cfg.Masters + 6)
+	free, err := ports.Free(2*cfg.Masters + 2)
 	if err != nil {
 		return nil, err
 	}
@@ -263,12 +257,6 @@ func Start(ctx context.Context, cfg Config) (*Cluster, error) {
 	st.Volume = &volume{HTTP: free[2*cfg.Masters], GRPC: free[2*cfg.Masters+1], Max: cfg.VolumeMax, Host: loopback}
 	if cfg.VolumeHost != nil {
 		st.Volume.Host = *cfg.VolumeHost
-	}
-	if cfg.Filer {
-		st.Filer = &gateway{HTTP: free[2*cfg.Masters+2], GRPC: free[2*cfg.Masters+3]}
-	}
-	if cfg.S3 {
-		st.S3 = &gateway{HTTP: free[2*cfg.Masters+4], GRPC: free[2*cfg.Masters+5]}
 	}
 	c := &Cluster{state: st, out: cfg.Progress}
 	if c.out == nil {
@@ -317,7 +305,7 @@ func Start(ctx context.Context, cfg Config) (*Cluster, error) {
 		return nil, c.withLogs(err)
 	}
 	c.progress("volume server registered; cluster directory %s", dir)
-	if err := c.startGateways(ctx); err != nil {
+	if err := c.startGateways(ctx, cfg.Filer, cfg.S3); err != nil {
 		return nil, c.withLogs(err)
 	}
 	ok = true
@@ -366,9 +354,6 @@ func (c *Cluster) layout() error {
 	}
 	if st.Mode.Leaderless() {
 		v.Env = []string{schainseq.LeaderlessEnv + "=1"} // a stream to every master
-	}
-	if err := c.layoutGateways(peers); err != nil {
-		return err
 	}
 	if err := c.writeMasterConfig(); err != nil {
 		return err
@@ -753,10 +738,8 @@ func (c *Cluster) Stop(ctx context.Context) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	var errs []error
-	for _, g := range []*gateway{c.state.S3, c.state.Filer} {
-		if g != nil {
-			errs = append(errs, g.stop(ctx))
-		}
+	for _, s := range slices.Backward(c.state.Services) { // gateways before their filers
+		errs = append(errs, s.stop(ctx))
 	}
 	if c.state.Volume != nil {
 		errs = append(errs, c.state.Volume.stop(ctx))
@@ -778,10 +761,8 @@ func (c *Cluster) Alive() map[string]bool {
 		out[m.Name] = m.alive()
 	}
 	out[c.state.Volume.Name] = c.state.Volume.alive()
-	for _, g := range []*gateway{c.state.Filer, c.state.S3} {
-		if g != nil {
-			out[g.Name] = g.alive()
-		}
+	for _, s := range c.state.Services {
+		out[s.Name] = s.alive()
 	}
 	return out
 }
@@ -812,10 +793,8 @@ func (c *Cluster) procs() []*proc {
 	if c.state.Volume != nil {
 		out = append(out, &c.state.Volume.proc)
 	}
-	for _, g := range []*gateway{c.state.Filer, c.state.S3} {
-		if g != nil {
-			out = append(out, &g.proc)
-		}
+	for _, s := range c.state.Services {
+		out = append(out, &s.proc)
 	}
 	return out
 }

@@ -25,7 +25,8 @@ func TestProcessFoundInAStateFileIsOursOnlyIfItRunsOurCommand(t *testing.T) {
 	require.True(p.alive())
 
 	found := &proc{Name: "sleeper", Args: p.Args, PID: p.PID} // as read from cluster.json
-	require.True(found.alive())
+	// Between fork and exec the child's command line is still the test's.
+	require.Eventually(found.alive, 10*time.Second, 5*time.Millisecond)
 	other := &proc{Name: "master1", Args: []string{"master", "-mdir=/elsewhere"}, PID: p.PID}
 	require.False(other.alive(), "a PID running another command line is not ours")
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)

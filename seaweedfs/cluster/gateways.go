@@ -3,99 +3,41 @@ package cluster
 import (
 	"context"
 	"fmt"
-	"net"
-	"os"
-	"path/filepath"
-	"strconv"
 	"syscall"
 	"time"
-
-	"github.com/s-chain/schain/seaweedfs/schainseq"
 )
 
-// layoutGateways sets up the filer and the S3 gateway, if any: the filer
-// keeps its store (leveldb) in its directory and follows the masters of
-// peers; the S3 gateway serves on the filer.
-func (c *Cluster) layoutGateways(peers string) error {
-	st := &c.state
-	var env []string
-	if st.Mode.Leaderless() {
-		env = []string{schainseq.LeaderlessEnv + "=1"}
+// startGateways starts a filer (its leveldb2 store in its directory) and
+// an S3 gateway on it, as the cluster's Config asks.
+func (c *Cluster) startGateways(ctx context.Context, filer, s3 bool) error {
+	if !filer {
+		return nil
 	}
-	if f := st.Filer; f != nil {
-		dir := filepath.Join(st.Dir, "filer")
-		if err := os.MkdirAll(filepath.Join(dir, "store"), 0o755); err != nil {
-			return err
-		}
-		f.Name, f.Dir, f.Log, f.Env = "filer", dir, filepath.Join(dir, "filer.log"), env
-		f.Args = []string{
-			"filer", "-ip=127.0.0.1", "-ip.bind=127.0.0.1", "-port=" + strconv.Itoa(f.HTTP), "-port.grpc=" + strconv.Itoa(f.GRPC),
-			"-master=" + peers, "-defaultStoreDir=" + filepath.Join(dir, "store"),
-		}
+	c.progress("starting the filer...")
+	addr, err := c.AddFiler(ctx, "filer", "")
+	if err != nil || !s3 {
+		return err
 	}
-	if g := st.S3; g != nil {
-		dir := filepath.Join(st.Dir, "s3")
-		if err := os.MkdirAll(dir, 0o755); err != nil {
-			return err
-		}
-		g.Name, g.Dir, g.Log, g.Env = "s3", dir, filepath.Join(dir, "s3.log"), env
-		g.Args = []string{
-			"s3", "-ip.bind=127.0.0.1", "-port=" + strconv.Itoa(g.HTTP), "-port.grpc=" + strconv.Itoa(g.GRPC),
-			"-port.iceberg=0", "-port.lance=0", "-filer=" + c.FilerAddr(),
-		}
-	}
-	return nil
-}
-
-// startGateways starts the filer and the S3 gateway, if any, and waits
-// until each accepts connections.
-func (c *Cluster) startGateways(ctx context.Context) error {
-	for _, g := range []*gateway{c.state.Filer, c.state.S3} {
-		if g == nil {
-			continue
-		}
-		c.progress("starting the %s on 127.0.0.1:%d...", g.Name, g.HTTP)
-		if err := g.start(c.state.Weed, c.state.Detach); err != nil {
-			return err
-		}
-		if err := c.save(); err != nil {
-			return err
-		}
-		if err := waitListening(ctx, fmt.Sprintf("127.0.0.1:%d", g.HTTP)); err != nil {
-			return fmt.Errorf("%s: %w", g.Name, err)
-		}
-	}
-	return nil
-}
-
-// waitListening waits until addr accepts a TCP connection.
-func waitListening(ctx context.Context, addr string) error {
-	for {
-		conn, err := (&net.Dialer{Timeout: time.Second}).DialContext(ctx, "tcp", addr)
-		if err == nil {
-			return conn.Close()
-		}
-		if serr := sleepCtx(ctx, 100*time.Millisecond); serr != nil {
-			return fmt.Errorf("waiting for %s to listen: %w (last: %w)", addr, serr, err)
-		}
-	}
+	c.progress("starting the S3 gateway...")
+	_, err = c.AddS3(ctx, "s3", addr)
+	return err
 }
 
 // FilerAddr is the filer's address as weed names servers (ip:port.grpc),
 // or "" without a filer.
 func (c *Cluster) FilerAddr() string {
-	if c.state.Filer == nil {
-		return ""
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if f, err := c.service("filer"); err == nil {
+		return f.weedAddr()
 	}
-	return fmt.Sprintf("127.0.0.1:%d.%d", c.state.Filer.HTTP, c.state.Filer.GRPC)
+	return ""
 }
 
 // S3Endpoint is the S3 gateway's host:port, or "" without one.
 func (c *Cluster) S3Endpoint() string {
-	if c.state.S3 == nil {
-		return ""
-	}
-	return fmt.Sprintf("127.0.0.1:%d", c.state.S3.HTTP)
+	addr, _ := c.ServiceAddr("s3")
+	return addr
 }
 
 // Peers is the masters' list as volume servers, filers and shells take it

@@ -30,7 +30,18 @@ func httpGet(ctx context.Context, url string) ([]byte, error) {
 		return nil, err
 	}
 	if resp.StatusCode != http.StatusOK {
-		return body, fmt.Errorf("GET %s: HTTP %d: %.200s", url, resp.StatusCode, body)
+		return body, &statusError{url: url, code: resp.StatusCode, body: body}
 	}
 	return body, nil
+}
+
+// statusError is an answer other than 200.
+type statusError struct {
+	url  string
+	code int
+	body []byte
+}
+
+func (e *statusError) Error() string {
+	return fmt.Sprintf("GET %s: HTTP %d: %.200s", e.url, e.code, e.body)
 }

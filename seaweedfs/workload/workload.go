@@ -10,12 +10,10 @@
 package workload
 
 import (
-	"bytes"
 	"context"
 	"crypto/rand"
 	"crypto/sha256"
 	"encoding/binary"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -281,35 +279,9 @@ func (r *Runner) content() []byte {
 	return b
 }
 
-// write PUTs content at the assigned fid on its volume server (a raw body:
-// the volume server parses multipart forms on POST only).
+// write PUTs content at the assigned fid on its volume server.
 func (r *Runner) write(ctx context.Context, a seaweed.Assignment, content []byte) error {
-	req, err := http.NewRequestWithContext(ctx, http.MethodPut, "http://"+a.URL+"/"+a.FileID.String(), bytes.NewReader(content))
-	if err != nil {
-		return err
-	}
-	req.Header.Set("Content-Type", "application/octet-stream")
-	resp, err := r.hc.Do(req)
-	if err != nil {
-		return err
-	}
-	defer resp.Body.Close()
-	ans, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
-	var out struct {
-		Size  int    `json:"size"`
-		Error string `json:"error"`
-	}
-	_ = json.Unmarshal(ans, &out)
-	if resp.StatusCode != http.StatusCreated && resp.StatusCode != http.StatusOK {
-		return fmt.Errorf("write %s: HTTP %d: %.200s", a.FileID, resp.StatusCode, ans)
-	}
-	if out.Error != "" {
-		return fmt.Errorf("write %s: %s", a.FileID, out.Error)
-	}
-	if out.Size != len(content) {
-		return fmt.Errorf("write %s: volume server stored %d bytes of %d", a.FileID, out.Size, len(content))
-	}
-	return nil
+	return seaweed.Write(ctx, r.hc, a.URL, a.FileID, content)
 }
 
 // Check is what the evidence shows.

@@ -49,6 +49,10 @@ type Config struct {
 	// MaxCount caps one request's count; larger requests are rejected
 	// without contacting a master.
 	MaxCount uint64 `json:"max-count"`
+	// Replication, if set, is the replica placement assigns ask for
+	// ("001": a second copy on another volume server of the rack): the
+	// volume server then acknowledges a write once every copy holds it.
+	Replication string `json:"replication,omitempty"`
 }
 
 // DefaultConfig returns timeouts suited to masters on a LAN.
@@ -277,6 +281,9 @@ func (c *Client) invalidate() {
 
 func (c *Client) assign(ctx context.Context, addr, collection string, count uint64) (Assignment, error) {
 	q := url.Values{"count": {strconv.FormatUint(count, 10)}, "collection": {collection}, "dataSize": {"1"}}
+	if c.cfg.Replication != "" {
+		q.Set("replication", c.cfg.Replication)
+	}
 	var ans struct {
 		Fid       string `json:"fid"`
 		URL       string `json:"url"`
@@ -298,6 +305,37 @@ func (c *Client) assign(ctx context.Context, addr, collection string, count uint
 		return Assignment{}, fmt.Errorf("%w: %s: count %d for %d requested at key %d", ErrMalformedAnswer, addr, ans.Count, count, fid.Key)
 	}
 	return Assignment{FileID: fid, URL: ans.URL, PublicURL: ans.PublicURL, Count: ans.Count, Master: addr}, nil
+}
+
+// Lookup names the volume servers (HTTP addresses) that hold volume vid,
+// as the leader (or the first master that answers) knows them.
+func (c *Client) Lookup(ctx context.Context, vid uint32) ([]string, error) {
+	c.refreshIfStale(ctx)
+	var errs []error
+	for _, addr := range c.candidates() {
+		var ans struct {
+			Locations []struct {
+				URL string `json:"url"`
+			} `json:"locations"`
+			Error string `json:"error"`
+		}
+		err := c.get(ctx, addr, "/dir/lookup?volumeId="+strconv.FormatUint(uint64(vid), 10), &ans)
+		if err == nil && ans.Error != "" {
+			err = fmt.Errorf("%w: %s: %s", ErrAssignRejected, addr, ans.Error)
+		}
+		if err == nil {
+			out := make([]string, 0, len(ans.Locations))
+			for _, l := range ans.Locations {
+				out = append(out, l.URL)
+			}
+			return out, nil
+		}
+		errs = append(errs, err)
+		if !isUnavailable(err) || ctx.Err() != nil {
+			break
+		}
+	}
+	return nil, errors.Join(errs...)
 }
 
 // Status reads one master's /cluster/status.

@@ -305,8 +305,11 @@ type PutManifestArgs struct {
 	Deleted     bool           `json:"deleted,omitempty"`
 	Attributes  []byte         `json:"attributes,omitempty"`
 	Condition   *txs.Condition `json:"condition,omitempty"`
-	Wait        Wait           `json:"wait,omitempty"`
-	WaitMs      uint64         `json:"waitMs,omitempty"`
+	// Adopt takes over chunks another live object holds (a move) instead
+	// of answering CodeConflict (txs.ManifestEntry.Adopt).
+	Adopt  bool   `json:"adopt,omitempty"`
+	Wait   Wait   `json:"wait,omitempty"`
+	WaitMs uint64 `json:"waitMs,omitempty"`
 }
 
 // PutManifestReply names the transaction and entry. Version is the

@@ -172,8 +172,9 @@ func (o *objects) write(en *txs.ManifestEntry) (uint64, *refusal, error) {
 	return next.Version, nil, nil
 }
 
-// checkChunks returns the chunks of the entry that are not bound yet: every
-// chunk must be allocated, and either free or bound to this same object.
+// checkChunks returns the chunks of the entry that are not bound to it yet:
+// every chunk must be allocated, and either free, bound to this same
+// object, or (when the entry adopts) bound to another live object.
 func (o *objects) checkChunks(en *txs.ManifestEntry) ([]txs.ChunkRef, *refusal, error) {
 	var bind []txs.ChunkRef
 	for j, ch := range en.Chunks {
@@ -192,7 +193,11 @@ func (o *objects) checkChunks(en *txs.ManifestEntry) ([]txs.ChunkRef, *refusal, 
 		case state.ChunkFree:
 			bind = append(bind, ch.Ref())
 		case state.ChunkLive:
-			if rec.Bucket != en.Bucket || rec.Key != en.Key {
+			switch {
+			case rec.Bucket == en.Bucket && rec.Key == en.Key:
+			case en.Adopt:
+				bind = append(bind, ch.Ref()) // moves here
+			default:
 				return nil, &refusal{err: ErrChunkInUse, detail: fmt.Sprintf("chunk %d: %s#%d belongs to %s/%s", j, ch.Range, ch.ID, rec.Bucket, rec.Key)}, nil
 			}
 		default:

@@ -262,6 +262,30 @@ func TestChunkBindingAndRelease(t *testing.T) {
 	require.Equal("chunk_released", rc[0].Refused, "a reclaimed chunk is gone for good")
 }
 
+// A write that adopts takes chunks over from another live object (a
+// rename, a multipart completion): the former holder's deletion no longer
+// releases them, the adopter's does.
+func TestAdoptMovesChunks(t *testing.T) {
+	require := require.New(t)
+	ow := newObjectsWorld(t)
+	ow.block(ow.w.write(ow.e, ow.put("old", always, 1, 2)))
+	moved := ow.put("new", always, 1, 3)
+	moved.Adopt = true
+	rc := ow.block(ow.w.write(ow.e, moved, ow.del("old", always)))[0]
+	require.Empty(rc[0].Refused)
+	require.Equal(state.Chunk{Status: state.ChunkLive, Bucket: ow.bucket, Key: "new"}, ow.chunk(1))
+	require.Equal([]uint64{2}, ow.released(), "the old object released only what it still held")
+
+	ow.block(ow.w.write(ow.e, ow.del("new", always)))
+	require.Equal([]uint64{2, 1, 3}, ow.released(), "in the order of the heights that released them")
+
+	// Adopting never brings a released chunk back.
+	again := ow.put("again", always, 1)
+	again.Adopt = true
+	rc = ow.block(ow.w.write(ow.e, again))[0]
+	require.Equal("chunk_released", rc[0].Refused)
+}
+
 // Chunks of a manifest written before the upgrade were never bound: a
 // versioned overwrite leaves them off the released list rather than
 // guessing no other legacy object names them.

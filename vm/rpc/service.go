@@ -281,12 +281,13 @@ func (s *Service) PutManifest(r *http.Request, args *api.PutManifestArgs, reply 
 	e := txs.ManifestEntry{
 		Manifest:   txs.Manifest{Bucket: args.Bucket, Key: args.Key, Size: args.Size, ContentHash: args.ContentHash, Chunks: args.Chunks, Deleted: args.Deleted},
 		Attributes: args.Attributes,
+		Adopt:      args.Adopt,
 	}
 	if args.Condition != nil {
 		e.Condition = *args.Condition
 	}
 	if err := s.s.writes.ManifestsActive(); err != nil {
-		if e.Condition.Kind != txs.IfAny || len(e.Attributes) > 0 {
+		if e.Condition.Kind != txs.IfAny || len(e.Attributes) > 0 || e.Adopt {
 			return rpcError(err)
 		}
 		return s.putLegacyManifest(r, args, reply, e.Manifest)

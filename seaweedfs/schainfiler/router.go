@@ -1,0 +1,87 @@
+package schainfiler
+
+import (
+	"context"
+	"errors"
+
+	"github.com/s-chain/schain/client"
+	"github.com/s-chain/schain/txs"
+	"github.com/s-chain/schain/vm/api"
+)
+
+// RouterChain is Chain over S-Chain nodes: reads and writes at each
+// bucket's owner, writes waited for until accepted.
+type RouterChain struct{ R *client.Router }
+
+var _ Chain = RouterChain{}
+
+// Get reads at the bucket's owner.
+func (c RouterChain) Get(ctx context.Context, bucket, key string) (Record, error) {
+	m, err := c.R.GetManifestAtOwner(ctx, bucket, key)
+	if errors.Is(err, client.ErrNotFound) {
+		return Record{}, ErrNotFound
+	}
+	if err != nil {
+		return Record{}, err
+	}
+	return Record{Key: key, Version: m.Version, Deleted: m.Manifest.Deleted, Attributes: m.Attributes}, nil
+}
+
+// Put writes at the bucket's owner and waits until accepted.
+func (c RouterChain) Put(ctx context.Context, bucket string, w Write) (uint64, error) {
+	args := api.PutManifestArgs{Bucket: bucket, Key: w.Key, Deleted: w.Deleted, Attributes: w.Attributes, Adopt: w.Adopt, Wait: api.WaitAccepted}
+	for _, ch := range w.Chunks {
+		args.Chunks = append(args.Chunks, txs.Chunk{Range: ch.Range, ID: ch.ID, Size: ch.Size})
+		args.Size += ch.Size
+	}
+	switch {
+	case w.IfAbsent:
+		args.Condition = &txs.Condition{Kind: txs.IfAbsent}
+	case w.IfVersion != 0:
+		args.Condition = &txs.Condition{Kind: txs.IfVersion, Version: w.IfVersion}
+	}
+	reply, err := c.R.PutManifest(ctx, args)
+	if errors.Is(err, client.ErrPreconditionFailed) {
+		return 0, errors.Join(ErrPreconditionFailed, err)
+	}
+	if err != nil {
+		return 0, err
+	}
+	return reply.Version, nil
+}
+
+// List reads a page at the bucket's owner.
+func (c RouterChain) List(ctx context.Context, bucket, prefix, startAfter string, limit int) (Page, error) {
+	rep, err := c.R.ListManifestsAtOwner(ctx, api.ListManifestsArgs{Bucket: bucket, Prefix: prefix, StartAfter: startAfter, Limit: limit})
+	if err != nil {
+		return Page{}, err
+	}
+	p := Page{Truncated: rep.Truncated, Next: rep.Next, Records: make([]Record, 0, len(rep.Manifests))}
+	for _, m := range rep.Manifests {
+		p.Records = append(p.Records, Record{Key: m.Manifest.Key, Version: m.Version, Attributes: m.Attributes})
+	}
+	return p, nil
+}
+
+// Released reads the oldest released chunks of bucket.
+func (c RouterChain) Released(ctx context.Context, bucket string, limit int) ([]Chunk, error) {
+	rep, err := c.R.ListReleased(ctx, api.ListReleasedArgs{Bucket: bucket, Limit: limit})
+	if err != nil {
+		return nil, err
+	}
+	out := make([]Chunk, 0, len(rep.Released))
+	for _, r := range rep.Released {
+		out = append(out, Chunk{Range: r.Range, ID: r.ID, Size: r.Size})
+	}
+	return out, nil
+}
+
+// Reclaim acknowledges released chunks at their bucket's owner.
+func (c RouterChain) Reclaim(ctx context.Context, chunks []Chunk) error {
+	refs := make([]txs.ChunkRef, 0, len(chunks))
+	for _, ch := range chunks {
+		refs = append(refs, txs.ChunkRef{Range: ch.Range, ID: ch.ID})
+	}
+	_, err := c.R.Reclaim(ctx, api.ReclaimArgs{Chunks: refs})
+	return err
+}

@@ -1,0 +1,256 @@
+package schainfiler_test
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"sort"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/s-chain/schain/seaweedfs/schainfiler"
+)
+
+// chain is an in-memory Chain: one version counter per key, conditions
+// checked under one lock, as the owner's execution checks them in order.
+type chain struct {
+	mu      sync.Mutex
+	records map[string]schainfiler.Record // bucket + "\n" + key
+	writes  []schainfiler.Write
+	seq     uint64
+}
+
+func newChain() *chain { return &chain{records: map[string]schainfiler.Record{}} }
+
+func (c *chain) Get(_ context.Context, bucket, key string) (schainfiler.Record, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	r, ok := c.records[bucket+"\n"+key]
+	if !ok {
+		return schainfiler.Record{}, schainfiler.ErrNotFound
+	}
+	return r, nil
+}
+
+func (c *chain) Put(_ context.Context, bucket string, w schainfiler.Write) (uint64, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	cur, ok := c.records[bucket+"\n"+w.Key]
+	live := ok && !cur.Deleted
+	switch {
+	case w.IfAbsent && live, w.IfVersion != 0 && (!live || cur.Version != w.IfVersion):
+		return 0, schainfiler.ErrPreconditionFailed
+	case w.Deleted && !live:
+		return 0, nil
+	}
+	c.seq++
+	c.records[bucket+"\n"+w.Key] = schainfiler.Record{Key: w.Key, Version: c.seq, Deleted: w.Deleted, Attributes: w.Attributes}
+	c.writes = append(c.writes, w)
+	return c.seq, nil
+}
+
+func (c *chain) List(_ context.Context, bucket, prefix, startAfter string, limit int) (schainfiler.Page, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var keys []string
+	for k, r := range c.records {
+		b, key, _ := strings.Cut(k, "\n")
+		if b == bucket && strings.HasPrefix(key, prefix) && key > startAfter && !r.Deleted {
+			keys = append(keys, key)
+		}
+	}
+	sort.Strings(keys)
+	var p schainfiler.Page
+	for i, k := range keys {
+		if i == limit {
+			p.Truncated, p.Next = true, keys[i-1]
+			break
+		}
+		p.Records = append(p.Records, c.records[bucket+"\n"+k])
+	}
+	return p, nil
+}
+
+func (c *chain) Released(context.Context, string, int) ([]schainfiler.Chunk, error) { return nil, nil }
+func (c *chain) Reclaim(context.Context, []schainfiler.Chunk) error                 { return nil }
+
+func store(t *testing.T, c *chain, cfg schainfiler.Config) *schainfiler.Store {
+	s, err := schainfiler.New(cfg, c)
+	require.NoError(t, err)
+	t.Cleanup(s.Close)
+	return s
+}
+
+func TestEntriesAndTombstones(t *testing.T) {
+	require := require.New(t)
+	ctx := context.Background()
+	s := store(t, newChain(), schainfiler.DefaultConfig("filer"))
+	require.NoError(s.Put(ctx, "/buckets/b", "k", []byte("entry"), nil, false))
+	got, err := s.Find(ctx, "/buckets/b", "k")
+	require.NoError(err)
+	require.Equal([]byte("entry"), got)
+	require.NoError(s.Delete(ctx, "/buckets/b", "k"))
+	_, err = s.Find(ctx, "/buckets/b", "k")
+	require.ErrorIs(err, schainfiler.ErrNotFound)
+	_, err = s.Find(ctx, "/", "never")
+	require.ErrorIs(err, schainfiler.ErrNotFound)
+
+	_, err = s.Find(ctx, "/", "\xff")
+	require.ErrorIs(err, schainfiler.ErrBadPath)
+	require.ErrorIs(s.Put(ctx, "/", strings.Repeat("x", 1024), nil, nil, false), schainfiler.ErrTooLarge)
+	require.ErrorIs(s.Put(ctx, "/", "big", make([]byte, 32<<10+1), nil, false), schainfiler.ErrTooLarge)
+}
+
+// Two filers check that a path is absent and both create it: under a
+// guard, exactly one write commits, and the other request learns that its
+// write was refused.
+func TestGuardMakesCheckAndWriteOneStep(t *testing.T) {
+	require := require.New(t)
+	c := newChain()
+	filers := []*schainfiler.Store{store(t, c, schainfiler.DefaultConfig("filer")), store(t, c, schainfiler.DefaultConfig("filer"))}
+	var ctxs []context.Context
+	for _, f := range filers {
+		ctx := schainfiler.Guard(context.Background(), "/buckets/b/k")
+		_, err := f.Find(ctx, "/buckets/b", "k")
+		require.ErrorIs(err, schainfiler.ErrNotFound, "both checks pass")
+		ctxs = append(ctxs, ctx)
+	}
+	errs := []error{
+		filers[0].Put(ctxs[0], "/buckets/b", "k", []byte("first"), nil, false),
+		filers[1].Put(ctxs[1], "/buckets/b", "k", []byte("second"), nil, false),
+	}
+	require.NoError(errs[0])
+	require.ErrorIs(errs[1], schainfiler.ErrPreconditionFailed)
+	require.False(schainfiler.Refused(ctxs[0]))
+	require.True(schainfiler.Refused(ctxs[1]))
+	got, err := filers[1].Find(context.Background(), "/buckets/b", "k")
+	require.NoError(err)
+	require.Equal([]byte("first"), got)
+
+	// A guarded overwrite requires the version its check read; a second
+	// read of the path (the filer reads again before it updates) does not
+	// move it.
+	ctx := schainfiler.Guard(context.Background(), "/buckets/b/k")
+	_, err = filers[0].Find(ctx, "/buckets/b", "k")
+	require.NoError(err)
+	require.NoError(filers[1].Put(context.Background(), "/buckets/b", "k", []byte("meanwhile"), nil, false))
+	_, err = filers[0].Find(ctx, "/buckets/b", "k")
+	require.NoError(err)
+	require.ErrorIs(filers[0].Put(ctx, "/buckets/b", "k", []byte("late"), nil, false), schainfiler.ErrPreconditionFailed)
+
+	// Other paths under the same request (parent directories) are written
+	// unconditionally.
+	ctx = schainfiler.Guard(context.Background(), "/buckets/b/new")
+	_, err = filers[0].Find(ctx, "/buckets", "b")
+	require.ErrorIs(err, schainfiler.ErrNotFound)
+	require.NoError(filers[1].Put(context.Background(), "/buckets", "b", []byte("dir"), nil, false))
+	require.NoError(filers[0].Put(ctx, "/buckets", "b", []byte("dir"), nil, false))
+	require.False(schainfiler.Refused(ctx))
+}
+
+func TestListAndDeleteChildren(t *testing.T) {
+	require := require.New(t)
+	ctx := context.Background()
+	cfg := schainfiler.DefaultConfig("filer")
+	cfg.PageSize = 2
+	s := store(t, newChain(), cfg)
+	for _, n := range []string{"a", "b1", "b2", "b3", "c"} {
+		require.NoError(s.Put(ctx, "/d", n, []byte(n), nil, false))
+	}
+	require.NoError(s.Put(ctx, "/d/sub", "x", []byte("x"), nil, false))
+	require.NoError(s.Put(ctx, "/d2", "y", []byte("y"), nil, false))
+	require.NoError(s.Delete(ctx, "/d", "b2"))
+
+	list := func(start string, include bool, limit int64, prefix string) []string {
+		var names []string
+		_, err := s.List(ctx, "/d", start, include, limit, prefix, func(name string, encoded []byte) (bool, error) {
+			require.Equal(name, string(encoded))
+			names = append(names, name)
+			return true, nil
+		})
+		require.NoError(err)
+		return names
+	}
+	require.Equal([]string{"a", "b1", "b3", "c"}, list("", false, 100, ""), "the directory's entries only, in pages of 2")
+	require.Equal([]string{"b1", "b3"}, list("", false, 100, "b"))
+	require.Equal([]string{"b3", "c"}, list("b1", false, 100, ""))
+	require.Equal([]string{"b1", "b3"}, list("b1", true, 2, ""))
+	require.Equal([]string{"a"}, list("", false, 1, ""))
+
+	stopped := 0
+	last, err := s.List(ctx, "/d", "", false, 100, "", func(string, []byte) (bool, error) { stopped++; return stopped < 2, nil })
+	require.NoError(err)
+	require.Equal("b1", last)
+
+	require.NoError(s.DeleteChildren(ctx, "/d"))
+	require.Empty(list("", false, 100, ""))
+	_, err = s.Find(ctx, "/d/sub", "x")
+	require.NoError(err, "a subdirectory's entries are not the directory's")
+}
+
+func TestKV(t *testing.T) {
+	require := require.New(t)
+	ctx := context.Background()
+	c := newChain()
+	s := store(t, c, schainfiler.DefaultConfig("filer"))
+	key := []byte{0, 0xff, 'k'}
+	_, err := s.KvGet(ctx, key)
+	require.ErrorIs(err, schainfiler.ErrKvNotFound)
+	require.NoError(s.KvPut(ctx, key, []byte("v")))
+	v, err := s.KvGet(ctx, key)
+	require.NoError(err)
+	require.Equal([]byte("v"), v)
+	require.NoError(s.KvDelete(ctx, key))
+	_, err = s.KvGet(ctx, key)
+	require.ErrorIs(err, schainfiler.ErrKvNotFound)
+	_, err = c.Get(ctx, "filer.kv", "kv/00ff6b")
+	require.NoError(err, "KV values live in the reserved bucket, keyed by hex")
+}
+
+func TestChunksBoundWhereTheirKeysCameFromSChain(t *testing.T) {
+	require := require.New(t)
+	ctx := context.Background()
+	c := newChain()
+	cfg := schainfiler.DefaultConfig("weed")
+	cfg.KeyPrefix, cfg.VolumeBand, cfg.MaxChunks = "weed", 4, 3
+	s := store(t, c, cfg)
+	chunks := []schainfiler.FileChunk{{FileID: "9,01637037d6", Size: 10}, {FileID: "9,01637037d6", Size: 10}, {FileID: "3,0a00000001", Size: 5}, {FileID: "3,0b00000001"}, {FileID: "bad"}}
+	require.NoError(s.Put(ctx, "/", "f", []byte("e"), chunks, false))
+	w := c.writes[len(c.writes)-1]
+	require.Equal([]schainfiler.Chunk{{Range: "weed/keys/2", ID: 1, Size: 10}, {Range: "weed/keys/0", ID: 10, Size: 5}}, w.Chunks, "once each, with bytes, in the band of their volume")
+	require.True(w.Adopt, "an entry takes its chunks over from one it was renamed from")
+
+	require.NoError(s.Put(ctx, "/", "linked", []byte("e"), chunks, true))
+	require.Empty(c.writes[len(c.writes)-1].Chunks, "a hard link's chunks belong to its KV record")
+	many := slices.Repeat([]schainfiler.FileChunk{{Size: 1}}, 4)
+	for i := range many {
+		many[i].FileID = "1,0" + string(rune('1'+i)) + "00000001"
+	}
+	require.NoError(s.Put(ctx, "/", "many", []byte("e"), many, false))
+	require.Empty(c.writes[len(c.writes)-1].Chunks, "more chunks than a manifest may name: none bound")
+
+	plain := store(t, c, schainfiler.DefaultConfig("filer"))
+	require.NoError(plain.Put(ctx, "/", "f", []byte("e"), chunks, false))
+	require.Empty(c.writes[len(c.writes)-1].Chunks, "keys the masters did not take from S-Chain are never bound")
+
+	bad := schainfiler.DefaultConfig("filer")
+	bad.KeyPrefix = "weed"
+	_, err := schainfiler.New(bad, c)
+	require.Error(err)
+	require.False(errors.Is(err, schainfiler.ErrNotFound))
+}
+
+func TestParseFileID(t *testing.T) {
+	for fid, want := range map[string][2]uint64{"3,01637037d6": {3, 1}, "12,ffffffffffffffff00000000": {12, 1<<64 - 1}} {
+		v, k, ok := schainfiler.ParseFileID(fid)
+		require.True(t, ok, fid)
+		require.Equal(t, want, [2]uint64{uint64(v), k})
+	}
+	for _, bad := range []string{"", "3", "3,", "3,637037d6", "x,01637037d6", "3,0g637037d6"} {
+		_, _, ok := schainfiler.ParseFileID(bad)
+		require.False(t, ok, bad)
+	}
+}
