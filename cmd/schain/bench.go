@@ -64,6 +64,10 @@ type benchOptions struct {
 	livenessWindow time.Duration
 	livenessMargin time.Duration
 	livenessAfter  time.Duration // 0: bound + livenessMargin
+	// hosts runs every node on a host of its own (network namespaces),
+	// every link delayed hostDelay each way.
+	hosts     bool
+	hostDelay time.Duration
 }
 
 // S-Chain write paths of the bench, and the target name of each.
@@ -177,6 +181,11 @@ failover results) and writes report.json, tables.md and PNG charts to --out.
 Every process started is stopped at the end, also on error or Ctrl-C.`,
 		Args: exactArgs(0, "no arguments"),
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if o.hosts {
+				start = benchSystems{start: startHostsTargets, startLiveness: func(context.Context, benchOptions, time.Duration, io.Writer) (benchmark.Target, func(), error) {
+					return benchmark.Target{}, nil, errHostsLiveness
+				}}
+			}
 			return runBench(cmd.Context(), g, o, start)
 		},
 	}
@@ -207,6 +216,8 @@ Every process started is stopped at the end, also on error or Ctrl-C.`,
 	f.IntVar(&o.schainNodes, "schain-nodes", localnet.DefaultNodes, "validators of each S-Chain network (2 to 16): with 4 or more, a certificate no longer needs the slowest one")
 	f.StringVar(&o.schainFailover, "schain-failover", modePooled, "the S-Chain mode whose failover phase runs (a network takes one kill; empty: none)")
 	f.StringVar(&o.profileDir, "profile-dir", "", "write CPU profiles of the S-Chain network's nodes and plugins there, every 10 s (see `schain network start --profile-dir`)")
+	f.BoolVar(&o.hosts, "hosts", false, "run every node (S-Chain validators, each legacy node) on a host of its own: a network namespace on a bridge (root; see docs/deployment.md), S-Chain deployed with schain deploy's steps, the clients on this machine")
+	f.DurationVar(&o.hostDelay, "host-delay", time.Millisecond, "with --hosts, the delay every host's link (and the clients') adds each way: twice it between two hosts")
 	f.StringVar(&o.buildDir, "build-dir", defaultBuildDir(), "where avalanchego and the plugin are")
 	f.StringVar(&o.out, "out", filepath.Join(defaultBuildDir(), "bench"), "directory for the network, legacy nodes, report, tables and charts")
 	return cmd
@@ -463,7 +474,7 @@ func startBenchTargets(ctx context.Context, o benchOptions, progress io.Writer) 
 			return nil, stop, fmt.Errorf("starting the S-Chain network: %w", err)
 		}
 		stops = append(stops, sc.Stop)
-		for _, nd := range sc.Network().Nodes {
+		for _, nd := range sc.Nodes() {
 			fmt.Fprintf(progress, "S-Chain %s is %s (%s)\n", sc.NodeName(nd.NodeID), nd.NodeID, nd.URI)
 		}
 	}

@@ -39,8 +39,10 @@ import (
 	"github.com/ava-labs/avalanchego/vms/platformvm/reward"
 	"github.com/ava-labs/avalanchego/vms/platformvm/signer"
 	"github.com/ava-labs/libevm/core"
+	"github.com/ava-labs/libevm/core/types"
 	"github.com/ava-labs/libevm/params"
 
+	"github.com/s-chain/schain/deploy"
 	"github.com/s-chain/schain/internal/proc"
 	"github.com/s-chain/schain/localnet"
 	"github.com/s-chain/schain/subnet"
@@ -305,7 +307,7 @@ func (n *Network) genesis(stakers []genesis.UnparsedStaker) ([]byte, error) {
 	cgen, err := json.Marshal(&core.Genesis{
 		Config:     &params.ChainConfig{ChainID: big.NewInt(int64(n.NetworkID))},
 		Difficulty: big.NewInt(0), Timestamp: uint64(upgrade.InitiallyActiveTime.Unix()), GasLimit: 100_000_000,
-		Alloc: core.GenesisAlloc{n.Key.EthAddress(): {Balance: new(big.Int).Exp(big.NewInt(10), big.NewInt(24), nil)}},
+		Alloc: types.GenesisAlloc{n.Key.EthAddress(): {Balance: new(big.Int).Exp(big.NewInt(10), big.NewInt(24), nil)}},
 	})
 	if err != nil {
 		return nil, err
@@ -462,4 +464,58 @@ func (nd *Node) Tail(lines int) string {
 		return ""
 	}
 	return nd.p.Tail(lines)
+}
+
+// Deploy brings S-Chain onto the network as an operator does with `schain
+// deploy`: a first run (the subnet and its validators; it stops waiting
+// for the nodes), every node configured for the chain (Configure) and
+// restarted, and a second run that creates the chain and waits until every
+// node runs it. The record is kept at recordPath; chainConfig is each
+// node's chain config.
+func (n *Network) Deploy(ctx context.Context, recordPath string, vmID ids.ID, genesis []byte, chainConfig func(*Node) []byte, subnetConfig []byte) (*deploy.Record, error) {
+	spec := deploy.Spec{
+		Key: n.Key, KeyPath: n.KeyPath, Genesis: genesis, VMID: vmID, RecordPath: recordPath,
+		TrackWait: 2 * time.Minute, ServeWait: 3 * time.Minute, Progress: n.out,
+	}
+	for _, nd := range n.Nodes {
+		spec.Nodes = append(spec.Nodes, nd.URI)
+	}
+	d, err := deploy.New(spec, deploy.Dial)
+	if err != nil {
+		return nil, err
+	}
+	spec.TrackWait = 0
+	first, err := deploy.New(spec, deploy.Dial)
+	if err != nil {
+		return nil, err
+	}
+	res, err := first.Run(ctx, false)
+	if err != nil && !errors.Is(err, deploy.ErrPending) || res == nil || res.Record == nil {
+		return nil, errors.Join(err, errors.New("avanet: the deployment's first run made no record"))
+	}
+	rec := res.Record
+	for _, nd := range n.Nodes {
+		if err := nd.Configure(rec.SubnetID, rec.ChainID, chainConfig(nd), subnetConfig); err != nil {
+			return nil, err
+		}
+	}
+	if err := n.Stop(ctx); err != nil {
+		return nil, err
+	}
+	for _, nd := range n.Nodes {
+		if err := nd.Start(); err != nil {
+			return nil, err
+		}
+	}
+	if err := n.WaitHealthy(ctx); err != nil {
+		return nil, err
+	}
+	if res, err = d.Run(ctx, false); err != nil {
+		var todo []string
+		if res != nil {
+			todo = res.Pending
+		}
+		return nil, fmt.Errorf("avanet: deploying: %w (to do: %v)", err, todo)
+	}
+	return res.Record, nil
 }
