@@ -212,6 +212,11 @@ func Create(cfg Config) (*Network, error) {
 		for k, v := range cfg.Flags {
 			nd.flags[k] = v
 		}
+		for _, dir := range []string{nd.ChainConfigDir(), nd.SubnetConfigDir()} {
+			if err := os.MkdirAll(dir, 0o755); err != nil {
+				return nil, err
+			}
+		}
 		if err := nd.writeConfig(); err != nil {
 			return nil, err
 		}
@@ -388,16 +393,32 @@ func (n *Network) Start(ctx context.Context) error {
 }
 
 // WaitHealthy waits until every node reports healthy (a lone node: ready,
-// since avalanchego's network check fails without peers).
+// since avalanchego's network check fails without peers). A node whose
+// process exits fails it at once, with the end of its output.
 func (n *Network) WaitHealthy(ctx context.Context) error {
+	tick := time.NewTicker(500 * time.Millisecond)
+	defer tick.Stop()
 	for _, nd := range n.Nodes {
 		c := health.NewClient(nd.URI)
-		await := health.AwaitHealthy
+		check := c.Health
 		if len(n.Nodes) == 1 {
-			await = health.AwaitReady
+			check = c.Readiness
 		}
-		if ok, err := await(ctx, c, 500*time.Millisecond, nil); err != nil || !ok {
-			return fmt.Errorf("avanet: node %s (%s) not healthy: %w\n%s", nd.NodeID, nd.Addr, errors.Join(err, ctx.Err()), nd.Tail(20))
+		for {
+			if nd.p == nil || !nd.p.Running() {
+				return fmt.Errorf("avanet: node %s (%s) is not running:\n%s", nd.NodeID, nd.URI, nd.Tail(20))
+			}
+			actx, cancel := context.WithTimeout(ctx, 2*time.Second)
+			reply, err := check(actx, nil)
+			cancel()
+			if err == nil && reply.Healthy {
+				break
+			}
+			select {
+			case <-ctx.Done():
+				return fmt.Errorf("avanet: node %s (%s) not healthy: %w (last: %v)\n%s", nd.NodeID, nd.URI, ctx.Err(), err, nd.Tail(20))
+			case <-tick.C:
+			}
 		}
 	}
 	return nil
