@@ -15,7 +15,7 @@ PLUGIN := build/plugins/$(VMID)
 SCHAIN := build/schain
 GO_SOURCES := $(shell find . -name '*.go' -not -path './build/*' -not -name '*_test.go') go.mod go.sum
 
-.PHONY: all build test unit kat32 e2e e2e-weed e2e-ops lint alerts fmt vet staticcheck bench bench-hosts bench-weed bench-micro profile fuzz run stop clean weed weed-up weed-down
+.PHONY: all build test unit kat32 e2e e2e-weed e2e-ops lint alerts fmt vet staticcheck bench bench-hosts sizing bench-weed bench-micro profile fuzz run stop clean weed weed-up weed-down
 
 all: build
 
@@ -101,6 +101,10 @@ bench: build weed $(BENCHSTAT)
 ## bench-hosts: the bench's comparison (S-Chain per-request and pooled against the legacy raft stand-in, and the failover) with every node on a host of its own, 2 ms between hosts (network namespaces: root); outputs under build/bench/hosts/
 bench-hosts: build $(BENCHSTAT)
 	$(SCHAIN) bench --hosts --host-delay 1ms --schain-modes per-request,pooled,pooled-batched --schain-rounds 5s --out $(BENCH_OUT)/hosts $(BENCH_FLAGS)
+
+## sizing: what a validator uses (node and plugin RSS and CPU idle and under per-request and pooled load, database growth per million requests) on a local network; outputs under build/bench/sizing/ (docs/deployment.md, Sizing)
+sizing: build
+	$(SCHAIN) bench sizing --out $(BENCH_OUT)/sizing $(SIZING_FLAGS)
 
 ## bench-weed: real SeaweedFS assigns, stock vs S-Chain sequencer vs 3 leaderless masters, and their leader and validator kills (schain seaweedfs bench; outputs under build/bench/seaweedfs/)
 bench-weed: build weed

@@ -220,6 +220,7 @@ Every process started is stopped at the end, also on error or Ctrl-C.`,
 	f.DurationVar(&o.hostDelay, "host-delay", time.Millisecond, "with --hosts, the delay every host's link (and the clients') adds each way: twice it between two hosts")
 	f.StringVar(&o.buildDir, "build-dir", defaultBuildDir(), "where avalanchego and the plugin are")
 	f.StringVar(&o.out, "out", filepath.Join(defaultBuildDir(), "bench"), "directory for the network, legacy nodes, report, tables and charts")
+	cmd.AddCommand(newBenchSizingCmd(g))
 	return cmd
 }
 
