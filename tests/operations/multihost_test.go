@@ -28,6 +28,7 @@ import (
 	"github.com/s-chain/schain/internal/hosts"
 	"github.com/s-chain/schain/localnet"
 	"github.com/s-chain/schain/seaweedfs/cluster"
+	"github.com/s-chain/schain/seaweedfs/cutover"
 	"github.com/s-chain/schain/seaweedfs/workload"
 	"github.com/s-chain/schain/txs"
 	"github.com/s-chain/schain/vm/api"
@@ -124,7 +125,10 @@ func TestHostsFaults(t *testing.T) {
 	t.Logf("chain %s on subnet %s", c.record.ChainID, c.record.SubnetID)
 
 	// SeaweedFS: three masters and a volume server, each on its own host,
-	// taking file keys and volume ids from S-Chain.
+	// taking file keys and volume ids from S-Chain. A new cluster records
+	// its cutover floors first (nothing legacy to stay above).
+	_, err = cutover.Record(ctx, c.router, "hosts", cutover.Plan(cutover.Bounds{}, cutover.Margins{}))
+	require.NoError(err)
 	wcfg := cluster.DefaultConfig(filepath.Join(build, "weed"), filepath.Join(root, "weed"), cluster.ModeSChain)
 	wcfg.SChain = cluster.SChain{URIs: c.uris(), Chain: c.record.ChainID.String(), TokenFile: c.tokFile, Prefix: "hosts"}
 	for _, h := range hs[validators : validators+masters] {
@@ -361,6 +365,25 @@ type stopState struct {
 func recordState(t *testing.T, ctx context.Context, c *chain, rangeKeys []string) stopState {
 	t.Helper()
 	st := stopState{next: map[string]uint64{}}
+	// Every node applied every allocation (the load is stopped): a node
+	// a block behind would count one as lost.
+	waitFor(t, time.Minute, "every node to hold the same counters", func() error {
+		for _, rk := range rangeKeys {
+			var want uint64
+			for i, nd := range c.net.Nodes {
+				a, err := c.node(t, nd).GetAllocation(ctx, rk)
+				if err != nil {
+					return err
+				}
+				if i > 0 && a.Next != want {
+					return fmt.Errorf("%s: %s at %d, another node at %d", nd.Addr, rk, a.Next, want)
+				}
+				want = a.Next
+			}
+			st.next[rk] = want
+		}
+		return nil
+	})
 	for _, nd := range c.net.Nodes {
 		cl := c.node(t, nd)
 		n, err := cl.GetNode(ctx)
@@ -368,11 +391,6 @@ func recordState(t *testing.T, ctx context.Context, c *chain, rangeKeys []string
 		b, err := cl.GetBlock(ctx, n.Height)
 		require.NoError(t, err)
 		st.heights, st.blocks, st.roots = append(st.heights, n.Height), append(st.blocks, b.ID), append(st.roots, n.StateRoot)
-	}
-	for _, rk := range rangeKeys {
-		a, err := c.router.GetAllocation(ctx, rk)
-		require.NoError(t, err)
-		st.next[rk] = a.Next
 	}
 	return st
 }

@@ -99,9 +99,13 @@ func TestRollingUpgrade(t *testing.T) {
 		}
 		return nil
 	})
+	for _, nd := range an.Nodes {
+		require.Equal(oldSum, runningPlugin(t, nd.PID()), "%s runs the old plugin", nd.URI)
+	}
 	upgradeAt := load.Since()
 	for i, nd := range an.Nodes {
 		began := time.Now()
+		restartAt := load.Since()
 		require.NoError(nd.Stop(ctx))
 		installPlugin(t, newPlugin, filepath.Join(root, "plugins", fmt.Sprintf("node%d", i+1)))
 		require.NoError(nd.Start())
@@ -109,8 +113,19 @@ func TestRollingUpgrade(t *testing.T) {
 			_, err := c.node(t, nd).GetNode(ctx)
 			return err
 		})
+		require.Equal(newSum, runningPlugin(t, nd.PID()), "%s runs the new plugin", nd.URI)
+		serving := time.Since(began)
+		// Every range allocates again, its owner's included, before the
+		// next node goes.
+		waitFor(t, 2*time.Minute, "every range to allocate since node"+fmt.Sprint(i+1)+"'s restart", func() error {
+			if n := load.Allocating(load.Since() - restartAt); n < len(rangeKeys) {
+				return fmt.Errorf("%d of %d ranges allocated", n, len(rangeKeys))
+			}
+			return nil
+		})
 		c.agree(t, ctx, 2*time.Minute)
-		t.Logf("node%d (%s) runs the new plugin, caught up %v after its stop", i+1, nd.NodeID, time.Since(began).Round(10*time.Millisecond))
+		t.Logf("node%d (%s) runs the new plugin: serving %v after its stop, every range allocated %v after it",
+			i+1, nd.NodeID, serving.Round(10*time.Millisecond), time.Since(began).Round(10*time.Millisecond))
 	}
 	upgraded := load.Since()
 	waitFor(t, 2*time.Minute, "every range to allocate on the new plugin", func() error {
@@ -227,6 +242,31 @@ func installPlugin(t *testing.T, plugin, dir string) {
 	require.NoError(t, err)
 	require.NoError(t, out.Close())
 	require.NoError(t, os.Rename(tmp, dst))
+}
+
+// runningPlugin is the digest of the binary the node's plugin process runs
+// (its child started from the plugin directory): /proc/<pid>/exe is the
+// running file even after the one in the directory was replaced.
+func runningPlugin(t *testing.T, nodePID int) [32]byte {
+	t.Helper()
+	entries, err := os.ReadDir("/proc")
+	require.NoError(t, err)
+	for _, e := range entries {
+		stat, err := os.ReadFile(filepath.Join("/proc", e.Name(), "stat"))
+		if err != nil {
+			continue
+		}
+		i := strings.LastIndexByte(string(stat), ')')
+		f := strings.Fields(string(stat)[i+1:])
+		if len(f) < 2 || f[1] != fmt.Sprint(nodePID) {
+			continue
+		}
+		if exe, err := os.Readlink(filepath.Join("/proc", e.Name(), "exe")); err == nil && strings.Contains(exe, vm.ID.String()) {
+			return fileSum(t, filepath.Join("/proc", e.Name(), "exe"))
+		}
+	}
+	require.FailNow(t, "no plugin process under node", "pid %d", nodePID)
+	return [32]byte{}
 }
 
 func fileSum(t *testing.T, path string) [32]byte {
