@@ -201,13 +201,9 @@ func (n *Net) Close() error {
 		if exists("/var/run/netns/" + h.Name) {
 			errs = append(errs, run(context.Background(), "ip", "netns", "del", h.Name))
 		}
-		if linkExists(h.link) {
-			errs = append(errs, run(context.Background(), "ip", "link", "del", h.link))
-		}
+		errs = append(errs, delLink(h.link))
 	}
-	if linkExists(n.bridge) {
-		errs = append(errs, run(context.Background(), "ip", "link", "del", n.bridge))
-	}
+	errs = append(errs, delLink(n.bridge))
 	return errors.Join(errs...)
 }
 
@@ -224,8 +220,8 @@ func Sweep() error {
 	}
 	links, _ := os.ReadDir("/sys/class/net")
 	for _, l := range links {
-		if strings.HasPrefix(l.Name(), Prefix) && linkExists(l.Name()) {
-			errs = append(errs, run(context.Background(), "ip", "link", "del", l.Name()))
+		if strings.HasPrefix(l.Name(), Prefix) {
+			errs = append(errs, delLink(l.Name()))
 		}
 	}
 	if out, err := exec.Command("iptables", "-S", "OUTPUT").Output(); err == nil {
@@ -237,6 +233,19 @@ func Sweep() error {
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// delLink removes a link if it is still there. A veth link also goes with
+// its peer's namespace, a moment after the namespace is deleted: a link
+// gone meanwhile is no failure.
+func delLink(name string) error {
+	if !linkExists(name) {
+		return nil
+	}
+	if err := run(context.Background(), "ip", "link", "del", name); err != nil && linkExists(name) {
+		return err
+	}
+	return nil
 }
 
 func exists(p string) bool {

@@ -184,6 +184,12 @@ func TestHostsFaults(t *testing.T) {
 	t.Logf("SIGSTOP %s (%s), owner of %s, for %v", victim.NodeID, victim.Addr, rangeKeys[0], 2*round)
 	dropped := waitDropped(ctx, c, victim.NodeID, 2*round)
 	require.NoError(victim.Signal(syscall.SIGCONT))
+	waitFor(t, 2*time.Minute, rangeKeys[0]+" to allocate again", func() error {
+		if alloc.LastSuccess(0) <= stoppedAt {
+			return fmt.Errorf("no allocation of %s since the SIGSTOP", rangeKeys[0])
+		}
+		return nil
+	})
 	c.agree(t, ctx, 2*time.Minute)
 
 	// 3. Every node stopped at once, then restarted from disk: the chain
@@ -208,19 +214,25 @@ func TestHostsFaults(t *testing.T) {
 		return nil
 	})
 	more, _ := after.Stop()
-	samples = append(samples, more...)
 	upStop()
 	res := <-upDone
 	up.Close()
 	t.Logf("load ran %v", time.Since(began).Round(time.Second))
 
 	// The checks.
+	stall := rangeStall(samples, 0, stoppedAt) // samples of the first load only come before more
+	samples = append(samples, more...)
+	failed := 0
+	for _, s := range samples {
+		if s.Failed {
+			failed++
+		}
+	}
 	dups := benchmark.FindDuplicates(benchmark.Intervals(samples, false))
 	require.Positive(dups.Allocations)
 	require.Zero(dups.Overlapping, "ids issued twice: %+v", dups.Examples)
-	t.Logf("allocations: %d committed, none overlapping", dups.Allocations)
+	t.Logf("allocations: %d committed (%d attempts failed and were retried), none overlapping", dups.Allocations, failed)
 
-	stall := rangeStall(samples, 0, stoppedAt)
 	t.Logf("SIGSTOP of %s: out of the membership after %v (bound %v), range %s allocated again %v after the stop",
 		victim.NodeID, dropped, g.FailoverBound(), rangeKeys[0], stall)
 	// The bound holds while every round has a block; a round can wait out
