@@ -492,18 +492,12 @@ func startBenchTargets(ctx context.Context, o benchOptions, progress io.Writer) 
 			return nil, stop, err
 		}
 		fmt.Fprintf(progress, "starting the legacy raft allocator in %s mode: 3 processes, logs under %s\n", m, dir)
-		sctx, cancel := context.WithTimeout(ctx, time.Minute)
-		c, err := benchmark.StartLegacy(sctx, benchmark.LegacyConfig{
-			Binary: bin, Dir: dir, Mode: legacyraft.Mode(m), Nodes: 3, WarmUp: o.legacyWarmUp, Timeout: 5 * time.Second,
-		})
-		cancel()
+		t, err := legacyTarget(ctx, o, m, bin, dir, nil)
 		if err != nil {
 			return nil, stop, err
 		}
-		stops = append(stops, c.Stop)
-		targets = append(targets, benchmark.Target{
-			Name: "legacy-" + m, SharedKeySpace: m == string(legacyraft.ModeSeaweedFS), FailoverAfter: o.legacyAfter, Cluster: c,
-		})
+		stops = append(stops, t.Cluster.Stop)
+		targets = append(targets, t)
 	}
 	if sc != nil {
 		for _, m := range o.schainModes {
@@ -516,18 +510,45 @@ func startBenchTargets(ctx context.Context, o benchOptions, progress io.Writer) 
 				targets = append(targets, t)
 				continue
 			}
-			t, err := schainTarget(ctx, sc, m, "schain")
+			t, err := mainTarget(ctx, o, sc, m)
 			if err != nil {
 				return nil, stop, err
-			}
-			if !o.certificates {
-				t.Finality = nil
-			}
-			if m == o.schainFailover {
-				t.FailoverAfter = o.schainAfter
 			}
 			targets = append(targets, t)
 		}
 	}
 	return targets, stop, nil
+}
+
+// legacyTarget starts the legacy allocator in mode m: 3 processes of bin
+// under dir, on hosts (nil: on 127.0.0.1).
+func legacyTarget(ctx context.Context, o benchOptions, m, bin, dir string, hosts []benchmark.LegacyHost) (benchmark.Target, error) {
+	sctx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	c, err := benchmark.StartLegacy(sctx, benchmark.LegacyConfig{
+		Binary: bin, Dir: dir, Mode: legacyraft.Mode(m), Nodes: 3, WarmUp: o.legacyWarmUp, Timeout: 5 * time.Second, Hosts: hosts,
+	})
+	if err != nil {
+		return benchmark.Target{}, err
+	}
+	return benchmark.Target{
+		Name: "legacy-" + m, SharedKeySpace: m == string(legacyraft.ModeSeaweedFS), FailoverAfter: o.legacyAfter, Cluster: c,
+	}, nil
+}
+
+// mainTarget is the target of write path m on the main network: its
+// failover phase if it is --schain-failover's, no finality reading without
+// certificates.
+func mainTarget(ctx context.Context, o benchOptions, sc *benchmark.SChainCluster, m string) (benchmark.Target, error) {
+	t, err := schainTarget(ctx, sc, m, "schain")
+	if err != nil {
+		return t, err
+	}
+	if !o.certificates {
+		t.Finality = nil
+	}
+	if m == o.schainFailover {
+		t.FailoverAfter = o.schainAfter
+	}
+	return t, nil
 }

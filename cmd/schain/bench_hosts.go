@@ -8,7 +8,6 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"time"
 
 	"github.com/ava-labs/avalanchego/ids"
 
@@ -16,7 +15,6 @@ import (
 	"github.com/s-chain/schain/internal/avanet"
 	"github.com/s-chain/schain/internal/hosts"
 	"github.com/s-chain/schain/localnet"
-	"github.com/s-chain/schain/shadow/legacyraft"
 	"github.com/s-chain/schain/vm"
 	vmconfig "github.com/s-chain/schain/vm/config"
 )
@@ -139,30 +137,21 @@ func startHostsTargets(ctx context.Context, o benchOptions, progress io.Writer) 
 		}
 		dir := filepath.Join(o.out, "hosts", "legacy", m)
 		fmt.Fprintf(progress, "starting the legacy raft allocator in %s mode on %s, %s, %s\n", m, places[0].Addr, places[1].Addr, places[2].Addr)
-		sctx, cancel := context.WithTimeout(ctx, time.Minute)
-		c, err := benchmark.StartLegacy(sctx, benchmark.LegacyConfig{
-			Binary: bin, Dir: dir, Mode: legacyraft.Mode(m), Nodes: 3, WarmUp: o.legacyWarmUp, Timeout: 5 * time.Second, Hosts: places,
-		})
-		cancel()
+		t, err := legacyTarget(ctx, o, m, bin, dir, places)
 		if err != nil {
 			return nil, stop, err
 		}
-		stops = append(stops, c.Stop)
-		targets = append(targets, benchmark.Target{
-			Name: "legacy-" + m, SharedKeySpace: m == string(legacyraft.ModeSeaweedFS), FailoverAfter: o.legacyAfter, Cluster: c,
-		})
+		stops = append(stops, t.Cluster.Stop)
+		targets = append(targets, t)
 	}
 	if sc != nil {
 		for _, m := range o.schainModes {
 			if m == modeUncertified {
 				return nil, stop, fmt.Errorf("%w: mode %s needs a second network (not with --hosts)", errBenchMode, m)
 			}
-			t, err := schainTarget(ctx, sc, m, "schain")
+			t, err := mainTarget(ctx, o, sc, m)
 			if err != nil {
 				return nil, stop, err
-			}
-			if m == o.schainFailover {
-				t.FailoverAfter = o.schainAfter
 			}
 			targets = append(targets, t)
 		}

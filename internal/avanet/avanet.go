@@ -112,12 +112,12 @@ type Node struct {
 	Staking netip.AddrPort
 	Dir     string
 	// URI is its HTTP API (http://addr:9650).
-	URI    string
+	URI      string
 	config   string
 	httpPort uint16
 	flags    map[string]any
-	p      *proc.Process
-	spec   proc.Spec
+	p        *proc.Process
+	spec     proc.Spec
 }
 
 // Create writes every node's keys and flags and the genesis; it starts
@@ -201,10 +201,10 @@ func Create(cfg Config) (*Network, error) {
 			config.HTTPPortKey: nd.httpPort, config.StakingPortKey: nd.Staking.Port(),
 			config.BootstrapIPsKey: strings.Join(ips, ","), config.BootstrapIDsKey: strings.Join(ids, ","),
 			config.DataDirKey: abs(nd.Dir), config.LogsDirKey: abs(filepath.Join(nd.Dir, "logs")),
-			config.ChainConfigDirKey: abs(filepath.Join(nd.Dir, "configs", "chains")),
-			config.SubnetConfigDirKey: abs(filepath.Join(nd.Dir, "configs", "subnets")),
-			config.StakingTLSKeyPathKey: abs(filepath.Join(nd.Dir, "staking", "staker.key")),
-			config.StakingCertPathKey: abs(filepath.Join(nd.Dir, "staking", "staker.crt")),
+			config.ChainConfigDirKey:       abs(filepath.Join(nd.Dir, "configs", "chains")),
+			config.SubnetConfigDirKey:      abs(filepath.Join(nd.Dir, "configs", "subnets")),
+			config.StakingTLSKeyPathKey:    abs(filepath.Join(nd.Dir, "staking", "staker.key")),
+			config.StakingCertPathKey:      abs(filepath.Join(nd.Dir, "staking", "staker.crt")),
 			config.StakingSignerKeyPathKey: abs(filepath.Join(nd.Dir, "staking", "signer.key")),
 		} {
 			nd.flags[k] = v

@@ -168,8 +168,11 @@ func (p *Process) end(ctx context.Context, sig syscall.Signal) error {
 }
 
 // Tail is the last n lines of its log.
-func (p *Process) Tail(n int) string {
-	f, err := os.Open(p.spec.Log)
+func (p *Process) Tail(n int) string { return TailFile(p.spec.Log, n) }
+
+// TailFile is the last n lines of a log file (or why it cannot be read).
+func TailFile(path string, n int) string {
+	f, err := os.Open(path)
 	if err != nil {
 		return err.Error()
 	}

@@ -1,7 +1,6 @@
 package cluster
 
 import (
-	"bufio"
 	"context"
 	"errors"
 	"fmt"
@@ -12,6 +11,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	childproc "github.com/s-chain/schain/internal/proc"
 )
 
 // stopGrace is how long a process gets to exit after SIGTERM before SIGKILL.
@@ -154,20 +155,4 @@ func pidAlive(pid int) bool {
 }
 
 // tail returns the last n lines of the process's log.
-func (p *proc) tail(n int) string {
-	f, err := os.Open(p.Log)
-	if err != nil {
-		return err.Error()
-	}
-	defer f.Close()
-	var lines []string
-	sc := bufio.NewScanner(f)
-	sc.Buffer(make([]byte, 64<<10), 1<<20)
-	for sc.Scan() {
-		lines = append(lines, sc.Text())
-		if len(lines) > n {
-			lines = lines[1:]
-		}
-	}
-	return strings.Join(lines, "\n")
-}
+func (p *proc) tail(n int) string { return childproc.TailFile(p.Log, n) }
