@@ -140,13 +140,15 @@ func TestHostsFaults(t *testing.T) {
 	require.NoError(err)
 
 	// The load: allocations on ranges (one client each, so that a range
-	// whose owner stops holds back no other), manifests, uploads.
+	// whose owner stops holds back no other; a request gives up after 5 s,
+	// as SeaweedFS's schain_request_timeout does, so that a client stuck on
+	// a stopped owner tries again), manifests, uploads.
 	rangeKeys := make([]string, ranges)
 	for i := range rangeKeys {
 		rangeKeys[i] = fmt.Sprintf("hosts-%02d", i)
 	}
 	alloc := benchmark.Start(ctx, benchmark.Load{
-		System: committed{c.router}, Ranges: rangeKeys, Clients: ranges, Pick: benchmark.PerRange(), Count: 4, Timeout: 30 * time.Second,
+		System: committed{c.router}, Ranges: rangeKeys, Clients: ranges, Pick: benchmark.PerRange(), Count: 4, Timeout: 5 * time.Second,
 	})
 	man := startManifests(ctx, c.router)
 	up, err := workload.New(workload.Config{
@@ -211,7 +213,7 @@ func TestHostsFaults(t *testing.T) {
 	require.NoError(an.WaitHealthy(ctx))
 	checkResumed(t, ctx, c, rangeKeys, atStop)
 	after := benchmark.Start(ctx, benchmark.Load{
-		System: committed{c.router}, Ranges: rangeKeys, Clients: ranges, Pick: benchmark.PerRange(), Count: 4, Timeout: 30 * time.Second,
+		System: committed{c.router}, Ranges: rangeKeys, Clients: ranges, Pick: benchmark.PerRange(), Count: 4, Timeout: 5 * time.Second,
 	})
 	waitFor(t, 2*time.Minute, "every range to allocate after the restart", func() error {
 		if n := after.Allocating(time.Minute); n < ranges {
