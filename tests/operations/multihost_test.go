@@ -278,26 +278,33 @@ func startManifests(ctx context.Context, r *client.Router) *manifests {
 		m.wg.Add(1)
 		go func() {
 			defer m.wg.Done()
-			chunks := fmt.Sprintf("hosts-chunks-%d", w)
+			// A manifest names chunks of its bucket whose ids were
+			// allocated.
+			bucket := fmt.Sprintf("hosts-bucket-%d", w)
+			chunks := bucket + "/chunks"
 			for i := 0; ctx.Err() == nil; i++ {
-				// A manifest names chunks whose ids were allocated.
+				pause := func() {
+					select {
+					case <-ctx.Done():
+					case <-time.After(200 * time.Millisecond):
+					}
+				}
 				chunk, err := r.AllocateCommitted(ctx, api.AllocateArgs{Range: chunks, Count: 1})
 				if err != nil {
+					pause()
 					continue
 				}
 				key := fmt.Sprintf("object-%d-%d", w, i)
 				sum := ids.ID(sha256.Sum256([]byte(key)))
 				args := api.PutManifestArgs{
-					Bucket: fmt.Sprintf("hosts-bucket-%d", w), Key: key, Size: 100, ContentHash: sum,
+					Bucket: bucket, Key: key, Size: 100, ContentHash: sum,
 					Chunks: []txs.Chunk{{Range: chunks, ID: chunk.Entry.Base, Size: 100, Hash: sum}},
 					Wait:   api.WaitAccepted,
 				}
+				// Acknowledged: accepted, as a new version of the object.
 				rep, err := r.PutManifest(ctx, args)
-				if err != nil || rep.Receipt == nil || rep.Receipt.Status != api.StatusAccepted {
-					select {
-					case <-ctx.Done():
-					case <-time.After(200 * time.Millisecond):
-					}
+				if err != nil || rep.Receipt == nil || rep.Receipt.Status != api.StatusAccepted || rep.Version == 0 {
+					pause()
 					continue
 				}
 				m.mu.Lock()
