@@ -284,3 +284,11 @@ func Duration(d time.Duration) string {
 	}
 	return strconv.FormatFloat(v, 'f', prec, 64) + unit
 }
+
+// Met says whether a target was reached, for the tables.
+func Met(ok bool) string {
+	if ok {
+		return "met"
+	}
+	return "not met"
+}

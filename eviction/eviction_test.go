@@ -278,3 +278,46 @@ func TestFatal(t *testing.T) {
 	require.False(t, Fatal(subnet.ErrRejected))
 	require.False(t, Fatal(subnet.ErrPChainAPI))
 }
+
+// views is a membership source that answers the views in turn, then the
+// last one again.
+type views struct {
+	list []*api.MembershipReply
+	n    int
+}
+
+func (v *views) GetMembership(context.Context) (*api.MembershipReply, error) {
+	e := v.list[min(v.n, len(v.list)-1)]
+	v.n++
+	return e, nil
+}
+
+// TestWatcherRefusesAnOlderView (issue 30, finding 2): a node that stopped
+// following the chain keeps answering: its view, older than one the
+// watcher already saw, still counts a validator that came back as out
+// (its heartbeats landed after that node stopped), and the policy would
+// remove a live validator. The watcher never acts on a view older than the
+// newest it has seen.
+func TestWatcherRefusesAnOlderView(t *testing.T) {
+	require := require.New(t)
+	current := membership()
+	current.Head = api.Head{AcceptedHeight: 500, AcceptedID: ids.ID{'n'}}
+	for i := range current.Validators {
+		if current.Validators[i].NodeID == gone9 { // came back: heartbeat in round 100
+			current.Validators[i].Member, current.Validators[i].LastHeartbeat = true, u(100)
+		}
+	}
+	stale := membership() // a lagging node's: gone9 never heartbeat, round 100 by its clock
+	stale.Head = api.Head{AcceptedHeight: 420, AcceptedID: ids.ID{'o'}}
+	c := &fakeChain{facts: pchain(live, gone2, gone9, readded)}
+	v := &views{list: []*api.MembershipReply{current, stale}}
+	w := &Watcher{Policy: Policy{After: 5, MinValidators: 2}, Memberships: v, Subnet: c}
+
+	out, err := w.Pass(context.Background())
+	require.NoError(err)
+	require.False(out.Decision.Remove(), out.Decision.Reason)
+	_, err = w.Pass(context.Background())
+	require.ErrorIs(err, ErrOlderView, "a view from height 420 after one from 500")
+	require.Empty(c.issued, "no live validator removed")
+	require.False(Fatal(err), "the next pass reads again")
+}

@@ -13,8 +13,11 @@
 // of the VM: a validator must never hold the key that changes the set it is
 // part of, and removing a validator is a decision about the network the
 // operator opts into. It reads the liveness records from S-Chain's accepted
-// state (schain.getMembership), which every node agrees on; a lagging node can
-// only make it act later, never remove a validator that is live on chain.
+// state (schain.getMembership). A node that stopped following the chain
+// answers from old records, in which a validator that came back since is
+// still out: so the watcher reads the newest view of nodes holding more
+// than 2/3 of the stake (the client's fresh reads), and never acts on a
+// view older than one it already saw.
 package eviction
 
 import (

@@ -12,11 +12,17 @@ import (
 	"github.com/s-chain/schain/vm/api"
 )
 
-// Memberships gives S-Chain's current membership (client.Client and client.Router
-// do).
+// Memberships gives S-Chain's current membership. It must never answer
+// from a node that lags behind: the CLI gives the client's fresh reads
+// (the newest view of nodes holding more than 2/3 of the stake).
 type Memberships interface {
 	GetMembership(ctx context.Context) (*api.MembershipReply, error)
 }
+
+// ErrOlderView: the membership view read is older than one this watcher
+// already acted on (a node behind the chain answered): it counts as out
+// validators whose heartbeats landed since, so the pass decides nothing.
+var ErrOlderView = errors.New("eviction: S-Chain's membership view is older than one already seen")
 
 // Subnet reads and changes the subnet's validator set (subnet.Admin does).
 type Subnet interface {
@@ -46,6 +52,9 @@ type Watcher struct {
 	// pending are the validators this watcher removed that S-Chain's
 	// membership view still lists.
 	pending map[ids.NodeID]struct{}
+	// newest is the newest view's last accepted block: no older view is
+	// acted on.
+	newest api.Head
 }
 
 // Outcome is what one pass saw and did.
@@ -67,6 +76,9 @@ func (w *Watcher) Pass(ctx context.Context) (*Outcome, error) {
 	e, err := w.Memberships.GetMembership(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("reading S-Chain's membership view: %w", err)
+	}
+	if err := w.notOlder(e.Head); err != nil {
+		return nil, err
 	}
 	f, err := w.Subnet.Facts(ctx)
 	if err != nil {
@@ -94,6 +106,17 @@ func (w *Watcher) Pass(ctx context.Context) (*Outcome, error) {
 	}
 	w.pending[out.Decision.NodeID] = struct{}{}
 	return out, nil
+}
+
+// notOlder refuses a view older than the newest seen, and remembers a
+// newer one. A view without a head (a node older than heads) cannot be
+// compared once a head was seen.
+func (w *Watcher) notOlder(h api.Head) error {
+	if h.AcceptedHeight < w.newest.AcceptedHeight {
+		return fmt.Errorf("%w: at height %d, after one at height %d", ErrOlderView, h.AcceptedHeight, w.newest.AcceptedHeight)
+	}
+	w.newest = h
+	return nil
 }
 
 // holding forgets pending removals the membership view no longer lists and returns

@@ -85,22 +85,11 @@ func runWeedBench(ctx context.Context, g *globals, o *weedOptions, s weedbench.S
 		fmt.Fprintln(g.errOut, "bench: every process stopped")
 	}()
 
-	ncfg := localnet.DefaultConfig(o.buildDir)
-	ncfg.RootDir, ncfg.Progress = filepath.Join(out, "network"), g.errOut
-	_ = localnet.StopAll(ctx, ncfg.RootDir, nil) // what an earlier run left
-	if err := os.RemoveAll(ncfg.RootDir); err != nil {
-		return err
+	n, prefix, stopNetwork, err := startBenchNetwork(ctx, g, o, out)
+	if stopNetwork != nil {
+		stops = append(stops, stopNetwork)
 	}
-	n, err := localnet.Start(ctx, ncfg)
 	if err != nil {
-		return fmt.Errorf("starting the S-Chain network: %w", err)
-	}
-	stops = append(stops, func(ctx context.Context) error { return localnet.StopAll(ctx, ncfg.RootDir, nil) })
-	if err := waitChainReady(ctx, g, n, 3*time.Minute); err != nil {
-		return err
-	}
-	prefix := fmt.Sprintf("bench-%d", time.Now().Unix())
-	if err := freshCutover(ctx, g, n, prefix); err != nil {
 		return err
 	}
 	start := func(name string, mode cluster.Mode) (*cluster.Cluster, error) {
@@ -160,4 +149,29 @@ func runWeedBench(ctx context.Context, g *globals, o *weedOptions, s weedbench.S
 		_, err := fmt.Fprintf(w, "%soutputs: %s/{%s,%s}\n", tables.String(), out, benchReportFile, benchTablesFile)
 		return err
 	})
+}
+
+// startBenchNetwork starts a fresh S-Chain network under out/network for a
+// SeaweedFS bench and records fresh cutover floors for a range prefix of the
+// run's own; stop (set once something runs) stops it.
+func startBenchNetwork(ctx context.Context, g *globals, o *weedOptions, out string) (n *localnet.Network, prefix string, stop func(context.Context) error, err error) {
+	ncfg := localnet.DefaultConfig(o.buildDir)
+	ncfg.RootDir, ncfg.Progress = filepath.Join(out, "network"), g.errOut
+	_ = localnet.StopAll(ctx, ncfg.RootDir, nil) // what an earlier run left
+	if err := os.RemoveAll(ncfg.RootDir); err != nil {
+		return nil, "", nil, err
+	}
+	n, err = localnet.Start(ctx, ncfg)
+	if err != nil {
+		return nil, "", nil, fmt.Errorf("starting the S-Chain network: %w", err)
+	}
+	stop = func(ctx context.Context) error { return localnet.StopAll(ctx, ncfg.RootDir, nil) }
+	if err := waitChainReady(ctx, g, n, 3*time.Minute); err != nil {
+		return nil, "", stop, err
+	}
+	prefix = fmt.Sprintf("bench-%d", time.Now().Unix())
+	if err := freshCutover(ctx, g, n, prefix); err != nil {
+		return nil, "", stop, err
+	}
+	return n, prefix, stop, nil
 }

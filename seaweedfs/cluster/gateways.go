@@ -14,7 +14,7 @@ func (c *Cluster) startGateways(ctx context.Context, filer, s3 bool) error {
 		return nil
 	}
 	c.progress("starting the filer...")
-	addr, err := c.AddFiler(ctx, "filer", "")
+	addr, err := c.AddFiler(ctx, "filer", "", "")
 	if err != nil || !s3 {
 		return err
 	}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -57,15 +58,21 @@ func (c *Cluster) service(name string) (*service, error) {
 // addService lays a service out under the cluster's directory, starts it
 // and records it. args get the ports through f.
 func (c *Cluster) addService(kind, name, bin string, args func(dir string, http, grpc int) ([]string, error)) (*service, error) {
+	free, err := ports.Free(2)
+	if err != nil {
+		return nil, err
+	}
+	return c.addServiceOn(kind, name, bin, free[0], free[1], args)
+}
+
+// addServiceOn is addService on given ports.
+func (c *Cluster) addServiceOn(kind, name, bin string, http, grpc int, args func(dir string, http, grpc int) ([]string, error)) (*service, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if _, err := c.service(name); err == nil {
 		return nil, fmt.Errorf("service %q exists already", name)
 	}
-	free, err := ports.Free(2)
-	if err != nil {
-		return nil, err
-	}
+	free := []int{http, grpc}
 	dir := filepath.Join(c.state.Dir, name)
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, err
@@ -75,6 +82,7 @@ func (c *Cluster) addService(kind, name, bin string, args func(dir string, http,
 	if c.state.Mode.Leaderless() && kind != KindEtcd {
 		s.Env = []string{schainseq.LeaderlessEnv + "=1"} // a stream to every master
 	}
+	var err error
 	if s.Args, err = args(dir, s.HTTP, s.GRPC); err != nil {
 		return nil, err
 	}
@@ -103,8 +111,12 @@ func (c *Cluster) AddVolumeServer(ctx context.Context, name string, max int) (st
 
 // AddFiler starts a filer whose store is filerToml's (its filer.toml: the
 // S-Chain store, etcd...; "" is stock leveldb2 in the filer's directory)
-// and waits until it answers. It returns its HTTP address.
-func (c *Cluster) AddFiler(ctx context.Context, name, filerToml string) (string, error) {
+// and waits until it answers. Filers of one group (weed's -filerGroup; ""
+// is the default one) follow each other's metadata: filers of different
+// stores on one cluster belong to different groups, or a new filer copies
+// every entry of the others into its own store. It returns its HTTP
+// address.
+func (c *Cluster) AddFiler(ctx context.Context, name, group, filerToml string) (string, error) {
 	s, err := c.addService(KindFiler, name, c.state.Weed, func(dir string, http, grpc int) ([]string, error) {
 		if err := os.MkdirAll(filepath.Join(dir, "store"), 0o755); err != nil {
 			return nil, err
@@ -120,10 +132,14 @@ func (c *Cluster) AddFiler(ctx context.Context, name, filerToml string) (string,
 			}
 			args = append(args, "-config_dir="+conf)
 		}
-		return append(args, "filer", "-ip=127.0.0.1", "-ip.bind=127.0.0.1",
+		args = append(args, "filer", "-ip=127.0.0.1", "-ip.bind=127.0.0.1",
 			"-port="+strconv.Itoa(http), "-port.grpc="+strconv.Itoa(grpc), "-master="+c.peers(),
 			"-defaultStoreDir="+filepath.Join(dir, "store"), "-localSocket="+filepath.Join(dir, "filer.sock"),
-		), nil
+		)
+		if group != "" {
+			args = append(args, "-filerGroup="+group)
+		}
+		return args, nil
 	})
 	if err != nil {
 		return "", err
@@ -153,6 +169,48 @@ func (c *Cluster) AddS3(ctx context.Context, name string, filerAddrs ...string) 
 		return "", err
 	}
 	return s.Addr(), c.waitAnswers(ctx, s, "http://"+s.Addr()+"/status")
+}
+
+// AddEtcd starts an etcd cluster of members (etcd1, etcd2, ...; the etcd
+// binary, scripts/install-etcd.sh) and waits until every member answers.
+// It returns the members' client addresses.
+func (c *Cluster) AddEtcd(ctx context.Context, members int) ([]string, error) {
+	bin, err := exec.LookPath("etcd")
+	if err != nil {
+		return nil, fmt.Errorf("etcd: %w (scripts/install-etcd.sh installs Debian's etcd-server)", err)
+	}
+	free, err := ports.Free(2 * members)
+	if err != nil {
+		return nil, err
+	}
+	var initial []string
+	for i := range members {
+		initial = append(initial, fmt.Sprintf("etcd%d=http://127.0.0.1:%d", i+1, free[2*i+1]))
+	}
+	var addrs []string
+	var started []*service
+	for i := range members {
+		name := fmt.Sprintf("etcd%d", i+1)
+		s, err := c.addServiceOn(KindEtcd, name, bin, free[2*i], free[2*i+1], func(dir string, client, peer int) ([]string, error) {
+			return []string{
+				"--name=" + name, "--data-dir=" + filepath.Join(dir, "data"),
+				fmt.Sprintf("--listen-client-urls=http://127.0.0.1:%d", client), fmt.Sprintf("--advertise-client-urls=http://127.0.0.1:%d", client),
+				fmt.Sprintf("--listen-peer-urls=http://127.0.0.1:%d", peer), fmt.Sprintf("--initial-advertise-peer-urls=http://127.0.0.1:%d", peer),
+				"--initial-cluster=" + strings.Join(initial, ","), "--initial-cluster-state=new", "--initial-cluster-token=" + filepath.Base(c.state.Dir),
+			}, nil
+		})
+		if err != nil {
+			return nil, err
+		}
+		started = append(started, s)
+		addrs = append(addrs, s.Addr())
+	}
+	for _, s := range started {
+		if err := c.waitAnswers(ctx, s, "http://"+s.Addr()+"/health"); err != nil {
+			return nil, err
+		}
+	}
+	return addrs, nil
 }
 
 // byAddr finds a service by its HTTP address.

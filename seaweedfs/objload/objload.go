@@ -98,8 +98,10 @@ func New(store Store, cfg Config) (*Runner, error) {
 }
 
 // Run writes with cfg.Workers workers until ctx ends and returns the
-// evidence. An object in flight when ctx ends is neither acknowledged nor
-// failed.
+// evidence. An attempt in flight when ctx ends runs to its answer (within
+// the object's bound), so that every object the store committed on an
+// answered attempt is acknowledged: what a listing shows afterwards is
+// exactly the acknowledged objects, and those of attempts that failed.
 func (r *Runner) Run(ctx context.Context) Result {
 	r.mu.Lock()
 	r.res.Start = time.Now()
@@ -128,7 +130,7 @@ func (r *Runner) one(ctx context.Context, key string) {
 	start := time.Now()
 	deadline := start.Add(r.cfg.PutTimeout)
 	for attempt := 1; ; attempt++ {
-		actx, cancel := context.WithDeadline(ctx, deadline)
+		actx, cancel := context.WithDeadline(context.WithoutCancel(ctx), deadline)
 		err := r.store.Put(actx, key, body)
 		cancel()
 		if err == nil {
@@ -281,19 +283,39 @@ func NewHTTPStore(url string) *HTTPStore {
 
 // Put writes body at key.
 func (s *HTTPStore) Put(ctx context.Context, key string, body []byte) error {
+	return s.put(ctx, key, body, false)
+}
+
+// ErrPreconditionFailed: an exclusive create found the key taken (HTTP
+// 412).
+var ErrPreconditionFailed = errors.New("precondition failed")
+
+// PutIfAbsent writes body at key only if no object is there
+// (If-None-Match: *): ErrPreconditionFailed if one is.
+func (s *HTTPStore) PutIfAbsent(ctx context.Context, key string, body []byte) error {
+	return s.put(ctx, key, body, true)
+}
+
+func (s *HTTPStore) put(ctx context.Context, key string, body []byte, exclusive bool) error {
 	req, err := http.NewRequestWithContext(ctx, http.MethodPut, s.URL+"/"+key, bytes.NewReader(body))
 	if err != nil {
 		return err
 	}
 	req.ContentLength = int64(len(body))
 	req.Header.Set("Content-Type", "application/octet-stream")
+	if exclusive {
+		req.Header.Set("If-None-Match", "*")
+	}
 	resp, err := s.Client.Do(req)
 	if err != nil {
 		return err
 	}
 	defer resp.Body.Close()
 	msg, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
-	if resp.StatusCode/100 != 2 {
+	switch {
+	case resp.StatusCode == http.StatusPreconditionFailed:
+		return fmt.Errorf("%w: PUT %s", ErrPreconditionFailed, key)
+	case resp.StatusCode/100 != 2:
 		return fmt.Errorf("PUT %s: HTTP %d: %s", key, resp.StatusCode, bytes.TrimSpace(msg))
 	}
 	return nil

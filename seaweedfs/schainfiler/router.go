@@ -15,9 +15,19 @@ type RouterChain struct{ R *client.Router }
 
 var _ Chain = RouterChain{}
 
-// Get reads at the bucket's owner.
+// ownerGone reports whether a read at the owner failed because the owner
+// cannot answer: another node's accepted state is then the best there is
+// (it may lack the newest blocks for a moment) until the range moves.
+func ownerGone(err error) bool {
+	return errors.Is(err, client.ErrTransport) || errors.Is(err, client.ErrNotReady)
+}
+
+// Get reads at the bucket's owner, or at any node while it cannot answer.
 func (c RouterChain) Get(ctx context.Context, bucket, key string) (Record, error) {
 	m, err := c.R.GetManifestAtOwner(ctx, bucket, key)
+	if ownerGone(err) {
+		m, err = c.R.GetManifest(ctx, bucket, key)
+	}
 	if errors.Is(err, client.ErrNotFound) {
 		return Record{}, ErrNotFound
 	}
@@ -50,9 +60,14 @@ func (c RouterChain) Put(ctx context.Context, bucket string, w Write) (uint64, e
 	return reply.Version, nil
 }
 
-// List reads a page at the bucket's owner.
+// List reads a page at the bucket's owner, or at any node while it cannot
+// answer.
 func (c RouterChain) List(ctx context.Context, bucket, prefix, startAfter string, limit int) (Page, error) {
-	rep, err := c.R.ListManifestsAtOwner(ctx, api.ListManifestsArgs{Bucket: bucket, Prefix: prefix, StartAfter: startAfter, Limit: limit})
+	args := api.ListManifestsArgs{Bucket: bucket, Prefix: prefix, StartAfter: startAfter, Limit: limit}
+	rep, err := c.R.ListManifestsAtOwner(ctx, args)
+	if ownerGone(err) {
+		rep, err = c.R.ListManifests(ctx, args)
+	}
 	if err != nil {
 		return Page{}, err
 	}

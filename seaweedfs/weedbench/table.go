@@ -29,10 +29,10 @@ func WriteTables(w io.Writer, r *Report) error {
 			strings.Join(rounds, ", "), st.Duplicates.Overlapping, st.Duplicates.Allocations)
 	}
 	fmt.Fprintf(&b, "\nS-Chain sequencer / stock: throughput %.2fx (target >= 0.95x: %s), p99 %.2fx (target <= 1.2x: %s).\n",
-		r.ThroughputRatio, met(r.ThroughputRatio >= 0.95), r.P99Ratio, met(r.P99Ratio > 0 && r.P99Ratio <= 1.2))
+		r.ThroughputRatio, benchmark.Met(r.ThroughputRatio >= 0.95), r.P99Ratio, benchmark.Met(r.P99Ratio > 0 && r.P99Ratio <= 1.2))
 	if r.LeaderlessRatio > 0 {
 		fmt.Fprintf(&b, "Leaderless masters (3, clients spread over them) / stock (1 leader): throughput %.2fx (target >= 1.5x: %s), p99 %.2fx.\n",
-			r.LeaderlessRatio, met(r.LeaderlessRatio >= 1.5), r.LeaderlessP99Ratio)
+			r.LeaderlessRatio, benchmark.Met(r.LeaderlessRatio >= 1.5), r.LeaderlessP99Ratio)
 	}
 
 	fmt.Fprintf(&b, "\nLeader kill: %d clients upload (assign, then write at once) and %d only assign (keys held unwritten); kill -9 of the leader after %v, load for %v after it. Gap: longest time without any acknowledged upload.\n\n",
@@ -54,7 +54,7 @@ func WriteTables(w io.Writer, r *Report) error {
 	}
 	if leaderless {
 		fmt.Fprintf(&b, "\nLeaderless masters, master kill: longest wait %s (target <= 1 s: %s), stock %s.\n",
-			benchmark.Duration(leaderlessWait), met(leaderlessWait <= time.Second), benchmark.Duration(stockStall))
+			benchmark.Duration(leaderlessWait), benchmark.Met(leaderlessWait <= time.Second), benchmark.Duration(stockStall))
 	}
 
 	if vk := r.ValidatorKill; vk != nil {
@@ -78,7 +78,7 @@ func WriteTables(w io.Writer, r *Report) error {
 		fmt.Fprintf(&b, "| owner alive (%d) | %d | %d | %s |\n", len(vk.Volumes)-vk.Owned, liveUploads, liveFailed, benchmark.Duration(liveStall))
 		fmt.Fprintf(&b, "| owner killed (%d) | %d | %d | %s |\n", vk.Owned, deadUploads, deadFailed, benchmark.Duration(deadStall))
 		fmt.Fprintf(&b, "\nWhole run: %s; failed attempts naming no volume: %d. Zero failed uploads on volumes whose owner is alive: %s.\n",
-			c, vk.Unattributed, met(liveFailed == 0 && c.Failed == 0))
+			c, vk.Unattributed, benchmark.Met(liveFailed == 0 && c.Failed == 0))
 	}
 	_, err := io.WriteString(w, b.String())
 	return err
@@ -91,13 +91,6 @@ func globalReissues(k MasterKill) string {
 		return "n/a"
 	}
 	return fmt.Sprint(k.Check.GlobalKeysTwice)
-}
-
-func met(ok bool) string {
-	if ok {
-		return "met"
-	}
-	return "not met"
 }
 
 func after(d time.Duration) string {

@@ -23,6 +23,10 @@ var (
 	// ErrBelowMinHeight: the read asked for state at least as new as a
 	// height this node has not accepted yet.
 	ErrBelowMinHeight = errcode.New(errcode.NotReady, "below_min_height", "rpc: this node has not accepted the height the read asks for yet; ask another node or retry")
+	// ErrNotAcceptedYet: a block (or its certificate) above this node's
+	// last accepted block. Another node may have it: a node that lags
+	// must not answer that it does not exist.
+	ErrNotAcceptedYet = errcode.New(errcode.NotReady, "not_accepted_yet", "rpc: this node has not accepted a block at this height yet; ask another node or retry")
 )
 
 // MaxLag is how many blocks a node may be behind what its peers accepted
@@ -87,6 +91,14 @@ func (f *freshness) head(minHeight uint64) (api.Head, error) {
 		return h, &lagError{fmt.Errorf("%w (asked for at least %d, last accepted %d)", ErrBelowMinHeight, minHeight, h.AcceptedHeight), h.AcceptedHeight}
 	}
 	return h, nil
+}
+
+// accepted refuses a height above the head.
+func accepted(head api.Head, height uint64) error {
+	if height <= head.AcceptedHeight {
+		return nil
+	}
+	return &lagError{fmt.Errorf("%w: height %d (last accepted %d)", ErrNotAcceptedYet, height, head.AcceptedHeight), head.AcceptedHeight}
 }
 
 // reason is the named reason of a freshness refusal ("" for none).

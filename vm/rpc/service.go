@@ -566,8 +566,8 @@ func (s *Service) GetCertificate(_ *http.Request, args *api.HeightArgs, reply *a
 	if err != nil {
 		return rpcError(err)
 	}
-	if args.Height > head.AcceptedHeight {
-		return rpcError(fmt.Errorf("%w %d", chain.ErrNoBlock, args.Height))
+	if err := accepted(head, args.Height); err != nil {
+		return rpcError(err)
 	}
 	cert, err := s.s.finality.Covering(args.Height)
 	if err != nil {
@@ -582,6 +582,9 @@ func (s *Service) GetCertificate(_ *http.Request, args *api.HeightArgs, reply *a
 func (s *Service) GetBlock(_ *http.Request, args *api.HeightArgs, reply *api.BlockReply) error {
 	head, err := s.s.fresh.head(args.MinHeight)
 	if err != nil {
+		return rpcError(err)
+	}
+	if err := accepted(head, args.Height); err != nil {
 		return rpcError(err)
 	}
 	b, err := s.s.reads.AcceptedAt(args.Height)
