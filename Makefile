@@ -15,7 +15,7 @@ PLUGIN := build/plugins/$(VMID)
 SCHAIN := build/schain
 GO_SOURCES := $(shell find . -name '*.go' -not -path './build/*' -not -name '*_test.go') go.mod go.sum
 
-.PHONY: all build test unit kat32 e2e e2e-weed lint fmt vet staticcheck bench bench-weed bench-micro profile fuzz run stop clean weed weed-up weed-down
+.PHONY: all build test unit kat32 e2e e2e-weed e2e-ops lint alerts fmt vet staticcheck bench bench-hosts sizing bench-weed bench-micro profile fuzz run stop clean weed weed-up weed-down
 
 all: build
 
@@ -51,12 +51,26 @@ e2e: $(NODE) $(PLUGIN) $(SCHAIN)
 	$(GO) test -tags e2e -count=1 -timeout 30m -v ./tests/e2e/
 	$(GO) test -tags e2e -count=1 -timeout 10m -v ./tests/onenode/
 	@$(MAKE) --no-print-directory e2e-weed
+	@$(MAKE) --no-print-directory e2e-ops
+
+## e2e-ops: operating S-Chain beyond one machine: schain deploy onto a plain avalanchego network it did not start, faults across hosts (network namespaces; needs root, skipped with the reason otherwise) and a rolling upgrade from the commit in tests/operations/upgrade-from (logs under build/e2e-deploy, build/e2e-hosts, build/e2e-upgrade)
+e2e-ops: $(NODE) $(PLUGIN) $(SCHAIN) weed
+	$(GO) test -tags e2e -count=1 -p 1 -timeout 30m -v ./tests/deployment/ ./tests/operations/
 
 ## e2e-weed: SeaweedFS (build/weed) on S-Chain: leader kills in stock and schain mode, shadow then cutover, a validator kill (logs of a failed test stay under build/e2e-weed)
 e2e-weed: $(NODE) $(PLUGIN) weed
 	$(GO) test -tags e2e -count=1 -timeout 20m -v ./seaweedfs/e2e/
 
-lint: fmt vet staticcheck
+lint: fmt vet staticcheck alerts
+
+## alerts: check docs/prometheus/schain-alerts.yml with promtool (Debian's prometheus package, installed here when missing as root; skipped with a note otherwise)
+alerts:
+	@if ! command -v promtool >/dev/null; then \
+	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+	    echo "installing promtool (Debian's prometheus package)"; \
+	    apt-get install -y -qq --no-install-recommends prometheus >/dev/null || { apt-get update -qq && apt-get install -y -qq --no-install-recommends prometheus >/dev/null; }; \
+	  else echo "alerts: promtool missing and not root: docs/prometheus/schain-alerts.yml not checked"; exit 0; fi; \
+	fi; promtool check rules docs/prometheus/schain-alerts.yml
 
 fmt:
 	@out=$$(gofmt -l $$(git ls-files '*.go' ; git ls-files --others --exclude-standard '*.go')); \
@@ -83,6 +97,14 @@ bench: build weed $(BENCHSTAT)
 	$(SCHAIN) bench --out $(BENCH_OUT) $(BENCH_FLAGS)
 	@$(MAKE) --no-print-directory bench-weed
 	@$(MAKE) --no-print-directory bench-micro
+
+## bench-hosts: the bench's comparison (S-Chain per-request and pooled against the legacy raft stand-in, and the failover) with every node on a host of its own, 2 ms between hosts (network namespaces: root); outputs under build/bench/hosts/
+bench-hosts: build $(BENCHSTAT)
+	$(SCHAIN) bench --hosts --host-delay 1ms --schain-modes per-request,pooled,pooled-batched --schain-rounds 5s --out $(BENCH_OUT)/hosts $(BENCH_FLAGS)
+
+## sizing: what a validator uses (node and plugin RSS and CPU idle and under per-request and pooled load, database growth per million requests) on a local network; outputs under build/bench/sizing/ (docs/deployment.md, Sizing)
+sizing: build
+	$(SCHAIN) bench sizing --out $(BENCH_OUT)/sizing $(SIZING_FLAGS)
 
 ## bench-weed: real SeaweedFS assigns, stock vs S-Chain sequencer vs 3 leaderless masters, and their leader and validator kills (schain seaweedfs bench; outputs under build/bench/seaweedfs/)
 bench-weed: build weed

@@ -91,16 +91,17 @@ func (u CPUUse) Cores() float64 {
 // its descendants (the VM plugins) that still run, and the first node's
 // accepted height and consensus time.
 func (c *SChainCluster) CPUTime(ctx context.Context) (CPUReading, error) {
-	pids := make([]int, 0, len(c.net.Nodes))
-	for _, nd := range c.net.Nodes {
+	nodes := c.net.Nodes()
+	pids := make([]int, 0, len(nodes))
+	for _, nd := range nodes {
 		pids = append(pids, nd.PID)
 	}
 	used, err := processTreeCPU(pids)
 	if err != nil {
 		return CPUReading{}, err
 	}
-	nd := c.net.Nodes[0]
-	m, err := scrapeNode(ctx, nd.URI+"/ext/metrics", c.net.ChainID.String())
+	nd := nodes[0]
+	m, err := scrapeNode(ctx, nd.URI+"/ext/metrics", c.net.ChainID().String())
 	if err != nil {
 		return CPUReading{}, fmt.Errorf("%s: %w", c.NodeName(nd.NodeID), err)
 	}

@@ -146,8 +146,9 @@ type nodeMetrics struct {
 // height, read from each node's /ext/metrics.
 func (c *SChainCluster) FinalityCounts(ctx context.Context) (FinalityCounts, error) {
 	var sum FinalityCounts
-	for i, nd := range c.net.Nodes {
-		m, err := scrapeNode(ctx, nd.URI+"/ext/metrics", c.net.ChainID.String())
+	nodes := c.net.Nodes()
+	for i, nd := range nodes {
+		m, err := scrapeNode(ctx, nd.URI+"/ext/metrics", c.net.ChainID().String())
 		if err != nil {
 			return FinalityCounts{}, fmt.Errorf("%s: %w", c.NodeName(nd.NodeID), err)
 		}
@@ -155,7 +156,7 @@ func (c *SChainCluster) FinalityCounts(ctx context.Context) (FinalityCounts, err
 		if i > 0 {
 			if !slices.Equal(sum.Bounds, got.Bounds) {
 				return FinalityCounts{}, fmt.Errorf("%s: %w: its certificate_latency_seconds buckets differ from %s's (nodes of different versions?)",
-					c.NodeName(nd.NodeID), errNoFinalityMetrics, c.NodeName(c.net.Nodes[0].NodeID))
+					c.NodeName(nd.NodeID), errNoFinalityMetrics, c.NodeName(nodes[0].NodeID))
 			}
 			got.Blocks = 0
 		}

@@ -4,9 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -40,10 +42,27 @@ type LegacyConfig struct {
 	WarmUp time.Duration
 	// Timeout bounds each HTTP exchange of the client.
 	Timeout time.Duration
+	// Hosts places the nodes, one each (nil: all on 127.0.0.1 with ports
+	// from internal/ports): node i listens on Hosts[i]'s address, raft from
+	// LegacyRaftPort, its API on LegacyHTTPPort.
+	Hosts []LegacyHost
 }
 
+// LegacyHost is where a legacy node runs: an address, and the prefix that
+// runs a program there (ip netns exec <host>).
+type LegacyHost struct {
+	Addr string
+	Wrap []string
+}
+
+// The ports of a legacy node placed on a host of its own.
+const (
+	LegacyRaftPort = 7000
+	LegacyHTTPPort = 7100
+)
+
 // LegacyCluster is the legacy raft allocator as separate `schain legacy
-// serve` processes on 127.0.0.1, driven through legacyraft.Client the way an
+// serve` processes on 127.0.0.1 or on hosts, driven through legacyraft.Client the way an
 // S3 gateway drives SeaweedFS masters.
 type LegacyCluster struct {
 	cfg    LegacyConfig
@@ -66,7 +85,7 @@ func StartLegacy(ctx context.Context, cfg LegacyConfig) (*LegacyCluster, error) 
 	if _, err := os.Stat(cfg.Binary); err != nil {
 		return nil, fmt.Errorf("legacy node binary %s: %w (run `make build`)", cfg.Binary, err)
 	}
-	peers, err := legacyraft.LocalPeers(cfg.Nodes, cfg.Mode)
+	peers, err := legacyPeers(cfg)
 	if err != nil {
 		return nil, err
 	}
@@ -91,6 +110,25 @@ func StartLegacy(ctx context.Context, cfg LegacyConfig) (*LegacyCluster, error) 
 	return c, nil
 }
 
+// legacyPeers are the nodes' addresses: on loopback, or on their hosts.
+func legacyPeers(cfg LegacyConfig) ([]legacyraft.Peer, error) {
+	if cfg.Hosts == nil {
+		return legacyraft.LocalPeers(cfg.Nodes, cfg.Mode)
+	}
+	if len(cfg.Hosts) != cfg.Nodes {
+		return nil, fmt.Errorf("legacy: %d hosts for %d nodes", len(cfg.Hosts), cfg.Nodes)
+	}
+	peers := make([]legacyraft.Peer, cfg.Nodes)
+	for i, h := range cfg.Hosts {
+		peers[i] = legacyraft.Peer{
+			ID:       fmt.Sprintf("legacy%d", i+1),
+			RaftAddr: net.JoinHostPort(h.Addr, strconv.Itoa(LegacyRaftPort)),
+			HTTPAddr: net.JoinHostPort(h.Addr, strconv.Itoa(LegacyHTTPPort)),
+		}
+	}
+	return peers, nil
+}
+
 func (c *LegacyCluster) spawn(p legacyraft.Peer, peers string) error {
 	dir := filepath.Join(c.cfg.Dir, p.ID)
 	if err := os.MkdirAll(dir, 0o755); err != nil {
@@ -101,8 +139,14 @@ func (c *LegacyCluster) spawn(p legacyraft.Peer, peers string) error {
 		return err
 	}
 	defer logf.Close() // the child holds its own descriptor
-	cmd := exec.Command(c.cfg.Binary, "legacy", "serve", "--id", p.ID, "--dir", filepath.Join(dir, "raft"),
-		"--bind", p.RaftAddr, "--http", p.HTTPAddr, "--peers", peers, "--mode", string(c.cfg.Mode), "--warmup", c.cfg.WarmUp.String())
+	argv := []string{c.cfg.Binary, "legacy", "serve", "--id", p.ID, "--dir", filepath.Join(dir, "raft"),
+		"--bind", p.RaftAddr, "--http", p.HTTPAddr, "--peers", peers, "--mode", string(c.cfg.Mode), "--warmup", c.cfg.WarmUp.String()}
+	for i, q := range c.peers {
+		if q.ID == p.ID && c.cfg.Hosts != nil {
+			argv = append(append([]string{}, c.cfg.Hosts[i].Wrap...), argv...)
+		}
+	}
+	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Stdout, cmd.Stderr = logf, logf
 	cmd.SysProcAttr = childAttr()
 	if err := cmd.Start(); err != nil {

@@ -27,32 +27,48 @@ const clockTicks = 100
 // that exited are not counted (nor reaped ones' times: a node's plugin
 // runs as long as it).
 func processTreeCPU(roots []int) (time.Duration, error) {
+	u, err := processTree(roots)
+	return u.CPU, err
+}
+
+// TreeUse is what a process tree uses: CPU time since each process
+// started, and resident memory now.
+type TreeUse struct {
+	CPU time.Duration `json:"cpu_ns"`
+	// RSS is the resident set of every process of the tree, RootRSS the
+	// root's alone, in bytes.
+	RSS       uint64 `json:"rss_bytes"`
+	RootRSS   uint64 `json:"root_rss_bytes"`
+	Processes int    `json:"processes"`
+}
+
+// ProcessTreeUse is what a process and its living descendants (a node and
+// its plugins) use.
+func ProcessTreeUse(root int) (TreeUse, error) { return processTree([]int{root}) }
+
+func processTree(roots []int) (TreeUse, error) {
 	entries, err := os.ReadDir("/proc")
 	if err != nil {
-		return 0, err
+		return TreeUse{}, err
 	}
-	type proc struct {
-		ppid  int
-		ticks uint64
-	}
-	procs := map[int]proc{}
+	procs := map[int]stat{}
 	for _, e := range entries {
 		pid, err := strconv.Atoi(e.Name())
 		if err != nil {
 			continue
 		}
-		ppid, ticks, err := readStat(pid)
+		st, err := readStat(pid)
 		if err != nil {
 			continue // exited meanwhile
 		}
-		procs[pid] = proc{ppid, ticks}
+		procs[pid] = st
 	}
 	// Every root must run: a reading without one (a killed node) would
 	// make the difference between two readings meaningless.
 	in := map[int]bool{}
 	for _, pid := range roots {
 		if _, ok := procs[pid]; !ok {
-			return 0, fmt.Errorf("process %d does not run", pid)
+			return TreeUse{}, fmt.Errorf("process %d does not run", pid)
 		}
 		in[pid] = true
 	}
@@ -65,50 +81,69 @@ func processTreeCPU(roots []int) (time.Duration, error) {
 			}
 		}
 	}
+	var u TreeUse
 	var ticks uint64
 	for pid := range in {
 		ticks += procs[pid].ticks
+		u.RSS += procs[pid].rssPages * uint64(os.Getpagesize())
+		u.Processes++
 	}
-	return time.Duration(ticks) * time.Second / clockTicks, nil
+	u.CPU = time.Duration(ticks) * time.Second / clockTicks
+	if len(roots) == 1 {
+		u.RootRSS = procs[roots[0]].rssPages * uint64(os.Getpagesize())
+	}
+	return u, nil
 }
 
-// readStat returns a process's parent and its utime+stime in clock ticks.
-func readStat(pid int) (int, uint64, error) {
+// stat is what the bench reads of /proc/<pid>/stat.
+type stat struct {
+	ppid     int
+	ticks    uint64 // utime+stime in clock ticks
+	rssPages uint64
+}
+
+// readStat reads a process's parent, utime+stime and resident pages.
+func readStat(pid int) (stat, error) {
 	raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
 	if err != nil {
-		return 0, 0, err
+		return stat{}, err
 	}
-	ppid, ticks, err := parseStat(raw)
+	st, err := parseStat(raw)
 	if err != nil {
-		return 0, 0, fmt.Errorf("/proc/%d/stat: %w", pid, err)
+		return stat{}, fmt.Errorf("/proc/%d/stat: %w", pid, err)
 	}
-	return ppid, ticks, nil
+	return st, nil
 }
 
-// parseStat reads the parent and utime+stime of a /proc/<pid>/stat line.
-// The command name (field 2) may hold spaces and parentheses, so fields are
-// counted from its last closing parenthesis.
-func parseStat(raw []byte) (int, uint64, error) {
+// parseStat reads the parent, utime+stime and rss of a /proc/<pid>/stat
+// line. The command name (field 2) may hold spaces and parentheses, so
+// fields are counted from its last closing parenthesis.
+func parseStat(raw []byte) (stat, error) {
 	i := bytes.LastIndexByte(raw, ')')
 	if i < 0 {
-		return 0, 0, errors.New("no command name")
+		return stat{}, errors.New("no command name")
 	}
-	// After ") ": state(3) ppid(4) ... utime(14) stime(15).
+	// After ") ": state(3) ppid(4) ... utime(14) stime(15) ... rss(24).
 	f := strings.Fields(string(raw[i+1:]))
-	if len(f) < 13 {
-		return 0, 0, fmt.Errorf("%d fields", len(f)+2)
+	if len(f) < 22 {
+		return stat{}, fmt.Errorf("%d fields", len(f)+2)
 	}
-	ppid, err := strconv.Atoi(f[1])
-	if err != nil {
-		return 0, 0, err
+	var st stat
+	var err error
+	if st.ppid, err = strconv.Atoi(f[1]); err != nil {
+		return stat{}, err
 	}
 	utime, err := strconv.ParseUint(f[11], 10, 64)
 	if err != nil {
-		return 0, 0, err
+		return stat{}, err
 	}
 	stime, err := strconv.ParseUint(f[12], 10, 64)
 	if err != nil {
-		return 0, 0, err
+		return stat{}, err
 	}
-	return ppid, utime + stime, nil
+	if st.rssPages, err = strconv.ParseUint(f[21], 10, 64); err != nil {
+		return stat{}, err
+	}
+	st.ticks = utime + stime
+	return st, nil
 }

@@ -13,14 +13,15 @@ import (
 func TestParseStat(t *testing.T) {
 	require := require.New(t)
 	// A command name with a space and a parenthesis, as a plugin's could be.
-	line := "4242 (avalanche go) x) S 17 4242 4242 0 -1 4194560 100 0 0 0 250 31 0 0 20 0 12 0 100 0 0\n"
-	ppid, ticks, err := parseStat([]byte(line))
+	line := "4242 (avalanche go) x) S 17 4242 4242 0 -1 4194560 100 0 0 0 250 31 0 0 20 0 12 0 100 0 345\n"
+	st, err := parseStat([]byte(line))
 	require.NoError(err)
-	require.Equal(17, ppid)
-	require.Equal(uint64(281), ticks, "utime 250 + stime 31")
-	_, _, err = parseStat([]byte("4242 no name"))
+	require.Equal(17, st.ppid)
+	require.Equal(uint64(281), st.ticks, "utime 250 + stime 31")
+	require.Equal(uint64(345), st.rssPages, "field 24")
+	_, err = parseStat([]byte("4242 no name"))
 	require.Error(err)
-	_, _, err = parseStat([]byte("4242 (short) S 1 2"))
+	_, err = parseStat([]byte("4242 (short) S 1 2"))
 	require.Error(err)
 }
 
@@ -43,9 +44,13 @@ func TestProcessTreeCPUCountsDescendants(t *testing.T) {
 		used, err := processTreeCPU([]int{cmd.Process.Pid})
 		return err == nil && used-start >= 100*time.Millisecond
 	}, 30*time.Second, 20*time.Millisecond, "the busy grandchild's CPU is counted")
-	ppid, _, err := readStat(cmd.Process.Pid)
+	st, err := readStat(cmd.Process.Pid)
 	require.NoError(err)
-	require.Equal(os.Getpid(), ppid)
+	require.Equal(os.Getpid(), st.ppid)
+	u, err := ProcessTreeUse(cmd.Process.Pid)
+	require.NoError(err)
+	require.GreaterOrEqual(u.Processes, 2, "sh and its busy child")
+	require.Positive(u.RSS)
 
 	_, err = processTreeCPU([]int{1 << 30})
 	require.ErrorContains(err, "does not run")

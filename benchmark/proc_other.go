@@ -17,3 +17,14 @@ func childAttr() *syscall.SysProcAttr { return &syscall.SysProcAttr{Setpgid: tru
 var errNoProcessCPU = errors.New("process CPU times are read from /proc (Linux only)")
 
 func processTreeCPU([]int) (time.Duration, error) { return 0, errNoProcessCPU }
+
+// TreeUse is what a process tree uses (Linux only).
+type TreeUse struct {
+	CPU       time.Duration `json:"cpu_ns"`
+	RSS       uint64        `json:"rss_bytes"`
+	RootRSS   uint64        `json:"root_rss_bytes"`
+	Processes int           `json:"processes"`
+}
+
+// ProcessTreeUse is unavailable here.
+func ProcessTreeUse(int) (TreeUse, error) { return TreeUse{}, errNoProcessCPU }

@@ -20,10 +20,58 @@ var (
 	errNoDirectAPI  = errors.New("no direct API")
 )
 
-// SChainCluster is a local S-Chain network the bench started and owns,
-// written through the owner-routing client with the network's token.
+// SChainNetwork is an S-Chain network the bench drives: the local network
+// (localnet), or one deployed on hosts.
+type SChainNetwork interface {
+	ChainID() ids.ID
+	// Token is a write token of the chain's nodes.
+	Token() string
+	// Nodes are the validators, in a stable order (node1, node2, ...).
+	Nodes() []SChainNode
+	// KillNode sends SIGKILL to a validator and waits until it is gone.
+	KillNode(ctx context.Context, id ids.NodeID) error
+}
+
+// SChainNode is one validator of an SChainNetwork.
+type SChainNode struct {
+	NodeID ids.NodeID
+	// URI is its HTTP API (http://host:port).
+	URI string
+	// PID is its avalanchego process (its plugin is a child of it).
+	PID int
+}
+
+// uris are the nodes' base URIs.
+func uris(n SChainNetwork) []string {
+	var out []string
+	for _, nd := range n.Nodes() {
+		out = append(out, nd.URI)
+	}
+	return out
+}
+
+// localNetwork is a local network as an SChainNetwork.
+type localNetwork struct{ n *localnet.Network }
+
+func (l localNetwork) ChainID() ids.ID { return l.n.ChainID }
+func (l localNetwork) Token() string   { return l.n.Token }
+func (l localNetwork) KillNode(ctx context.Context, id ids.NodeID) error {
+	return l.n.KillNode(ctx, id)
+}
+
+func (l localNetwork) Nodes() []SChainNode {
+	out := make([]SChainNode, len(l.n.Nodes))
+	for i, nd := range l.n.Nodes {
+		out[i] = SChainNode{NodeID: nd.NodeID, URI: nd.URI, PID: nd.PID}
+	}
+	return out
+}
+
+// SChainCluster is an S-Chain network the bench started and owns, or
+// attached to, written through the owner-routing client with the
+// network's token.
 type SChainCluster struct {
-	net    *localnet.Network
+	net    SChainNetwork
 	root   string
 	router *client.Router
 	names  map[ids.NodeID]string
@@ -58,7 +106,7 @@ func (c *SChainCluster) PooledBatched() (*SChainCluster, error) {
 	p := *c
 	p.root, p.pooled = "", true
 	var err error
-	if p.router, err = client.NewRouter(c.net.ChainURIsBase(), c.net.ChainID.String(), routerConfig(c.net, true)); err != nil {
+	if p.router, err = client.NewRouter(uris(c.net), c.net.ChainID().String(), routerConfig(c.net, true)); err != nil {
 		return nil, err
 	}
 	return &p, nil
@@ -72,16 +120,17 @@ func (c *SChainCluster) Direct(ctx context.Context, pooled, batched bool) (*SCha
 	p := *c
 	p.root, p.pooled = "", pooled
 	rc := routerConfig(c.net, batched)
-	uris, err := client.DirectURIs(ctx, c.net.ChainURIsBase(), c.net.ChainID.String(), rc.Client)
+	base := uris(c.net)
+	direct, err := client.DirectURIs(ctx, base, c.net.ChainID().String(), rc.Client)
 	if err != nil {
 		return nil, err
 	}
-	for i, u := range uris {
-		if u == c.net.ChainURIsBase()[i] {
+	for i, u := range direct {
+		if u == base[i] {
 			return nil, fmt.Errorf("%w: node %d announces no direct API (chain config directAPI)", errNoDirectAPI, i+1)
 		}
 	}
-	if p.router, err = client.NewRouter(uris, c.net.ChainID.String(), rc); err != nil {
+	if p.router, err = client.NewRouter(direct, c.net.ChainID().String(), rc); err != nil {
 		return nil, err
 	}
 	return &p, nil
@@ -98,7 +147,7 @@ func StartSChain(ctx context.Context, cfg localnet.Config) (*SChainCluster, erro
 	if err != nil {
 		return nil, err
 	}
-	c, err := attach(n, cfg.RootDir)
+	c, err := attach(localNetwork{n}, cfg.RootDir)
 	if err != nil {
 		_ = localnet.StopAll(context.Background(), cfg.RootDir, nil)
 		return nil, err
@@ -109,25 +158,31 @@ func StartSChain(ctx context.Context, cfg localnet.Config) (*SChainCluster, erro
 // AttachSChain drives a running network that someone else started and
 // stops (the e2e suite's): Stop leaves it running.
 func AttachSChain(n *localnet.Network) (*SChainCluster, error) {
+	return attach(localNetwork{n}, "")
+}
+
+// AttachNetwork drives an S-Chain network that someone else started and
+// stops (one deployed on hosts): Stop leaves it running.
+func AttachNetwork(n SChainNetwork) (*SChainCluster, error) {
 	return attach(n, "")
 }
 
 // attach builds the cluster over n; root is the directory Stop stops (""
 // for none).
-func attach(n *localnet.Network, root string) (*SChainCluster, error) {
+func attach(n SChainNetwork, root string) (*SChainCluster, error) {
 	c := &SChainCluster{net: n, root: root, names: map[ids.NodeID]string{}}
-	for i, nd := range n.Nodes {
+	for i, nd := range n.Nodes() {
 		c.names[nd.NodeID] = fmt.Sprintf("node%d", i+1)
 	}
 	var err error
-	if c.router, err = client.NewRouter(n.ChainURIsBase(), n.ChainID.String(), routerConfig(n, false)); err != nil {
+	if c.router, err = client.NewRouter(uris(n), n.ChainID().String(), routerConfig(n, false)); err != nil {
 		return nil, err
 	}
 	return c, nil
 }
 
-// Network is the running network (for its directory and node IDs).
-func (c *SChainCluster) Network() *localnet.Network { return c.net }
+// Nodes are the network's validators, in node order.
+func (c *SChainCluster) Nodes() []SChainNode { return c.net.Nodes() }
 
 // NodeName is the short name (node1, node2, ...) of a node, in NodeID order.
 func (c *SChainCluster) NodeName(id ids.NodeID) string {
@@ -210,9 +265,9 @@ func (c *SChainCluster) Stop(ctx context.Context) error {
 
 // routerConfig is the bench's router over n: the network's token, and
 // allocateBatch coalescing when batched.
-func routerConfig(n *localnet.Network, batched bool) client.RouterConfig {
+func routerConfig(n SChainNetwork, batched bool) client.RouterConfig {
 	rc := client.DefaultRouterConfig()
-	rc.Client.Token = n.Token
+	rc.Client.Token = n.Token()
 	if batched {
 		rc.PooledBatches = PooledBatchesPerNode
 	}

@@ -113,6 +113,10 @@ func (d *Driver) Stop() ([]Sample, time.Duration) {
 	return out, elapsed
 }
 
+// LastSuccess is the offset of range r's latest successful completion
+// (negative before the first).
+func (d *Driver) LastSuccess(r int) time.Duration { return time.Duration(d.last[r].Load()) }
+
 // Allocating counts the ranges with a successful completion in the last
 // window (for progress lines).
 func (d *Driver) Allocating(window time.Duration) int {

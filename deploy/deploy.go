@@ -25,6 +25,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -60,9 +61,14 @@ var (
 )
 
 // DefaultGenesis is the genesis of a chain starting at now with every
-// default of vm/config (docs/configuration.md).
+// default of vm/config (docs/configuration.md) and every change of
+// execution this code knows active from the first block.
 func DefaultGenesis(now time.Time) []byte {
-	return fmt.Appendf(nil, `{"timestamp": %d}`, now.UnixMilli())
+	upgrades, err := json.Marshal(vmconfig.UpgradesAtGenesis())
+	if err != nil {
+		panic(fmt.Sprintf("deploy: encoding the upgrades: %v", err))
+	}
+	return fmt.Appendf(nil, `{"timestamp": %d, "upgrades": %s}`, now.UnixMilli(), upgrades)
 }
 
 // Spec is the deployment asked for.

@@ -17,6 +17,7 @@ import (
 
 	"github.com/s-chain/schain/subnet"
 	"github.com/s-chain/schain/vm"
+	vmconfig "github.com/s-chain/schain/vm/config"
 )
 
 const genesis = `{"timestamp": 1800000000000}`
@@ -272,6 +273,15 @@ func TestRecordMismatch(t *testing.T) {
 	require.ErrorIs(err, ErrRecord)
 	require.ErrorContains(err, "schain validators add|remove")
 	require.Equal(1, p.count(string(CreateSubnet)))
+}
+
+// TestDefaultGenesis: a deployed chain without a genesis given starts with
+// every known change of execution active from the first block.
+func TestDefaultGenesis(t *testing.T) {
+	g, err := vmconfig.ParseGenesis(DefaultGenesis(time.UnixMilli(1_800_000_000_000)))
+	require.NoError(t, err)
+	require.Equal(t, uint64(1_800_000_000_000), g.Timestamp)
+	require.Equal(t, vmconfig.UpgradesAtGenesis(), g.Upgrades)
 }
 
 // TestCheck: every refusal names the node and what fixes it.

@@ -15,7 +15,7 @@ import (
 // are there and valid, the consensus parameters stay, and extra flags win.
 func TestNodeFlags(t *testing.T) {
 	require := require.New(t)
-	flags := nodeFlags(Snow(4), nil)
+	flags := NodeFlags(Snow(4), nil)
 
 	frontier, err := time.ParseDuration(flags[config.ConsensusFrontierPollFrequencyKey])
 	require.NoError(err)
@@ -28,7 +28,7 @@ func TestNodeFlags(t *testing.T) {
 	require.Equal(compression.TypeNone, ct)
 	require.Equal(fmt.Sprint(Snow(4)["beta"]), flags[config.SnowCommitThresholdKey])
 
-	flags = nodeFlags(Snow(4), map[string]string{config.NetworkCompressionTypeKey: "zstd"})
+	flags = NodeFlags(Snow(4), map[string]string{config.NetworkCompressionTypeKey: "zstd"})
 	require.Equal("zstd", flags[config.NetworkCompressionTypeKey])
 }
 
@@ -52,7 +52,7 @@ func TestConfigBoundsNodes(t *testing.T) {
 // turn it off).
 func TestSingleNodeFlags(t *testing.T) {
 	require := require.New(t)
-	flags := nodeFlags(Snow(1), nil)
+	flags := NodeFlags(Snow(1), nil)
 	singleNode(flags)
 	require.Equal("true", flags[config.SybilProtectionEnabledKey])
 }

@@ -340,7 +340,7 @@ func Start(ctx context.Context, cfg Config) (*Network, error) {
 	if err := cfg.profileNodes(nodes); err != nil {
 		return nil, err
 	}
-	flags := nodeFlags(snow, cfg.NodeFlags)
+	flags := NodeFlags(snow, cfg.NodeFlags)
 	if cfg.Nodes == 1 {
 		singleNode(flags)
 	}
@@ -388,7 +388,7 @@ func Start(ctx context.Context, cfg Config) (*Network, error) {
 	return n, nil
 }
 
-// nodeFlags are the flags of every node: tmpnet's defaults, the local
+// NodeFlags are the flags of every node: tmpnet's defaults, the local
 // network's settings, then extra (Config.NodeFlags).
 //
 // Three of them cut work that every node does whatever the load, which on
@@ -406,7 +406,7 @@ func Start(ctx context.Context, cfg Config) (*Network, error) {
 //     (7% of an idle node's CPU); peers are all on this machine.
 //   - network-compression-type none: the peers are on loopback, where zstd
 //     (a fresh decoder per message) only costs CPU.
-func nodeFlags(snow map[string]any, extra map[string]string) tmpnet.FlagsMap {
+func NodeFlags(snow map[string]any, extra map[string]string) tmpnet.FlagsMap {
 	flags := tmpnet.DefaultTmpnetFlags()
 	flags[config.FdLimitKey] = "8192"
 	flags[config.ProposerVMUseCurrentHeightKey] = "true"

@@ -64,6 +64,10 @@ type benchOptions struct {
 	livenessWindow time.Duration
 	livenessMargin time.Duration
 	livenessAfter  time.Duration // 0: bound + livenessMargin
+	// hosts runs every node on a host of its own (network namespaces),
+	// every link delayed hostDelay each way.
+	hosts     bool
+	hostDelay time.Duration
 }
 
 // S-Chain write paths of the bench, and the target name of each.
@@ -177,6 +181,11 @@ failover results) and writes report.json, tables.md and PNG charts to --out.
 Every process started is stopped at the end, also on error or Ctrl-C.`,
 		Args: exactArgs(0, "no arguments"),
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if o.hosts {
+				start = benchSystems{start: startHostsTargets, startLiveness: func(context.Context, benchOptions, time.Duration, io.Writer) (benchmark.Target, func(), error) {
+					return benchmark.Target{}, nil, errHostsLiveness
+				}}
+			}
 			return runBench(cmd.Context(), g, o, start)
 		},
 	}
@@ -207,8 +216,11 @@ Every process started is stopped at the end, also on error or Ctrl-C.`,
 	f.IntVar(&o.schainNodes, "schain-nodes", localnet.DefaultNodes, "validators of each S-Chain network (2 to 16): with 4 or more, a certificate no longer needs the slowest one")
 	f.StringVar(&o.schainFailover, "schain-failover", modePooled, "the S-Chain mode whose failover phase runs (a network takes one kill; empty: none)")
 	f.StringVar(&o.profileDir, "profile-dir", "", "write CPU profiles of the S-Chain network's nodes and plugins there, every 10 s (see `schain network start --profile-dir`)")
+	f.BoolVar(&o.hosts, "hosts", false, "run every node (S-Chain validators, each legacy node) on a host of its own: a network namespace on a bridge (root; see docs/deployment.md), S-Chain deployed with schain deploy's steps, the clients on this machine")
+	f.DurationVar(&o.hostDelay, "host-delay", time.Millisecond, "with --hosts, the delay every host's link (and the clients') adds each way: twice it between two hosts")
 	f.StringVar(&o.buildDir, "build-dir", defaultBuildDir(), "where avalanchego and the plugin are")
 	f.StringVar(&o.out, "out", filepath.Join(defaultBuildDir(), "bench"), "directory for the network, legacy nodes, report, tables and charts")
+	cmd.AddCommand(newBenchSizingCmd(g))
 	return cmd
 }
 
@@ -463,7 +475,7 @@ func startBenchTargets(ctx context.Context, o benchOptions, progress io.Writer) 
 			return nil, stop, fmt.Errorf("starting the S-Chain network: %w", err)
 		}
 		stops = append(stops, sc.Stop)
-		for _, nd := range sc.Network().Nodes {
+		for _, nd := range sc.Nodes() {
 			fmt.Fprintf(progress, "S-Chain %s is %s (%s)\n", sc.NodeName(nd.NodeID), nd.NodeID, nd.URI)
 		}
 	}
@@ -480,18 +492,12 @@ func startBenchTargets(ctx context.Context, o benchOptions, progress io.Writer) 
 			return nil, stop, err
 		}
 		fmt.Fprintf(progress, "starting the legacy raft allocator in %s mode: 3 processes, logs under %s\n", m, dir)
-		sctx, cancel := context.WithTimeout(ctx, time.Minute)
-		c, err := benchmark.StartLegacy(sctx, benchmark.LegacyConfig{
-			Binary: bin, Dir: dir, Mode: legacyraft.Mode(m), Nodes: 3, WarmUp: o.legacyWarmUp, Timeout: 5 * time.Second,
-		})
-		cancel()
+		t, err := legacyTarget(ctx, o, m, bin, dir, nil)
 		if err != nil {
 			return nil, stop, err
 		}
-		stops = append(stops, c.Stop)
-		targets = append(targets, benchmark.Target{
-			Name: "legacy-" + m, SharedKeySpace: m == string(legacyraft.ModeSeaweedFS), FailoverAfter: o.legacyAfter, Cluster: c,
-		})
+		stops = append(stops, t.Cluster.Stop)
+		targets = append(targets, t)
 	}
 	if sc != nil {
 		for _, m := range o.schainModes {
@@ -504,18 +510,45 @@ func startBenchTargets(ctx context.Context, o benchOptions, progress io.Writer) 
 				targets = append(targets, t)
 				continue
 			}
-			t, err := schainTarget(ctx, sc, m, "schain")
+			t, err := mainTarget(ctx, o, sc, m)
 			if err != nil {
 				return nil, stop, err
-			}
-			if !o.certificates {
-				t.Finality = nil
-			}
-			if m == o.schainFailover {
-				t.FailoverAfter = o.schainAfter
 			}
 			targets = append(targets, t)
 		}
 	}
 	return targets, stop, nil
+}
+
+// legacyTarget starts the legacy allocator in mode m: 3 processes of bin
+// under dir, on hosts (nil: on 127.0.0.1).
+func legacyTarget(ctx context.Context, o benchOptions, m, bin, dir string, hosts []benchmark.LegacyHost) (benchmark.Target, error) {
+	sctx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	c, err := benchmark.StartLegacy(sctx, benchmark.LegacyConfig{
+		Binary: bin, Dir: dir, Mode: legacyraft.Mode(m), Nodes: 3, WarmUp: o.legacyWarmUp, Timeout: 5 * time.Second, Hosts: hosts,
+	})
+	if err != nil {
+		return benchmark.Target{}, err
+	}
+	return benchmark.Target{
+		Name: "legacy-" + m, SharedKeySpace: m == string(legacyraft.ModeSeaweedFS), FailoverAfter: o.legacyAfter, Cluster: c,
+	}, nil
+}
+
+// mainTarget is the target of write path m on the main network: its
+// failover phase if it is --schain-failover's, no finality reading without
+// certificates.
+func mainTarget(ctx context.Context, o benchOptions, sc *benchmark.SChainCluster, m string) (benchmark.Target, error) {
+	t, err := schainTarget(ctx, sc, m, "schain")
+	if err != nil {
+		return t, err
+	}
+	if !o.certificates {
+		t.Finality = nil
+	}
+	if m == o.schainFailover {
+		t.FailoverAfter = o.schainAfter
+	}
+	return t, nil
 }

@@ -33,7 +33,8 @@ func newLegacyServeCmd(g *globals) *cobra.Command {
 		Short: "Serve one legacy allocator node until SIGINT/SIGTERM",
 		Long: `Serve one node of the legacy raft allocator (package shadow/legacyraft):
 raft on --bind (group g of --mode slots on port+g), its HTTP API on --http.
-Every address must be on 127.0.0.1. Without --peers the node is a cluster of
+Every address must be on 127.0.0.1 or in 198.18.0.0/15 (the benchmarking
+range: hosts made on this machine). Without --peers the node is a cluster of
 one. Without --dir raft state lives in memory and a restart loses it.`,
 		Args: exactArgs(0, "no arguments"),
 		RunE: func(cmd *cobra.Command, _ []string) error {

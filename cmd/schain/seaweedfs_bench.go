@@ -22,11 +22,13 @@ func newWeedBenchCmd(g *globals, o *weedOptions) *cobra.Command {
 	var out string
 	cmd := &cobra.Command{
 		Use:   "bench",
-		Short: "Measure SeaweedFS assigns: stock, the S-Chain sequencer and leaderless masters side by side; then kill masters and a validator",
-		Long: `Start, under --out, a fresh 3-node S-Chain network and three SeaweedFS clusters
-of <build-dir>/weed (3 masters, a volume server each): one with the stock
+		Short: "Measure SeaweedFS assigns: stock, the S-Chain sequencer and leaderless masters side by side; then kill masters and a validator, and S3 PUTs through a master kill (stock, leaderless, raftless)",
+		Long: `Start, under --out, a fresh S-Chain network and four SeaweedFS clusters of
+<build-dir>/weed (3 masters, a volume server each): one with the stock
 sequencer, one with the S-Chain sequencer, one of leaderless masters
-(schain-leaderless: every master assigns). Then:
+(schain-leaderless: every master assigns), one of raftless masters
+(schain-raftless: no raft at all); the stock, leaderless and raftless ones
+with a filer and an S3 gateway. Then:
 
   1. steady assigns: --clients closed-loop clients, --rounds rounds of
      --round-duration per cluster, interleaved (A B, B A, ...): assigns/s and
@@ -38,7 +40,13 @@ sequencer, one with the S-Chain sequencer, one of leaderless masters
      longest wait (leaderless: target <= 1 s);
   3. validator kill, S-Chain cluster: kill -9 of the validator owning the
      most of the cluster's key ranges while clients upload: failures and
-     stalls per volume, owner alive or not.
+     stalls per volume, owner alive or not;
+  4. object kill, stock, leaderless and raftless clusters: --writers S3
+     clients PUT objects through the S3 gateway and its filer; kill -9 of the
+     master the filer follows after --kill-before, --object-after more: the
+     longest PUT after the kill (raftless: target <= 300 ms), objects/s,
+     failures, every acknowledged object read back, and whether the masters
+     run raft.
 
 Writes report.json and tables.md to --out and prints the tables. Every
 process started is stopped at the end, also on error or Ctrl-C.`,
@@ -57,6 +65,8 @@ process started is stopped at the end, also on error or Ctrl-C.`,
 	f.DurationVar(&s.MasterKillAfter, "leader-after", s.MasterKillAfter, "load after a leader kill")
 	f.DurationVar(&s.ValidatorKillAfter, "validator-after", s.ValidatorKillAfter, "load after the validator kill")
 	f.IntVar(&s.Volumes, "volumes", s.Volumes, "volumes of the S-Chain cluster before the validator kill")
+	f.IntVar(&s.Writers, "writers", s.Writers, "S3 clients of the object kills")
+	f.DurationVar(&s.ObjectKillAfter, "object-after", s.ObjectKillAfter, "writes after an object kill's master kill")
 	f.IntVar(&s.MasterMilliCPUs, "master-millicpus", 0, "limit every master to this many thousandths of a CPU, as if each had a machine of its own (a cgroup each: root on Linux; 0: no limit)")
 	f.StringVar(&out, "out", filepath.Join(defaultBuildDir(), "bench", "seaweedfs"), "directory for the network, the clusters, the report and the tables")
 	return cmd
@@ -92,13 +102,13 @@ func runWeedBench(ctx context.Context, g *globals, o *weedOptions, s weedbench.S
 	if err != nil {
 		return err
 	}
-	start := func(name string, mode cluster.Mode) (*cluster.Cluster, error) {
+	start := func(name string, mode cluster.Mode, s3 bool) (*cluster.Cluster, error) {
 		dir := filepath.Join(out, name)
 		if err := os.RemoveAll(dir); err != nil {
 			return nil, err
 		}
 		cfg := cluster.DefaultConfig(filepath.Join(o.buildDir, "weed"), dir, mode)
-		cfg.Progress, cfg.MasterMilliCPUs = g.errOut, s.MasterMilliCPUs
+		cfg.Progress, cfg.MasterMilliCPUs, cfg.S3 = g.errOut, s.MasterMilliCPUs, s3
 		cfg.SChain = cluster.SChain{URIs: n.ChainURIsBase(), Chain: n.ChainID.String(), TokenFile: n.TokenPath(), Prefix: prefix}
 		sctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
 		defer cancel()
@@ -109,19 +119,23 @@ func runWeedBench(ctx context.Context, g *globals, o *weedOptions, s weedbench.S
 		stops = append(stops, c.Stop)
 		return c, nil
 	}
-	stock, err := start("stock", cluster.ModeRaft)
+	stock, err := start("stock", cluster.ModeRaft, true)
 	if err != nil {
 		return err
 	}
-	sc, err := start("schain", cluster.ModeSChain)
+	sc, err := start("schain", cluster.ModeSChain, false)
 	if err != nil {
 		return err
 	}
-	leaderless, err := start("leaderless", cluster.ModeLeaderless)
+	leaderless, err := start("leaderless", cluster.ModeLeaderless, true)
 	if err != nil {
 		return err
 	}
-	rep, err := weedbench.Run(ctx, weedbench.Env{Stock: stock, SChain: sc, Leaderless: leaderless, Network: n, Prefix: prefix}, s, g.errOut)
+	raftless, err := start("raftless", cluster.ModeRaftless, true)
+	if err != nil {
+		return err
+	}
+	rep, err := weedbench.Run(ctx, weedbench.Env{Stock: stock, SChain: sc, Leaderless: leaderless, Raftless: raftless, Network: n, Prefix: prefix}, s, g.errOut)
 	if err != nil {
 		return err
 	}

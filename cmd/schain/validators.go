@@ -277,7 +277,7 @@ func validatorsFailure(err error) (name, line string, code int, ok bool) {
 		{subnet.ErrInsufficientFunds, "insufficient_funds", exitRefused, "fund the key's P-chain address"},
 		{eviction.ErrPolicy, "usage", exitUsage, "see schain validators watch --help"},
 		{subnet.ErrRejected, "rejected", exitRejected, "the P-chain's reason is above; retrying will not help unless it changes"},
-		{subnet.ErrPChainAPI, "unavailable", exitUnavailable, "is --rpc an avalanchego node with its P-chain API?"},
+		{subnet.ErrPChainAPI, "unavailable", exitUnavailable, "is the node (--rpc, or deploy's --node) an avalanchego node with its P-chain API, reachable from here?"},
 	} {
 		if errors.Is(err, c.target) {
 			line := err.Error()

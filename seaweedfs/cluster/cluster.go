@@ -1,6 +1,7 @@
 // Package cluster runs a local SeaweedFS cluster for S-Chain: three masters
-// (hashicorp raft) and a volume server on 127.0.0.1, from build/weed (the
-// patched binary), in one of the sequencer modes. `schain seaweedfs up|down`,
+// (hashicorp raft) and a volume server on 127.0.0.1, or each on a host of
+// its own (Config.MasterHosts, VolumeHost), from build/weed (the patched
+// binary), in one of the sequencer modes. `schain seaweedfs up|down`,
 // the end-to-end tests and the benchmark use it.
 //
 // Each master has its own directory: conf/master.toml (the [master.sequencer]
@@ -93,6 +94,16 @@ type SChain struct {
 	Prefix    string   `json:"prefix"`
 }
 
+// Host is where a process runs: the address it binds and announces, and
+// the prefix that runs a program there (ip netns exec <host>).
+type Host struct {
+	Addr string   `json:"addr"`
+	Wrap []string `json:"wrap,omitempty"`
+}
+
+// loopback is where a process runs unless placed.
+var loopback = Host{Addr: "127.0.0.1"}
+
 // Config describes a cluster to start.
 type Config struct {
 	// Weed is the weed binary (build/weed).
@@ -119,6 +130,10 @@ type Config struct {
 	// on machines of their own of that size, which is what a comparison of
 	// one leader with several leaderless masters needs on a small machine.
 	MasterMilliCPUs int
+	// MasterHosts places the masters, one each (nil: all on 127.0.0.1);
+	// VolumeHost places the volume server (nil: 127.0.0.1).
+	MasterHosts []Host
+	VolumeHost  *Host
 	// Filer starts a filer (its store in the cluster directory) on the
 	// masters, and S3 an S3 gateway on the filer (S3 implies Filer).
 	Filer, S3 bool
@@ -161,8 +176,9 @@ type state struct {
 }
 
 type master struct {
-	HTTP int `json:"http"`
-	GRPC int `json:"grpc"`
+	HTTP int  `json:"http"`
+	GRPC int  `json:"grpc"`
+	Host Host `json:"host"`
 	// CPUGroup is the cgroup limiting the master's CPU, if any.
 	CPUGroup string `json:"cpu_group,omitempty"`
 	proc
@@ -171,6 +187,7 @@ type master struct {
 type volume struct {
 	HTTP int    `json:"http"`
 	GRPC int    `json:"grpc"`
+	Host Host   `json:"host"`
 	Max  int    `json:"max"`
 	Data string `json:"data"`
 	proc
@@ -188,6 +205,9 @@ func (c Config) verify() error {
 	}
 	if c.Masters < 1 || c.VolumeMax < 1 || c.VolumeSizeLimitMB < 1 {
 		return errors.New("masters, volume slots and the volume size limit must be positive")
+	}
+	if c.MasterHosts != nil && len(c.MasterHosts) != c.Masters {
+		return fmt.Errorf("%d master hosts for %d masters", len(c.MasterHosts), c.Masters)
 	}
 	if c.MasterMilliCPUs < 0 {
 		return fmt.Errorf("%w: %d thousandths of a CPU", ErrCPULimit, c.MasterMilliCPUs)
@@ -228,9 +248,16 @@ func Start(ctx context.Context, cfg Config) (*Cluster, error) {
 	st := state{Weed: weed, Dir: dir, Mode: cfg.Mode, SChain: cfg.SChain, Sequencer: seqKeys,
 		VolumeSizeLimitMB: cfg.VolumeSizeLimitMB, MasterMilliCPUs: cfg.MasterMilliCPUs, Detach: cfg.Detach}
 	for i := range cfg.Masters {
-		st.Masters = append(st.Masters, &master{HTTP: free[2*i], GRPC: free[2*i+1]})
+		h := loopback
+		if cfg.MasterHosts != nil {
+			h = cfg.MasterHosts[i]
+		}
+		st.Masters = append(st.Masters, &master{HTTP: free[2*i], GRPC: free[2*i+1], Host: h})
 	}
-	st.Volume = &volume{HTTP: free[2*cfg.Masters], GRPC: free[2*cfg.Masters+1], Max: cfg.VolumeMax}
+	st.Volume = &volume{HTTP: free[2*cfg.Masters], GRPC: free[2*cfg.Masters+1], Max: cfg.VolumeMax, Host: loopback}
+	if cfg.VolumeHost != nil {
+		st.Volume.Host = *cfg.VolumeHost
+	}
 	c := &Cluster{state: st, out: cfg.Progress}
 	if c.out == nil {
 		c.out = io.Discard
@@ -253,7 +280,7 @@ func Start(ctx context.Context, cfg Config) (*Cluster, error) {
 	if cfg.Mode == ModeRaftless {
 		raft = "no raft"
 	}
-	c.progress("starting %d SeaweedFS masters (%s mode, %s) on 127.0.0.1 ports %s...", cfg.Masters, cfg.Mode, raft, c.masterPorts())
+	c.progress("starting %d SeaweedFS masters (%s mode, %s) at %s...", cfg.Masters, cfg.Mode, raft, strings.Join(c.MasterAddrs(), ", "))
 	if err := c.startMasters(); err != nil {
 		return nil, err
 	}
@@ -270,7 +297,7 @@ func Start(ctx context.Context, cfg Config) (*Cluster, error) {
 		}
 		c.progress("leader %s elected after %v", leader, time.Since(t0).Round(100*time.Millisecond))
 	}
-	c.progress("starting the volume server on 127.0.0.1:%d (%d volume slots)...", st.Volume.HTTP, st.Volume.Max)
+	c.progress("starting the volume server at %s (%d volume slots)...", c.VolumeAddr(), st.Volume.Max)
 	if err := c.startVolume(); err != nil {
 		return nil, err
 	}
@@ -300,10 +327,10 @@ func (c *Cluster) layout() error {
 				return err
 			}
 		}
-		m.Name, m.Dir, m.Log = fmt.Sprintf("master%d", i+1), mdir, filepath.Join(mdir, "master.log")
+		m.Name, m.Dir, m.Log, m.Wrap = fmt.Sprintf("master%d", i+1), mdir, filepath.Join(mdir, "master.log"), m.Host.Wrap
 		m.Args = []string{
 			"-config_dir=" + filepath.Join(mdir, "conf"), "master",
-			"-ip=127.0.0.1", "-ip.bind=127.0.0.1", "-port=" + strconv.Itoa(m.HTTP), "-port.grpc=" + strconv.Itoa(m.GRPC),
+			"-ip=" + m.Host.Addr, "-ip.bind=" + m.Host.Addr, "-port=" + strconv.Itoa(m.HTTP), "-port.grpc=" + strconv.Itoa(m.GRPC),
 			"-mdir=" + filepath.Join(mdir, "data"), "-peers=" + masterPeers, "-raftHashicorp",
 			"-volumeSizeLimitMB=" + strconv.Itoa(st.VolumeSizeLimitMB), "-defaultReplication=000", "-telemetry=false",
 		}
@@ -320,9 +347,9 @@ func (c *Cluster) layout() error {
 	if err := os.MkdirAll(v.Data, 0o755); err != nil {
 		return err
 	}
-	v.Name, v.Dir, v.Log = "volume", vdir, filepath.Join(vdir, "volume.log")
+	v.Name, v.Dir, v.Log, v.Wrap = "volume", vdir, filepath.Join(vdir, "volume.log"), v.Host.Wrap
 	v.Args = []string{
-		"volume", "-ip=127.0.0.1", "-ip.bind=127.0.0.1", "-port=" + strconv.Itoa(v.HTTP), "-port.grpc=" + strconv.Itoa(v.GRPC),
+		"volume", "-ip=" + v.Host.Addr, "-ip.bind=" + v.Host.Addr, "-port=" + strconv.Itoa(v.HTTP), "-port.grpc=" + strconv.Itoa(v.GRPC),
 		"-dir=" + v.Data, "-max=" + strconv.Itoa(v.Max), "-master=" + peers, "-preStopSeconds=0",
 	}
 	if st.Mode.Leaderless() {
@@ -463,13 +490,22 @@ func (c *Cluster) SetSChain(sc SChain) error {
 // Weed is the weed binary the cluster runs.
 func (c *Cluster) Weed() string { return c.state.Weed }
 
-// MasterAddrs are the masters' HTTP addresses (127.0.0.1:port).
+// MasterAddrs are the masters' HTTP addresses (host:port).
 func (c *Cluster) MasterAddrs() []string {
 	out := make([]string, len(c.state.Masters))
 	for i, m := range c.state.Masters {
-		out[i] = fmt.Sprintf("127.0.0.1:%d", m.HTTP)
+		out[i] = fmt.Sprintf("%s:%d", m.Host.addr(), m.HTTP)
 	}
 	return out
+}
+
+// addr is the host's address (127.0.0.1 for a process placed before
+// hosts existed: its cluster.json has none).
+func (h Host) addr() string {
+	if h.Addr == "" {
+		return loopback.Addr
+	}
+	return h.Addr
 }
 
 // PairsDirs are where the masters write the shadow's pairs: the default
@@ -483,7 +519,9 @@ func (c *Cluster) PairsDirs() []string {
 }
 
 // VolumeAddr is the volume server's HTTP address.
-func (c *Cluster) VolumeAddr() string { return fmt.Sprintf("127.0.0.1:%d", c.state.Volume.HTTP) }
+func (c *Cluster) VolumeAddr() string {
+	return fmt.Sprintf("%s:%d", c.state.Volume.Host.addr(), c.state.Volume.HTTP)
+}
 
 // Client is a SeaweedFS client of the masters (assign, status).
 func (c *Cluster) Client() *seaweed.Client { return c.client }
@@ -492,17 +530,9 @@ func (c *Cluster) Client() *seaweed.Client { return c.client }
 func (c *Cluster) peers() string {
 	out := make([]string, len(c.state.Masters))
 	for i, m := range c.state.Masters {
-		out[i] = fmt.Sprintf("127.0.0.1:%d.%d", m.HTTP, m.GRPC)
+		out[i] = fmt.Sprintf("%s:%d.%d", m.Host.addr(), m.HTTP, m.GRPC)
 	}
 	return strings.Join(out, ",")
-}
-
-func (c *Cluster) masterPorts() string {
-	var ps []string
-	for _, m := range c.state.Masters {
-		ps = append(ps, strconv.Itoa(m.HTTP))
-	}
-	return strings.Join(ps, ", ")
 }
 
 func (c *Cluster) startMasters() error {

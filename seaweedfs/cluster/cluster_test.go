@@ -62,3 +62,25 @@ func TestLeaderlessMasterEnvSharesTheCPUs(t *testing.T) {
 	require.Equal(t, []string{"GOMAXPROCS=4"}, leaderlessMasterEnv(12, 3, ""))
 	require.Nil(t, leaderlessMasterEnv(12, 3, "8"), "the operator's GOMAXPROCS wins")
 }
+
+// TestRaftlessLayout: raftless masters get no raft peers; the volume
+// server still gets every master, and keeps a stream to each.
+func TestRaftlessLayout(t *testing.T) {
+	for _, mode := range []Mode{ModeRaftless, ModeLeaderless} {
+		dir := t.TempDir()
+		c := &Cluster{state: state{Weed: "/bin/true", Dir: dir, Mode: mode, VolumeSizeLimitMB: 64,
+			Masters: []*master{{HTTP: 1, GRPC: 2}, {HTTP: 3, GRPC: 4}}, Volume: &volume{HTTP: 5, GRPC: 6, Max: 1}}}
+		require.NoError(t, c.layout())
+		peers := "-peers=127.0.0.1:1.2,127.0.0.1:3.4"
+		if mode == ModeRaftless {
+			peers = "-peers=none"
+		}
+		for _, m := range c.state.Masters {
+			require.Contains(t, m.Args, peers, mode)
+		}
+		require.Contains(t, c.state.Volume.Args, "-master=127.0.0.1:1.2,127.0.0.1:3.4")
+		require.Contains(t, c.state.Volume.Env, "SCHAIN_LEADERLESS=1")
+		require.True(t, mode.Leaderless())
+	}
+	require.False(t, ModeSChain.Leaderless())
+}

@@ -1,7 +1,6 @@
 package cluster
 
 import (
-	"bufio"
 	"context"
 	"errors"
 	"fmt"
@@ -12,6 +11,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	childproc "github.com/s-chain/schain/internal/proc"
 )
 
 // stopGrace is how long a process gets to exit after SIGTERM before SIGKILL.
@@ -23,6 +24,8 @@ const stopGrace = 10 * time.Second
 type proc struct {
 	Name string   `json:"name"`
 	Args []string `json:"args"`
+	// Wrap runs the program through a prefix (its host's ip netns exec).
+	Wrap []string `json:"wrap,omitempty"`
 	// Env is added to the environment the process inherits.
 	Env []string `json:"env,omitempty"`
 	Log string   `json:"log"`
@@ -43,8 +46,9 @@ func (p *proc) start(bin string, detach bool) error {
 		return err
 	}
 	defer logFile.Close() // the child holds its own descriptor
-	fmt.Fprintf(logFile, "---- %s: %s %s\n", time.Now().Format(time.RFC3339), bin, strings.Join(p.Args, " "))
-	cmd := exec.Command(bin, p.Args...)
+	argv := append(append(append([]string{}, p.Wrap...), bin), p.Args...)
+	fmt.Fprintf(logFile, "---- %s: %s\n", time.Now().Format(time.RFC3339), strings.Join(argv, " "))
+	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Dir = p.Dir
 	if len(p.Env) > 0 {
 		cmd.Env = append(os.Environ(), p.Env...)
@@ -151,20 +155,4 @@ func pidAlive(pid int) bool {
 }
 
 // tail returns the last n lines of the process's log.
-func (p *proc) tail(n int) string {
-	f, err := os.Open(p.Log)
-	if err != nil {
-		return err.Error()
-	}
-	defer f.Close()
-	var lines []string
-	sc := bufio.NewScanner(f)
-	sc.Buffer(make([]byte, 64<<10), 1<<20)
-	for sc.Scan() {
-		lines = append(lines, sc.Text())
-		if len(lines) > n {
-			lines = lines[1:]
-		}
-	}
-	return strings.Join(lines, "\n")
-}
+func (p *proc) tail(n int) string { return childproc.TailFile(p.Log, n) }

@@ -20,9 +20,10 @@ import (
 )
 
 // startCluster starts a cluster for the test in mode, under
-// build/e2e-weed/clusters/<test>; it is stopped when the test ends, and its
-// directory (the processes' logs) kept only if the test failed.
-func startCluster(t *testing.T, mode cluster.Mode, pfx string, extra map[string]string) *cluster.Cluster {
+// build/e2e-weed/clusters/<test>, its config adjusted by tune (a filer, an
+// S3 gateway); it is stopped when the test ends, and its directory (the
+// processes' logs) kept only if the test failed.
+func startCluster(t *testing.T, mode cluster.Mode, pfx string, extra map[string]string, tune ...func(*cluster.Config)) *cluster.Cluster {
 	t.Helper()
 	dir := filepath.Join(rootDir(), "clusters", strings.ReplaceAll(t.Name(), "/", "-"))
 	require.NoError(t, os.RemoveAll(dir))
@@ -30,6 +31,9 @@ func startCluster(t *testing.T, mode cluster.Mode, pfx string, extra map[string]
 	cfg.SChain = cluster.SChain{URIs: network.ChainURIsBase(), Chain: network.ChainID.String(), TokenFile: network.TokenPath(), Prefix: pfx}
 	cfg.Sequencer = extra
 	cfg.Progress = testWriter{t}
+	for _, f := range tune {
+		f(&cfg)
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	c, err := cluster.Start(ctx, cfg)
@@ -79,7 +83,7 @@ func startUploads(t *testing.T, c *cluster.Cluster, workers int) *uploads {
 	t.Helper()
 	cfg := workload.DefaultConfig(c.MasterAddrs(), "e2e")
 	cfg.Workers = workers
-	cfg.Spread = c.Mode() == cluster.ModeLeaderless // any master assigns
+	cfg.Spread = c.Mode().Leaderless() // any master assigns
 	r, err := workload.New(cfg)
 	require.NoError(t, err)
 	ctx, cancel := context.WithCancel(context.Background())
@@ -168,6 +172,22 @@ func killLeader(t *testing.T, c *cluster.Cluster) (string, time.Time) {
 	require.NoError(t, c.KillMaster(ctx, i))
 	t.Logf("killed the leader %s (master%d) with SIGKILL", leader, i+1)
 	return leader, at
+}
+
+// longestUpload is the longest any upload in flight at some time in
+// [from, to] waited, counted from from for one already in flight then.
+func longestUpload(res workload.Result, from, to time.Time) time.Duration {
+	var d time.Duration
+	for _, up := range res.Uploads {
+		if up.Done.After(from) && up.Start.Before(to) {
+			waited := up.Wait
+			if up.Start.Before(from) {
+				waited = up.Done.Sub(from)
+			}
+			d = max(d, waited)
+		}
+	}
+	return d
 }
 
 func describe(d time.Duration) string { return fmt.Sprint(d.Round(10 * time.Millisecond)) }

@@ -67,21 +67,12 @@ func TestLeaderlessMasterKills(t *testing.T) {
 	require.Zero(check.Failed, "an upload gave up: %+v", lastFailures(res))
 	requireCommitted(t, pfx, floors, res)
 
-	longest := func(from, to time.Time) time.Duration {
-		var d time.Duration
-		for _, up := range res.Uploads {
-			if up.Done.After(from) && up.Start.Before(to) {
-				d = max(d, up.Wait)
-			}
-		}
-		return d
-	}
 	logSlowest(t, res, map[string]time.Time{"first kill": firstAt, "restart": restartedAt, "second kill": secondAt})
 	perMaster := map[string]int{}
 	for _, up := range res.Uploads {
 		perMaster[up.Master]++
 	}
-	afterFirst, afterRestart, afterSecond := longest(firstAt, restartedAt), longest(restartedAt, secondAt), longest(secondAt, res.End)
+	afterFirst, afterRestart, afterSecond := longestUpload(res, firstAt, restartedAt), longestUpload(res, restartedAt, secondAt), longestUpload(res, secondAt, res.End)
 	record(t, "leaderless-master-kills", map[string]any{
 		"killed_first": first, "killed_second": second, "uploads_per_master": perMaster,
 		"uploads": check.Uploads, "assigns": check.Assigned, "keys_issued_twice": check.IssuedTwice,

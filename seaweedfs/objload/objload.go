@@ -78,6 +78,9 @@ type Result struct {
 	Start, End time.Time
 	Puts       []Put
 	Failures   []Failure
+	// Cut are the starts of PUTs the run's end cut short: neither
+	// acknowledged nor failed, they had waited End-start by then.
+	Cut []time.Time
 }
 
 // Runner writes until its context ends. Run may be called once.
@@ -141,6 +144,7 @@ func (r *Runner) one(ctx context.Context, key string) {
 			return
 		}
 		if ctx.Err() != nil {
+			r.cut(start)
 			return
 		}
 		final := time.Now().Add(r.cfg.Retry).After(deadline)
@@ -154,10 +158,17 @@ func (r *Runner) one(ctx context.Context, key string) {
 		select {
 		case <-ctx.Done():
 			t.Stop()
+			r.cut(start)
 			return
 		case <-t.C:
 		}
 	}
+}
+
+func (r *Runner) cut(start time.Time) {
+	r.mu.Lock()
+	r.res.Cut = append(r.res.Cut, start)
+	r.mu.Unlock()
 }
 
 // Snapshot is the evidence so far.
@@ -169,7 +180,7 @@ func (r *Runner) Snapshot() Result {
 
 func (r *Runner) copyLocked() Result {
 	out := r.res
-	out.Puts, out.Failures = slices.Clone(r.res.Puts), slices.Clone(r.res.Failures)
+	out.Puts, out.Failures, out.Cut = slices.Clone(r.res.Puts), slices.Clone(r.res.Failures), slices.Clone(r.res.Cut)
 	return out
 }
 
@@ -184,15 +195,30 @@ func (res Result) AckedSince(t time.Time) int {
 	return n
 }
 
-// Longest is the longest PUT that was in flight at some time in [from, to].
+// Longest is the longest any PUT in flight at some time in [from, to]
+// waited, counted from from for one already in flight then (what a kill at
+// from made it wait, not what it waited before), a PUT the run's end cut
+// counting as waiting until the end.
 func (res Result) Longest(from, to time.Time) time.Duration {
 	var d time.Duration
 	for _, p := range res.Puts {
 		if p.Done.After(from) && p.Start.Before(to) {
-			d = max(d, p.Wait)
+			d = max(d, p.Done.Sub(later(p.Start, from)))
+		}
+	}
+	for _, start := range res.Cut {
+		if start.Before(to) {
+			d = max(d, res.End.Sub(later(start, from)))
 		}
 	}
 	return d
+}
+
+func later(a, b time.Time) time.Time {
+	if a.After(b) {
+		return a
+	}
+	return b
 }
 
 // FinalFailures counts objects that gave up.

@@ -56,7 +56,7 @@ func TestRunRetriesAndVerifyFindsWhatIsMissing(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan Result, 1)
 	go func() { done <- r.Run(ctx) }()
-	require.Eventually(func() bool { return len(r.Snapshot().Puts) >= 30 }, 10*time.Second, time.Millisecond)
+	require.Eventually(func() bool { s := r.Snapshot(); return len(s.Puts) >= 30 && len(s.Failures) == 5 }, 10*time.Second, time.Millisecond)
 	cancel()
 	res := <-done
 	require.Len(res.Failures, 5, "each refused PUT is a failed attempt")
@@ -70,7 +70,7 @@ func TestRunRetriesAndVerifyFindsWhatIsMissing(t *testing.T) {
 		}
 	}
 	require.Positive(retried)
-	require.Equal(res.Longest(res.Start, res.End), maxWait(res))
+	require.Equal(res.Longest(res.Start, res.End), maxWait(res), "the acknowledged PUTs' longest, or a cut one's wait until the end")
 
 	c := Verify(context.Background(), store, res, 4)
 	require.NoError(c.Err())
@@ -91,6 +91,9 @@ func maxWait(res Result) time.Duration {
 	for _, p := range res.Puts {
 		d = max(d, p.Wait)
 	}
+	for _, start := range res.Cut {
+		d = max(d, res.End.Sub(start))
+	}
 	return d
 }
 
@@ -110,4 +113,19 @@ func TestAnObjectGivesUpAtItsBound(t *testing.T) {
 	cancel()
 	res := <-done
 	require.Empty(t, res.Puts)
+	require.Len(t, res.Cut, 1, "the object in flight at the end")
+	require.Equal(t, res.End.Sub(res.Cut[0]), res.Longest(res.Start, res.End), "a cut PUT waited until the end")
+}
+
+func TestLongestCountsFromTheWindow(t *testing.T) {
+	t0 := time.Unix(1000, 0)
+	at := func(s float64) time.Time { return t0.Add(time.Duration(s * float64(time.Second))) }
+	res := Result{Start: t0, End: at(30), Puts: []Put{
+		{Start: at(0), Done: at(13), Wait: 13 * time.Second}, // stuck since the start, through the kill at 12
+		{Start: at(12.1), Done: at(12.4), Wait: 300 * time.Millisecond},
+		{Start: at(20), Done: at(20.1), Wait: 100 * time.Millisecond},
+	}, Cut: []time.Time{at(29.5)}}
+	require.Equal(t, time.Second, res.Longest(at(12), at(15)), "the stuck PUT waited a second after the kill")
+	require.Equal(t, 13*time.Second, res.Longest(at(0), at(15)))
+	require.Equal(t, 500*time.Millisecond, res.Longest(at(19), at(30)), "a cut PUT waited until the end")
 }

@@ -85,6 +85,18 @@ func NextVolumeId(seq Stock, currentMax uint32) (uint32, error) {
 	return currentMax + 1, nil
 }
 
+// Prime starts the first reservation of volume vid's keys for an S-Chain
+// sequencer that holds none (no-op otherwise, and for any other
+// sequencer). The patched master calls it for every writable volume a
+// heartbeat reports, so that a leaderless master a client turns to after
+// another master's death finds keys committed for the volumes it never
+// assigned yet, instead of waiting a block for them.
+func Prime(seq Stock, vid uint32) {
+	if s, ok := seq.(*SChain); ok {
+		s.keyPool(vid).Prime()
+	}
+}
+
 // floored is the stock sequencer started at rollback floors: its keys
 // start at keyFloor (SetMax(keyFloor-1) at start, and it never goes back)
 // and new volume ids at volumeFloor.

@@ -64,13 +64,39 @@ func GrowShare(seq any, count uint32) uint32 {
 
 // LeaderlessEnv is the environment variable that puts a patched volume
 // server in leaderless mode ("1" or "true"): it keeps a heartbeat stream
-// to every master of its -master list instead of one to the leader.
+// to every master of its -master list instead of one to the leader. Any
+// patched client of leaderless masters (filer, S3 gateway, shell) set with
+// it retries a failed master call sooner (FirstRetry).
 const LeaderlessEnv = "SCHAIN_LEADERLESS"
 
-// VolumeServerLeaderless reports whether LeaderlessEnv is set.
-func VolumeServerLeaderless() bool {
+// LeaderlessClient reports whether LeaderlessEnv is set: this process is a
+// volume server or a client (filer, S3 gateway, shell) of leaderless
+// masters. Its master client then keeps no state per master across a
+// change of master (the filers' lock ring is every master's, not a
+// leader's, and the next master's update replaces it), and retries sooner
+// (FirstRetry).
+func LeaderlessClient() bool {
 	v := strings.TrimSpace(os.Getenv(LeaderlessEnv))
 	return v == "1" || strings.EqualFold(v, "true")
+}
+
+// leaderlessRetry is a client's first pause before it asks a master again
+// (the next in its list, once its stream to the failed one ended).
+const leaderlessRetry = 50 * time.Millisecond
+
+// FirstRetry is the first pause of SeaweedFS's retries of a master call
+// (assign, lookup, any call through the master client), the pause of a
+// master client between two rounds over its master list, and the bound of
+// its polls for a connection while it has none: stock waits a second (200
+// ms for the polls), for a leader to be elected. A client of leaderless masters
+// (LeaderlessEnv set: volume servers, filers, S3 gateways, shells) waits
+// leaderlessRetry: any master answers, and its master client moves to the
+// next one as soon as the failed one's stream ends.
+func FirstRetry(stock time.Duration) time.Duration {
+	if LeaderlessClient() {
+		return min(stock, leaderlessRetry)
+	}
+	return stock
 }
 
 // redial is how long a volume server waits before dialing a master again
@@ -156,7 +182,7 @@ func modeNote(cfg Config) string {
 // (85 s), answering lookups of the volume with not found. So there the full
 // list goes every pulse, as the full volume list already does.
 func EcShardPulse(stock, pulse time.Duration) time.Duration {
-	if VolumeServerLeaderless() {
+	if LeaderlessClient() {
 		return pulse
 	}
 	return stock

@@ -204,10 +204,10 @@ func TestHeartbeatEachKeepsAStreamPerMaster(t *testing.T) {
 	require.Equal(t, int32(1), calls[2].Load())
 }
 
-func TestVolumeServerLeaderlessEnv(t *testing.T) {
+func TestLeaderlessClientEnv(t *testing.T) {
 	for v, want := range map[string]bool{"1": true, "true": true, "TRUE": true, "0": false, "": false, "no": false} {
 		t.Setenv(LeaderlessEnv, v)
-		require.Equal(t, want, VolumeServerLeaderless(), "%s=%q", LeaderlessEnv, v)
+		require.Equal(t, want, LeaderlessClient(), "%s=%q", LeaderlessEnv, v)
 	}
 	require.NoError(t, os.Unsetenv(LeaderlessEnv))
 }
@@ -290,4 +290,35 @@ func waitUntil(t *testing.T, what string, cond func() bool) {
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
+}
+
+func TestFirstRetry(t *testing.T) {
+	t.Setenv(LeaderlessEnv, "")
+	require.Equal(t, time.Second, FirstRetry(time.Second), "stock waits for an election")
+	t.Setenv(LeaderlessEnv, "1")
+	require.Equal(t, 50*time.Millisecond, FirstRetry(time.Second), "a client of leaderless masters asks the next one at once")
+	require.Equal(t, 10*time.Millisecond, FirstRetry(10*time.Millisecond))
+}
+
+// TestPrimeReservesBeforeTheFirstAssign: a master primes the volumes
+// heartbeats report, so its first assign of one (after a client turned to
+// it) is answered from a reservation already committed.
+func TestPrimeReservesBeforeTheFirstAssign(t *testing.T) {
+	require := require.New(t)
+	chain := newChain(t, 3)
+	cutover(chain, "seaweedfs", 1000, 10)
+	s := newTestSChain(t, chain, leaderlessConfig(chain))
+	Prime(s, 42)
+	Prime(s, 42) // one reservation, however many heartbeats report it
+	require.Eventually(func() bool {
+		return s.keyPool(42).Holds(1)
+	}, 10*time.Second, 5*time.Millisecond)
+	allocs := chain.Calls("allocate")
+	chain.SetBlockTime(5 * time.Second) // a refill now would wait a long block
+	start := time.Now()
+	_, err := s.NextFileIdForVolume(42, 1)
+	require.NoError(err)
+	require.Less(time.Since(start), time.Second, "answered from the primed reservation")
+	require.Equal(allocs, chain.Calls("allocate"), "no reservation on the assign path")
+	Prime(&memSeq{}, 42) // any other sequencer: nothing to do
 }

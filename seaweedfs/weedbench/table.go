@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/s-chain/schain/benchmark"
+	"github.com/s-chain/schain/seaweedfs/cluster"
 )
 
 // WriteTables writes the report as Markdown (benchmark.Markdown): the
@@ -17,6 +18,7 @@ func WriteTables(w io.Writer, r *Report) error {
 	writeSteady(&m, r)
 	writeMasterKills(&m, r)
 	writeValidatorKill(&m, r)
+	writeObjectKills(&m, r)
 	_, err := m.WriteTo(w)
 	return err
 }
@@ -115,4 +117,33 @@ func after(d time.Duration) string {
 		return "none"
 	}
 	return "+" + benchmark.Duration(d)
+}
+
+func writeObjectKills(m *benchmark.Markdown, r *Report) {
+	if len(r.ObjectKills) == 0 {
+		return
+	}
+	s := r.Settings
+	m.Para("Object kill: %d S3 clients PUT %d-byte objects through the S3 gateway and its filer; kill -9 of the master the filer follows (the raft leader; for raftless masters the first of the filer's list) after %v, writes for %v after it.",
+		s.Writers, 2048, s.KillBefore, s.ObjectKillAfter)
+	m.Table(benchmark.Text("cluster"), benchmark.Text("masters run raft"), benchmark.Text("killed"), benchmark.Num("longest PUT after the kill"),
+		benchmark.Num("longest PUT before"), benchmark.Num("objects/s"), benchmark.Num("objects"), benchmark.Num("failed attempts"),
+		benchmark.Num("failed"), benchmark.Num("read back intact"))
+	var raftless []ObjectKill
+	for _, k := range r.ObjectKills {
+		raft := "yes"
+		if k.RaftPeers == 0 && !k.RaftState {
+			raft = "no (no peers, no raft state)"
+		}
+		m.Row(k.Name, raft, k.Killed, benchmark.Duration(k.LongestAfter), benchmark.Duration(k.LongestBefore), benchmark.Thousands(k.PerSec),
+			k.Acked, k.FailedAttempts, k.Failed, fmt.Sprintf("%d of %d", k.Check.ReadBack, k.Check.Acked))
+		if k.Mode == cluster.ModeRaftless {
+			raftless = append(raftless, k)
+		}
+	}
+	for _, k := range raftless {
+		m.Para("Raftless masters, master kill: longest PUT %s (target <= 300 ms: %s), %d lost (target 0: %s), no raft: %s.",
+			benchmark.Duration(k.LongestAfter), benchmark.Met(k.LongestAfter <= 300*time.Millisecond),
+			k.Check.Lost+k.Check.Altered+k.Failed, benchmark.Met(k.Check.Err() == nil && k.Failed == 0), benchmark.Met(k.RaftPeers == 0 && !k.RaftState))
+	}
 }

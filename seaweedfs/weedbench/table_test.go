@@ -8,6 +8,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/s-chain/schain/benchmark"
+	"github.com/s-chain/schain/seaweedfs/cluster"
+	"github.com/s-chain/schain/seaweedfs/objload"
 	"github.com/s-chain/schain/seaweedfs/workload"
 )
 
@@ -24,6 +26,10 @@ func TestWriteTablesJudgesTheTargets(t *testing.T) {
 			{Volume: 1, OwnerDead: true, Uploads: 3, FailedAttempts: 2},
 			{Volume: 2, Uploads: 9},
 		}},
+		ObjectKills: []ObjectKill{
+			{Name: "seaweedfs-stock", Mode: cluster.ModeRaft, Killed: "127.0.0.1:2", LongestAfter: 15 * time.Second, RaftPeers: 3, Acked: 5, Check: objload.Check{Acked: 5, ReadBack: 5}},
+			{Name: "seaweedfs-raftless", Mode: cluster.ModeRaftless, Killed: "127.0.0.1:3", LongestAfter: 250 * time.Millisecond, Acked: 7, Check: objload.Check{Acked: 7, ReadBack: 7}},
+		},
 	}
 	var b strings.Builder
 	require.NoError(t, WriteTables(&b, rep))
@@ -33,4 +39,13 @@ func TestWriteTablesJudgesTheTargets(t *testing.T) {
 	require.Contains(t, out, "| owner killed (1) | 3 | 2 |")
 	require.Contains(t, out, "Zero failed uploads on volumes whose owner is alive: met")
 	require.Contains(t, out, "| none |")
+	require.Contains(t, out, "| seaweedfs-stock | yes | 127.0.0.1:2 | 15.0s |")
+	require.Contains(t, out, "| seaweedfs-raftless | no (no peers, no raft state) |")
+	require.Contains(t, out, "longest PUT 250ms (target <= 300 ms: met), 0 lost (target 0: met), no raft: met")
+
+	rep.ObjectKills[1].LongestAfter, rep.ObjectKills[1].RaftState = 400*time.Millisecond, true
+	rep.ObjectKills[1].Check.Lost = 1
+	b.Reset()
+	require.NoError(t, WriteTables(&b, rep))
+	require.Contains(t, b.String(), "longest PUT 400ms (target <= 300 ms: not met), 1 lost (target 0: not met), no raft: not met")
 }

@@ -16,6 +16,10 @@
 //   - Validator kill (S-Chain cluster): the validator owning the most of the
 //     cluster's key ranges gets SIGKILL while clients upload; per volume,
 //     stalls and failures, split by whether the volume's owner lives.
+//   - Object kill (stock, leaderless and raftless clusters with a filer and
+//     an S3 gateway): S3 writers PUT objects through the gateway while the
+//     master the filer follows gets SIGKILL; the longest PUT after the
+//     kill, the rate, failures and every acknowledged object read back.
 //
 // The load generator and statistics are package benchmark's; the uploads and
 // their checks are package workload's.
@@ -59,6 +63,10 @@ type Settings struct {
 	// Volumes is how many volumes the S-Chain cluster has before the
 	// validator kill (more volumes, more owners).
 	Volumes int `json:"volumes"`
+	// Writers are the S3 clients of the object kills, and ObjectKillAfter
+	// how long they write after the kill.
+	Writers         int           `json:"writers"`
+	ObjectKillAfter time.Duration `json:"object_kill_after_ns"`
 	// MasterMilliCPUs, if not zero, limits every master of every cluster
 	// to this many thousandths of a CPU (cluster.Config.MasterMilliCPUs):
 	// masters as if each had a small machine of its own, so that three
@@ -73,15 +81,18 @@ func DefaultSettings() Settings {
 		Clients: 16, Rounds: 4, RoundDuration: 10 * time.Second,
 		Uploaders: 6, Assigners: 2, KillBefore: 5 * time.Second,
 		MasterKillAfter: 30 * time.Second, ValidatorKillAfter: 45 * time.Second, Volumes: 12,
+		Writers: 8, ObjectKillAfter: 15 * time.Second,
 	}
 }
 
 // Env is what the bench runs on: the clusters, the S-Chain network the
-// S-Chain clusters use, and their range prefix. Leaderless may be nil.
+// S-Chain clusters use, and their range prefix. Leaderless and Raftless may
+// be nil; the object kills run on the clusters with an S3 gateway among
+// Stock, Leaderless and Raftless.
 type Env struct {
-	Stock, SChain, Leaderless *cluster.Cluster
-	Network                   *localnet.Network
-	Prefix                    string
+	Stock, SChain, Leaderless, Raftless *cluster.Cluster
+	Network                             *localnet.Network
+	Prefix                              string
 }
 
 // Report is the bench's result.
@@ -98,6 +109,7 @@ type Report struct {
 	LeaderlessP99Ratio float64           `json:"leaderless_p99_ratio,omitempty"`
 	MasterKills        []MasterKill      `json:"master_kills"`
 	ValidatorKill      *ValidatorKill    `json:"validator_kill,omitempty"`
+	ObjectKills        []ObjectKill      `json:"object_kills,omitempty"`
 	Machine            benchmark.Machine `json:"machine"`
 	WallTime           time.Duration     `json:"wall_time_ns"`
 }
@@ -172,7 +184,7 @@ func Run(ctx context.Context, env Env, s Settings, progress io.Writer) (*Report,
 	}
 	assigners := make([]*assigner, len(systems))
 	for i, sys := range systems {
-		a, err := newAssigner(sys.c.MasterAddrs(), "bench", sys.c.Mode() == cluster.ModeLeaderless)
+		a, err := newAssigner(sys.c.MasterAddrs(), "bench", sys.c.Mode().Leaderless())
 		if err != nil {
 			return nil, err
 		}
@@ -248,6 +260,21 @@ func Run(ctx context.Context, env Env, s Settings, progress io.Writer) (*Report,
 		return nil, fmt.Errorf("validator kill: %w", err)
 	}
 	rep.ValidatorKill = vk
+
+	// Object kills: S3 PUTs through a filer while a master dies.
+	for _, sys := range []struct {
+		name string
+		c    *cluster.Cluster
+	}{{"seaweedfs-stock", env.Stock}, {"seaweedfs-leaderless", env.Leaderless}, {"seaweedfs-raftless", env.Raftless}} {
+		if sys.c == nil || sys.c.S3Endpoint() == "" {
+			continue
+		}
+		ok, err := objectKill(ctx, sys.name, sys.c, s, logf)
+		if err != nil {
+			return nil, fmt.Errorf("%s: object kill: %w", sys.name, err)
+		}
+		rep.ObjectKills = append(rep.ObjectKills, *ok)
+	}
 	rep.Machine = benchmark.DescribeMachine()
 	rep.WallTime = time.Since(began)
 	return rep, nil
@@ -333,7 +360,7 @@ func masterKill(ctx context.Context, name string, c *cluster.Cluster, s Settings
 	res.Assigned = append(res.Assigned, as.Assigned...)
 	vctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
 	defer cancel()
-	mk := &MasterKill{Name: name, SChain: c.Mode() != cluster.ModeRaft, Leaderless: c.Mode() == cluster.ModeLeaderless,
+	mk := &MasterKill{Name: name, SChain: c.Mode() != cluster.ModeRaft, Leaderless: c.Mode().Leaderless(),
 		Killed: leader, Check: workload.Verify(vctx, res)}
 	mk.FirstAfter = -1
 	for _, u := range up.Uploads {

@@ -20,6 +20,10 @@ func TestConfigValidate(t *testing.T) {
 		{name: "self missing", mutate: func(c *Config) { c.ID = "other" }, want: errNoSelf},
 		{name: "duplicate peer", mutate: func(c *Config) { c.Peers = append(c.Peers, c.Peers[0]) }, want: errDuplicatePeer},
 		{name: "public peer", mutate: func(c *Config) { c.Peers[0].RaftAddr = "1.2.3.4:5" }, want: errNotLoopback},
+		{name: "beside the benchmarking range", mutate: func(c *Config) { c.HTTPBind = "198.20.0.1:1" }, want: errNotLoopback},
+		{name: "a bench host", mutate: func(c *Config) {
+			c.Bind, c.HTTPBind, c.Peers[0].RaftAddr = "198.18.30.5:7000", "198.19.0.1:7100", "198.18.30.5:7000"
+		}},
 		{name: "zero groups", mutate: func(c *Config) { c.Mode, c.Groups = ModeSlots, 0 }, want: errBadGroups},
 		{name: "too many groups", mutate: func(c *Config) { c.Mode, c.Groups = ModeSlots, 257 }, want: errBadGroups},
 		{name: "zero timeout", mutate: func(c *Config) { c.ApplyTimeout = 0 }, want: errBadDuration},
