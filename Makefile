@@ -106,9 +106,11 @@ bench-hosts: build $(BENCHSTAT)
 sizing: build
 	$(SCHAIN) bench sizing --out $(BENCH_OUT)/sizing $(SIZING_FLAGS)
 
-## bench-weed: real SeaweedFS assigns, stock vs S-Chain sequencer vs 3 leaderless masters, and their leader and validator kills (schain seaweedfs bench; outputs under build/bench/seaweedfs/)
+## bench-weed: real SeaweedFS assigns, stock vs S-Chain sequencer vs 3 leaderless masters, and their leader and validator kills (schain seaweedfs bench; outputs under build/bench/seaweedfs/); then S3 PUTs and GETs through the S-Chain filer store vs leveldb2 vs etcd (schain seaweedfs bench-stores; build/bench/seaweedfs-stores/)
 bench-weed: build weed
+	./scripts/install-etcd.sh
 	$(SCHAIN) seaweedfs bench --out $(BENCH_OUT)/seaweedfs $(WEED_BENCH_FLAGS)
+	$(SCHAIN) seaweedfs bench-stores --out $(BENCH_OUT)/seaweedfs-stores $(STORES_BENCH_FLAGS)
 
 # Micro-benchmark repetitions (6: benchstat's minimum for a confidence
 # interval). The state benchmarks rebuild 1M keys per repetition, so they run

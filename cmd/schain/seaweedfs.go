@@ -69,7 +69,7 @@ README, "SeaweedFS on S-Chain").`,
 	pf.StringVar(&o.dir, "dir", "", "the local cluster's directory (default <build-dir>/seaweedfs)")
 	pf.StringVar(&o.prefix, "prefix", "seaweedfs", "the cluster's S-Chain range prefix ([master.sequencer] schain_prefix)")
 	cmd.AddCommand(newWeedUpCmd(g, o), newWeedDownCmd(g, o), newWeedStatusCmd(g, o), newWeedDemoCmd(g, o),
-		newWeedShadowCmd(g, o), newWeedCutoverCmd(g, o), newWeedRollbackCmd(g, o), newWeedBenchCmd(g, o))
+		newWeedShadowCmd(g, o), newWeedCutoverCmd(g, o), newWeedRollbackCmd(g, o), newWeedBenchCmd(g, o), newWeedStoresBenchCmd(g, o))
 	return cmd
 }
 

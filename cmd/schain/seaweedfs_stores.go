@@ -1,0 +1,156 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/s-chain/schain/seaweedfs/cluster"
+	"github.com/s-chain/schain/seaweedfs/storebench"
+)
+
+func newWeedStoresBenchCmd(g *globals, o *weedOptions) *cobra.Command {
+	s := storebench.DefaultSettings()
+	var out string
+	cmd := &cobra.Command{
+		Use:   "bench-stores",
+		Short: "Measure S3 PUTs and GETs through the S-Chain filer store, stock leveldb2 and etcd on one cluster",
+		Long: `Start, under --out, a fresh S-Chain network, a 3-member etcd cluster (the
+etcd binary: scripts/install-etcd.sh installs Debian's etcd-server) and one
+SeaweedFS cluster (a master in schain mode, a volume server) with filers on
+three stores, each behind its own S3 gateway: the S-Chain store (two filers,
+two gateways), stock leveldb2 (one filer) and etcd (two filers, two
+gateways). Then:
+
+  1. PUT rounds and GET rounds: --clients closed-loop clients on one gateway
+     per store, --rounds rounds of --round-duration per store, interleaved:
+     req/s and latency percentiles, and the S-Chain store's PUT throughput
+     against the targets (>= 1.0x etcd, >= 0.5x leveldb2);
+  2. conditional PUTs on the shared stores: --trials trials of four racing
+     exclusive creates (If-None-Match: *) through both gateways; how often
+     more than one commits.
+
+Writes report.json and tables.md to --out and prints the tables. Every
+process started is stopped at the end, also on error or Ctrl-C.`,
+		Args: exactArgs(0, "no arguments"),
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if s.Clients < 1 || s.Rounds < 1 || s.RoundDuration <= 0 || s.ObjectSize < 1 || s.Trials < 0 {
+				return usageError{fmt.Errorf("clients, rounds, round duration and object size must be positive")}
+			}
+			return runStoresBench(cmd.Context(), g, o, s, out)
+		},
+	}
+	f := cmd.Flags()
+	f.IntVar(&s.Clients, "clients", s.Clients, "closed-loop S3 clients of a round")
+	f.IntVar(&s.Rounds, "rounds", s.Rounds, "rounds per store and operation")
+	f.DurationVar(&s.RoundDuration, "round-duration", s.RoundDuration, "length of one round")
+	f.IntVar(&s.ObjectSize, "object-size", s.ObjectSize, "bytes per object")
+	f.IntVar(&s.Trials, "trials", s.Trials, "conditional-PUT trials per shared store")
+	f.StringVar(&out, "out", filepath.Join(defaultBuildDir(), "bench", "seaweedfs-stores"), "directory for the network, the cluster, the report and the tables")
+	return cmd
+}
+
+func runStoresBench(ctx context.Context, g *globals, o *weedOptions, s storebench.Settings, out string) error {
+	began := time.Now()
+	if err := os.MkdirAll(out, 0o755); err != nil {
+		return err
+	}
+	var stops []func(context.Context) error
+	defer func() {
+		sctx, cancel := context.WithTimeout(context.Background(), benchStopTimeout)
+		defer cancel()
+		for i := len(stops) - 1; i >= 0; i-- {
+			if err := stops[i](sctx); err != nil {
+				fmt.Fprintf(g.errOut, "bench: stopping: %v\n", err)
+			}
+		}
+		fmt.Fprintln(g.errOut, "bench: every process stopped")
+	}()
+	n, prefix, stopNetwork, err := startBenchNetwork(ctx, g, o, out)
+	if stopNetwork != nil {
+		stops = append(stops, stopNetwork)
+	}
+	if err != nil {
+		return err
+	}
+	dir := filepath.Join(out, "cluster")
+	if err := os.RemoveAll(dir); err != nil {
+		return err
+	}
+	cfg := cluster.DefaultConfig(filepath.Join(o.buildDir, "weed"), dir, cluster.ModeSChain)
+	cfg.Masters, cfg.Progress = 1, g.errOut
+	cfg.SChain = cluster.SChain{URIs: n.ChainURIsBase(), Chain: n.ChainID.String(), TokenFile: n.TokenPath(), Prefix: prefix}
+	sctx, cancel := context.WithTimeout(ctx, 5*time.Minute)
+	defer cancel()
+	c, err := cluster.Start(sctx, cfg)
+	if err != nil {
+		return fmt.Errorf("starting the cluster: %w", err)
+	}
+	stops = append(stops, c.Stop)
+	etcd, err := c.AddEtcd(sctx, 3)
+	if err != nil {
+		return err
+	}
+	schainToml := fmt.Sprintf("[schain]\nenabled = true\nrpc = %q\nchain = %q\ntoken_file = %q\nkey_prefix = %q\n",
+		strings.Join(n.ChainURIsBase(), ","), n.ChainID.String(), n.TokenPath(), prefix)
+	etcdToml := fmt.Sprintf("[etcd]\nenabled = true\nservers = %q\nkey_prefix = \"seaweedfs.\"\ntimeout = \"3s\"\n", strings.Join(etcd, ","))
+	var stores []storebench.Store
+	for _, st := range []struct {
+		name, toml string
+		filers     int
+	}{{"schain", schainToml, 2}, {"leveldb2", "", 1}, {"etcd", etcdToml, 2}} {
+		var filers []string
+		for i := range st.filers {
+			f, err := c.AddFiler(sctx, fmt.Sprintf("%s-filer%d", st.name, i+1), st.name, st.toml)
+			if err != nil {
+				return err
+			}
+			filers = append(filers, f)
+		}
+		store := storebench.Store{Name: st.name, Bucket: "bench-" + st.name}
+		for i := range filers {
+			// Each gateway prefers its own filer and fails over to the other.
+			gw, err := c.AddS3(sctx, fmt.Sprintf("%s-s3-%d", st.name, i+1), append(filers[i:], filers[:i]...)...)
+			if err != nil {
+				return err
+			}
+			store.Gateways = append(store.Gateways, gw)
+		}
+		stores = append(stores, store)
+	}
+	rep, err := storebench.Run(ctx, stores, s, g.errOut)
+	if err != nil {
+		return err
+	}
+	var tables strings.Builder
+	if err := storebench.WriteTables(&tables, rep); err != nil {
+		return err
+	}
+	fmt.Fprintf(&tables, "\nMachine: %d CPUs (%s), %d MB RAM, %s %s/%s; bench wall time %s.\n",
+		rep.Machine.CPUs, rep.Machine.CPUModel, rep.Machine.MemoryMB, rep.Machine.Go, rep.Machine.GoOS, rep.Machine.GoArch, time.Since(began).Round(time.Second))
+	b, err := json.MarshalIndent(rep, "", "  ")
+	if err != nil {
+		return err
+	}
+	if err := os.WriteFile(filepath.Join(out, benchReportFile), b, 0o644); err != nil {
+		return err
+	}
+	if err := os.WriteFile(filepath.Join(out, benchTablesFile), []byte(tables.String()), 0o644); err != nil {
+		return err
+	}
+	res := struct {
+		Report  any      `json:"report"`
+		Outputs []string `json:"outputs"`
+	}{rep, shadowOutputs(out, benchReportFile, benchTablesFile)}
+	return g.emitText(res, func(w io.Writer) error {
+		_, err := fmt.Fprintf(w, "%soutputs: %s/{%s,%s}\n", tables.String(), out, benchReportFile, benchTablesFile)
+		return err
+	})
+}
