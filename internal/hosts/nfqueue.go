@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"sync/atomic"
 
 	"golang.org/x/sys/unix"
 )
@@ -48,11 +49,12 @@ const (
 )
 
 // queue is a bound nfnetlink_queue socket. It is opened inside a network
-// namespace and keeps belonging to it.
+// namespace and keeps belonging to it. One goroutine reads (buf is its
+// own); verdicts may be sent from others, so the sequence is atomic.
 type queue struct {
 	fd  int
 	num uint16
-	seq uint32
+	seq atomic.Uint32
 	buf []byte
 }
 
@@ -133,11 +135,11 @@ func (q *queue) message(typ uint16, flags uint16, attrs ...[]byte) []byte {
 		n += len(a)
 	}
 	b := make([]byte, nlmsgHdrLen+nfgenHdrLen, n)
-	q.seq++
+	seq := q.seq.Add(1)
 	binary.NativeEndian.PutUint32(b[0:], uint32(n))
 	binary.NativeEndian.PutUint16(b[4:], nfnlSubsysQueue<<8|typ)
 	binary.NativeEndian.PutUint16(b[6:], flags)
-	binary.NativeEndian.PutUint32(b[8:], q.seq)
+	binary.NativeEndian.PutUint32(b[8:], seq)
 	b[16] = unix.AF_UNSPEC
 	b[17] = 0 // NFNETLINK_V0
 	binary.BigEndian.PutUint16(b[18:], q.num)

@@ -22,6 +22,7 @@ import (
 	"github.com/ava-labs/avalanchego/ids"
 	"github.com/stretchr/testify/require"
 
+	"github.com/s-chain/schain/api"
 	"github.com/s-chain/schain/benchmark"
 	"github.com/s-chain/schain/client"
 	"github.com/s-chain/schain/internal/avanet"
@@ -30,8 +31,6 @@ import (
 	"github.com/s-chain/schain/seaweedfs/cluster"
 	"github.com/s-chain/schain/seaweedfs/cutover"
 	"github.com/s-chain/schain/seaweedfs/workload"
-	"github.com/s-chain/schain/txs"
-	"github.com/s-chain/schain/vm/api"
 	vmconfig "github.com/s-chain/schain/vm/config"
 )
 
@@ -127,7 +126,7 @@ func TestHostsFaults(t *testing.T) {
 	// SeaweedFS: three masters and a volume server, each on its own host,
 	// taking file keys and volume ids from S-Chain. A new cluster records
 	// its cutover floors first (nothing legacy to stay above).
-	_, err = cutover.Record(ctx, c.router, "hosts", cutover.Plan(cutover.Bounds{}, cutover.Margins{}))
+	_, err = cutover.Record(ctx, c.router.Fresh(), "hosts", cutover.Plan(cutover.Bounds{}, cutover.Margins{}))
 	require.NoError(err)
 	wcfg := cluster.DefaultConfig(filepath.Join(build, "weed"), filepath.Join(root, "weed"), cluster.ModeSChain)
 	wcfg.SChain = cluster.SChain{URIs: c.uris(), Chain: c.record.ChainID.String(), TokenFile: c.tokFile, Prefix: "hosts"}
@@ -190,7 +189,7 @@ func TestHostsFaults(t *testing.T) {
 	allowedMove := allowed + 9*5*time.Second
 	owner, err := c.router.GetOwner(ctx, rangeKeys[0])
 	require.NoError(err)
-	victim := nodeByID(an, owner.Owner)
+	victim := nodeByID(an, ids.NodeID(owner.Owner))
 	stoppedAt, stopped := alloc.Since(), time.Now()
 	require.NoError(victim.Signal(syscall.SIGSTOP))
 	t.Logf("SIGSTOP %s (%s), owner of %s", victim.NodeID, victim.Addr, rangeKeys[0])
@@ -301,8 +300,8 @@ func startManifests(ctx context.Context, r *client.Router) *manifests {
 				key := fmt.Sprintf("object-%d-%d", w, i)
 				sum := ids.ID(sha256.Sum256([]byte(key)))
 				args := api.PutManifestArgs{
-					Bucket: bucket, Key: key, Size: 100, ContentHash: sum,
-					Chunks: []txs.Chunk{{Range: chunks, ID: chunk.Entry.Base, Size: 100, Hash: sum}},
+					Bucket: bucket, Key: key, Size: 100, ContentHash: api.ID(sum),
+					Chunks: []api.Chunk{{Range: chunks, ID: chunk.Entry.Base, Size: 100, Hash: api.ID(sum)}},
 					Wait:   api.WaitAccepted,
 				}
 				// Acknowledged: accepted, as a new version of the object.
@@ -366,7 +365,7 @@ func waitUntil(limit time.Duration, f func() bool) bool {
 
 func isMember(m *api.MembershipReply, id ids.NodeID) bool {
 	for _, mb := range m.Members {
-		if mb.NodeID == id {
+		if mb.NodeID == api.NodeID(id) {
 			return true
 		}
 	}
@@ -391,8 +390,8 @@ func rangeStall(samples []benchmark.Sample, r int, at time.Duration) time.Durati
 // stopState is what each node had accepted when every node was stopped.
 type stopState struct {
 	heights []uint64
-	blocks  []ids.ID
-	roots   []ids.ID
+	blocks  []api.ID
+	roots   []api.ID
 	next    map[string]uint64
 }
 
