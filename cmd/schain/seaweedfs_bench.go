@@ -12,6 +12,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/s-chain/schain/benchmark"
 	"github.com/s-chain/schain/localnet"
 	"github.com/s-chain/schain/seaweedfs/cluster"
 	"github.com/s-chain/schain/seaweedfs/weedbench"
@@ -143,26 +144,7 @@ func runWeedBench(ctx context.Context, g *globals, o *weedOptions, s weedbench.S
 	if err := weedbench.WriteTables(&tables, rep); err != nil {
 		return err
 	}
-	fmt.Fprintf(&tables, "\nMachine: %d CPUs (%s), %d MB RAM, %s %s/%s; bench wall time %s.\n",
-		rep.Machine.CPUs, rep.Machine.CPUModel, rep.Machine.MemoryMB, rep.Machine.Go, rep.Machine.GoOS, rep.Machine.GoArch, time.Since(began).Round(time.Second))
-	b, err := json.MarshalIndent(rep, "", "  ")
-	if err != nil {
-		return err
-	}
-	if err := os.WriteFile(filepath.Join(out, benchReportFile), b, 0o644); err != nil {
-		return err
-	}
-	if err := os.WriteFile(filepath.Join(out, benchTablesFile), []byte(tables.String()), 0o644); err != nil {
-		return err
-	}
-	res := struct {
-		Report  any      `json:"report"`
-		Outputs []string `json:"outputs"`
-	}{rep, shadowOutputs(out, benchReportFile, benchTablesFile)}
-	return g.emitText(res, func(w io.Writer) error {
-		_, err := fmt.Fprintf(w, "%soutputs: %s/{%s,%s}\n", tables.String(), out, benchReportFile, benchTablesFile)
-		return err
-	})
+	return g.emitBenchReport(out, rep, rep.Machine, tables.String(), began)
 }
 
 // startBenchNetwork starts a fresh S-Chain network under out/network for a
@@ -188,4 +170,30 @@ func startBenchNetwork(ctx context.Context, g *globals, o *weedOptions, out stri
 		return nil, "", stop, err
 	}
 	return n, prefix, stop, nil
+}
+
+// emitBenchReport writes a SeaweedFS bench's report (JSON) and tables
+// (Markdown, with the machine and the wall time) under out, and prints the
+// tables and where they are.
+func (g *globals) emitBenchReport(out string, rep any, m benchmark.Machine, tables string, began time.Time) error {
+	tables += fmt.Sprintf("\nMachine: %d CPUs (%s), %d MB RAM, %s %s/%s; bench wall time %s.\n",
+		m.CPUs, m.CPUModel, m.MemoryMB, m.Go, m.GoOS, m.GoArch, time.Since(began).Round(time.Second))
+	b, err := json.MarshalIndent(rep, "", "  ")
+	if err != nil {
+		return err
+	}
+	if err := os.WriteFile(filepath.Join(out, benchReportFile), b, 0o644); err != nil {
+		return err
+	}
+	if err := os.WriteFile(filepath.Join(out, benchTablesFile), []byte(tables), 0o644); err != nil {
+		return err
+	}
+	res := struct {
+		Report  any      `json:"report"`
+		Outputs []string `json:"outputs"`
+	}{rep, shadowOutputs(out, benchReportFile, benchTablesFile)}
+	return g.emitText(res, func(w io.Writer) error {
+		_, err := fmt.Fprintf(w, "%soutputs: %s/{%s,%s}\n", tables, out, benchReportFile, benchTablesFile)
+		return err
+	})
 }

@@ -2,9 +2,7 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -133,24 +131,5 @@ func runStoresBench(ctx context.Context, g *globals, o *weedOptions, s storebenc
 	if err := storebench.WriteTables(&tables, rep); err != nil {
 		return err
 	}
-	fmt.Fprintf(&tables, "\nMachine: %d CPUs (%s), %d MB RAM, %s %s/%s; bench wall time %s.\n",
-		rep.Machine.CPUs, rep.Machine.CPUModel, rep.Machine.MemoryMB, rep.Machine.Go, rep.Machine.GoOS, rep.Machine.GoArch, time.Since(began).Round(time.Second))
-	b, err := json.MarshalIndent(rep, "", "  ")
-	if err != nil {
-		return err
-	}
-	if err := os.WriteFile(filepath.Join(out, benchReportFile), b, 0o644); err != nil {
-		return err
-	}
-	if err := os.WriteFile(filepath.Join(out, benchTablesFile), []byte(tables.String()), 0o644); err != nil {
-		return err
-	}
-	res := struct {
-		Report  any      `json:"report"`
-		Outputs []string `json:"outputs"`
-	}{rep, shadowOutputs(out, benchReportFile, benchTablesFile)}
-	return g.emitText(res, func(w io.Writer) error {
-		_, err := fmt.Fprintf(w, "%soutputs: %s/{%s,%s}\n", tables.String(), out, benchReportFile, benchTablesFile)
-		return err
-	})
+	return g.emitBenchReport(out, rep, rep.Machine, tables.String(), began)
 }
