@@ -23,12 +23,17 @@ var errNoToken = errors.New("the network has no write token")
 
 // BuildDir is where `make build` put the node, the plugin and the CLI
 // (SCHAIN_BUILD_DIR overrides it), seen from a package two directories
-// below the repository's root.
+// below the repository's root; absolute, so that processes started in
+// other directories find it too.
 func BuildDir() string {
-	if d := os.Getenv("SCHAIN_BUILD_DIR"); d != "" {
-		return d
+	d := os.Getenv("SCHAIN_BUILD_DIR")
+	if d == "" {
+		d = filepath.Join("..", "..", "build")
 	}
-	return filepath.Join("..", "..", "build")
+	if abs, err := filepath.Abs(d); err == nil {
+		return abs
+	}
+	return d
 }
 
 // Main starts a network in root (a directory of BuildDir's), hands it to

@@ -26,20 +26,10 @@ import (
 	"github.com/s-chain/schain/api"
 	"github.com/s-chain/schain/client"
 	"github.com/s-chain/schain/deploy"
+	"github.com/s-chain/schain/localnet/localnettest"
 	"github.com/s-chain/schain/subnet"
 	vmconfig "github.com/s-chain/schain/vm/config"
 )
-
-func buildDir(t *testing.T) string {
-	t.Helper()
-	d := os.Getenv("SCHAIN_BUILD_DIR")
-	if d == "" {
-		d = filepath.Join("..", "..", "build")
-	}
-	abs, err := filepath.Abs(d)
-	require.NoError(t, err)
-	return abs
-}
 
 // TestDeployOntoRunningNetwork: the first `schain deploy` creates the subnet
 // and adds both validators, then stops (exit 6) with the --track-subnets
@@ -51,7 +41,7 @@ func TestDeployOntoRunningNetwork(t *testing.T) {
 	require := require.New(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
 	defer cancel()
-	build := buildDir(t)
+	build := localnettest.BuildDir()
 	root := filepath.Join(build, "e2e-deploy")
 	require.NoError(os.RemoveAll(root))
 	require.NoError(os.MkdirAll(root, 0o755))
@@ -173,7 +163,7 @@ func idStrings(res deploy.Result) []string {
 // out, and returns the exit code.
 func schain(t *testing.T, ctx context.Context, out any, args ...string) int {
 	t.Helper()
-	cmd := exec.CommandContext(ctx, filepath.Join(buildDir(t), "schain"), args...)
+	cmd := exec.CommandContext(ctx, filepath.Join(localnettest.BuildDir(), "schain"), args...)
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	err := cmd.Run()

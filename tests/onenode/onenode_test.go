@@ -22,15 +22,9 @@ import (
 	"github.com/s-chain/schain/client"
 	"github.com/s-chain/schain/finality"
 	"github.com/s-chain/schain/localnet"
+	"github.com/s-chain/schain/localnet/localnettest"
 	"github.com/s-chain/schain/subnet"
 )
-
-func buildDir() string {
-	if d := os.Getenv("SCHAIN_BUILD_DIR"); d != "" {
-		return d
-	}
-	return filepath.Join("..", "..", "build")
-}
 
 // TestOneValidator starts a one-node network, allocates on several ranges
 // and checks every receipt accepted once, then final with a certificate
@@ -40,9 +34,9 @@ func TestOneValidator(t *testing.T) {
 	require := require.New(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	cfg := localnet.DefaultConfig(buildDir())
+	cfg := localnet.DefaultConfig(localnettest.BuildDir())
 	cfg.Nodes = 1
-	cfg.RootDir = filepath.Join(buildDir(), "e2e-onenode")
+	cfg.RootDir = filepath.Join(localnettest.BuildDir(), "e2e-onenode")
 	cfg.Progress = os.Stderr
 	_ = localnet.StopAll(ctx, cfg.RootDir, nil) // left by an interrupted run
 	n, err := localnet.Start(ctx, cfg)

@@ -28,6 +28,7 @@ import (
 	"github.com/s-chain/schain/internal/avanet"
 	"github.com/s-chain/schain/internal/hosts"
 	"github.com/s-chain/schain/localnet"
+	"github.com/s-chain/schain/localnet/localnettest"
 	"github.com/s-chain/schain/seaweedfs/cluster"
 	"github.com/s-chain/schain/seaweedfs/cutover"
 	"github.com/s-chain/schain/seaweedfs/workload"
@@ -69,7 +70,7 @@ func TestHostsFaults(t *testing.T) {
 	require := require.New(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 12*time.Minute)
 	defer cancel()
-	build := buildDir(t)
+	build := localnettest.BuildDir()
 	root := filepath.Join(build, "e2e-hosts")
 	require.NoError(os.RemoveAll(root))
 	require.NoError(os.MkdirAll(root, 0o755))

@@ -23,19 +23,9 @@ import (
 	"github.com/s-chain/schain/internal/avanet"
 	"github.com/s-chain/schain/internal/hosts"
 	"github.com/s-chain/schain/localnet"
+	"github.com/s-chain/schain/localnet/localnettest"
 	vmconfig "github.com/s-chain/schain/vm/config"
 )
-
-func buildDir(t *testing.T) string {
-	t.Helper()
-	d := os.Getenv("SCHAIN_BUILD_DIR")
-	if d == "" {
-		d = filepath.Join("..", "..", "build")
-	}
-	abs, err := filepath.Abs(d)
-	require.NoError(t, err)
-	return abs
-}
 
 // needHosts skips where hosts cannot be made, saying why, and removes what
 // an interrupted run left.
@@ -199,7 +189,7 @@ func shape(t *testing.T, ctx context.Context, net *hosts.Net, s hosts.Shape, slo
 // out, and returns the exit code.
 func schain(t *testing.T, ctx context.Context, out any, args ...string) int {
 	t.Helper()
-	cmd := exec.CommandContext(ctx, filepath.Join(buildDir(t), "schain"), args...)
+	cmd := exec.CommandContext(ctx, filepath.Join(localnettest.BuildDir(), "schain"), args...)
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	err := cmd.Run()

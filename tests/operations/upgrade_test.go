@@ -22,6 +22,7 @@ import (
 	"github.com/s-chain/schain/benchmark"
 	"github.com/s-chain/schain/internal/avanet"
 	"github.com/s-chain/schain/internal/ports"
+	"github.com/s-chain/schain/localnet/localnettest"
 	"github.com/s-chain/schain/vm"
 )
 
@@ -43,7 +44,7 @@ func TestRollingUpgrade(t *testing.T) {
 	require := require.New(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
-	build := buildDir(t)
+	build := localnettest.BuildDir()
 	oldPlugin := buildOldPlugin(t, ctx, build)
 	newPlugin := filepath.Join(build, "plugins", vm.ID.String())
 	oldSum, newSum := fileSum(t, oldPlugin), fileSum(t, newPlugin)
