@@ -266,42 +266,6 @@ func (r *Router) GetAllocation(ctx context.Context, rangeKey string) (*api.Alloc
 	})
 }
 
-// GetAllocationMax asks every endpoint not sidelined at once for rangeKey's
-// next unissued id and answers the highest: a node may lag a block behind
-// the others, and a floor must never be read lower than recorded. It fails
-// only if none answered, after GetAllocation's retries.
-func (r *Router) GetAllocationMax(ctx context.Context, rangeKey string) (*api.AllocationReply, error) {
-	now := time.Now()
-	answers := make(chan *api.AllocationReply, len(r.nodes))
-	var wg sync.WaitGroup
-	for _, e := range r.nodes {
-		if e.down(now) {
-			continue
-		}
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			rep, err := e.c.GetAllocation(ctx, rangeKey)
-			r.observe(e, err)
-			if err == nil {
-				answers <- rep
-			}
-		}()
-	}
-	wg.Wait()
-	close(answers)
-	var best *api.AllocationReply
-	for rep := range answers {
-		if best == nil || rep.Next > best.Next {
-			best = rep
-		}
-	}
-	if best == nil {
-		return r.GetAllocation(ctx, rangeKey)
-	}
-	return best, nil
-}
-
 // GetManifest asks any healthy endpoint.
 func (r *Router) GetManifest(ctx context.Context, bucket, key string) (*api.ManifestReply, error) {
 	return readAny(ctx, r, func(ctx context.Context, e *endpoint) (*api.ManifestReply, error) {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/s-chain/schain/api"
@@ -30,7 +31,19 @@ func (r Reservation) End() uint64 { return r.Base + r.Count }
 // chainClient is a master's S-Chain client: package client's Router (each
 // write to its range's owner, NotOwner hints followed, the one retry
 // policy), as the patch copies it into SeaweedFS.
-type chainClient struct{ r *client.Router }
+type chainClient struct {
+	r      *client.Router
+	floors floors
+}
+
+// floors are the cutover floors a master read fresh. A floor is recorded
+// once per cutover, while the masters run stock, and only goes up; so its
+// first fresh read serves the master's life, and a refill never needs the
+// nodes of a quorum of the stake to answer again.
+type floors struct {
+	mu   sync.Mutex
+	read map[string]uint64 // guarded by mu; range → its floor, once non-zero
+}
 
 // answerMargin is left of a caller's deadline for the node's answer to a
 // wait to travel back: the node gives up first and names the transaction.
@@ -58,7 +71,7 @@ func newChainClient(cfg Config) (*chainClient, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &chainClient{r: r}, nil
+	return &chainClient{r: r, floors: floors{read: map[string]uint64{}}}, nil
 }
 
 // Reserve reserves count ids of rng at or above from and waits until the
@@ -93,12 +106,25 @@ func (c *chainClient) Pooled(ctx context.Context, rng string, count uint64) (Res
 	return Reservation{Range: rng, Base: rep.Base, Count: rep.Count, TxID: rep.TxID.String(), Owner: owner(rep.Owner)}, nil
 }
 
-// NextMax is rng's next unissued id in accepted state, the highest any
-// node answers (client.Router.GetAllocationMax).
-func (c *chainClient) NextMax(ctx context.Context, rng string) (uint64, error) {
-	rep, err := c.r.GetAllocationMax(ctx, rng)
+// Floor is the cutover floor recorded in rng (its next unissued id), read
+// fresh: the largest among nodes holding more than 2/3 of the stake
+// (client.Fresh), so a node that lags behind the cutover cannot lower it.
+// Zero means no cutover was recorded (not kept: a cutover may follow).
+func (c *chainClient) Floor(ctx context.Context, rng string) (uint64, error) {
+	c.floors.mu.Lock()
+	f, ok := c.floors.read[rng]
+	c.floors.mu.Unlock()
+	if ok {
+		return f, nil
+	}
+	rep, err := c.r.Fresh().GetAllocation(ctx, rng)
 	if err != nil {
 		return 0, fmt.Errorf("reading %q: %w", rng, err)
+	}
+	if rep.Next > 0 {
+		c.floors.mu.Lock()
+		c.floors.read[rng] = max(c.floors.read[rng], rep.Next)
+		c.floors.mu.Unlock()
 	}
 	return rep.Next, nil
 }

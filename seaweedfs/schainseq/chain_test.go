@@ -107,7 +107,7 @@ func TestPooledAndNext(t *testing.T) {
 	cl := newTestClient(t, chain, apitest.Token)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	next, err := cl.NextMax(ctx, "p")
+	next, err := cl.Floor(ctx, "p")
 	require.NoError(err)
 	require.Zero(next)
 	a, err := cl.Pooled(ctx, "p", 3)
@@ -115,7 +115,39 @@ func TestPooledAndNext(t *testing.T) {
 	b, err := cl.Pooled(ctx, "p", 3)
 	require.NoError(err)
 	require.Equal(a.End(), b.Base)
-	next, err = cl.NextMax(ctx, "p")
+	next, err = cl.Floor(ctx, "p")
 	require.NoError(err)
 	require.Equal(uint64(apitest.PoolChunk), next, "the pool's chunk is committed")
+}
+
+// TestFloorNeverComesFromALaggingNode (issue 30: every floor read is
+// fresh): a node that stopped following the chain before the cutover
+// recorded the floor answers an older floor; alone it is refused, never
+// taken. Once read fresh, the floor holds without a quorum.
+func TestFloorNeverComesFromALaggingNode(t *testing.T) {
+	require := require.New(t)
+	chain := newChain(t, 4)
+	cl := newTestClient(t, chain, apitest.Token)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	chain.SetCounter("f", 100)
+	chain.Nodes[3].Freeze()
+	chain.SetCounter("f", 5_000_000) // a later cutover's floor
+	for _, i := range []int{0, 1, 2} {
+		chain.Nodes[i].SetDown(true)
+	}
+	short, cancelShort := context.WithTimeout(ctx, time.Second)
+	defer cancelShort()
+	_, err := cl.Floor(short, "f")
+	require.ErrorIs(err, client.ErrNoQuorum, "one node of four is not a quorum of the stake")
+	chain.Nodes[0].SetDown(false)
+	chain.Nodes[1].SetDown(false)
+	f, err := cl.Floor(ctx, "f")
+	require.NoError(err)
+	require.Equal(uint64(5_000_000), f, "the newest floor, not the lagging node's")
+	chain.Nodes[0].SetDown(true)
+	chain.Nodes[1].SetDown(true)
+	f, err = cl.Floor(ctx, "f")
+	require.NoError(err)
+	require.Equal(uint64(5_000_000), f, "a floor once read holds")
 }

@@ -77,7 +77,7 @@ func (s *SChain) poolConfig(least, most uint64) reservation.Config {
 // in floorRange and from.
 func (s *SChain) reserver(rng, floorRange string) reservation.Reserve[string] {
 	return func(ctx context.Context, count, from uint64) (reservation.Reservation[string], error) {
-		floor, err := s.client.NextMax(ctx, floorRange)
+		floor, err := s.client.Floor(ctx, floorRange)
 		if err != nil {
 			return reservation.Reservation[string]{}, fmt.Errorf("reading the cutover floor %s: %w", floorRange, err)
 		}
