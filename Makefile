@@ -118,7 +118,7 @@ bench-weed: build weed
 MICRO_COUNT ?= 6
 MICRO_STATE_COUNT ?= 6
 
-## bench-micro: the micro-benchmarks the README records (owner lookup, verify, state root, Accept, JSON-RPC allocate), medians by benchstat into build/bench/micro.txt
+## bench-micro: the micro-benchmarks docs/performance.md records (owner lookup, verify, state root, Accept, JSON-RPC allocate), medians by benchstat into build/bench/micro.txt
 bench-micro: $(BENCHSTAT)
 	@mkdir -p $(BENCH_OUT)
 	@echo "micro-benchmarks: $(MICRO_COUNT) runs each (state: $(MICRO_STATE_COUNT)), about 2 minutes; raw results in $(BENCH_OUT)/micro-raw.txt"

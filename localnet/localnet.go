@@ -393,7 +393,7 @@ func Start(ctx context.Context, cfg Config) (*Network, error) {
 //
 // Three of them cut work that every node does whatever the load, which on
 // one machine shared by all the nodes and plugins takes cores from the
-// allocations (measured in pairs, docs/performance.md "Where the CPU
+// allocations (measured in pairs, docs/performance-log.md "Where the CPU
 // goes"):
 //   - consensus-frontier-poll-frequency 1s instead of 100 ms: every chain of
 //     every node (P, X, C and S-Chain) sends a pull query to a validator at

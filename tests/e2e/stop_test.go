@@ -284,7 +284,7 @@ func TestZ_KillOwner(t *testing.T) {
 		require.Less(s.Longest, slotFree, "range %s: a wait for a proposer slot after the removal was committed", rk)
 	}
 	// The block that opens S-Chain's new epoch re-pins the work pending
-	// against the old one (README, Re-pinning): the window starts after it,
+	// against the old one (docs/rules.md, Re-pinning): the window starts after it,
 	// and what the re-pin costs is logged.
 	probe.window(liveRanges)
 	waitHeights(follow, t, live, 3)

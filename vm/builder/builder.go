@@ -178,7 +178,7 @@ func New(c Chain, r Rounds, pool *mempool.Mempool, owners Owners, reg prometheus
 // requests and the per-block cost takes the machine. Paced, a block carries
 // what arrived in the interval. On a chain whose last block is accepted
 // nothing waits, so a lone request is built at once
-// (docs/performance.md, "Pacing pipelined blocks").
+// (docs/performance-log.md, "Pacing pipelined blocks").
 func (b *Builder) Pace(interval time.Duration) {
 	b.mu.Lock()
 	b.pipelineInterval = interval
@@ -375,7 +375,7 @@ func (b *Builder) holdUntil(d *chain.Draft) uint64 {
 // acceptance during the wait does not end it: under load blocks then come
 // at the interval's cadence. Waking early, once the block was accepted
 // and as much work was back as it carried, made more, smaller blocks and
-// did not pay (docs/performance.md, "Where certificates' loss sits").
+// did not pay (docs/performance-log.md, "Where certificates' loss sits").
 func (b *Builder) paced(ctx context.Context) error {
 	b.mu.Lock()
 	interval := b.pipelineInterval

@@ -132,7 +132,7 @@ func DefaultChainConfig() ChainConfig {
 	}
 }
 
-// DefaultPipelineIntervalMs was chosen by measurement (docs/performance.md,
+// DefaultPipelineIntervalMs was chosen by measurement (docs/performance-log.md,
 // "Pacing pipelined blocks", "Fewer polls per block" and "One signature
 // per owner and block"): with blocks decided in 5 polls, 120 ms served
 // 1.14-1.20x the requests of 100 ms at a lower p50 (each block carries

@@ -29,7 +29,7 @@ type Upgrades struct {
 	LeasesHeight *uint64 `json:"leasesHeight,omitempty"`
 	// ManifestsHeight: versioned manifests (ManifestTx, ReclaimTx) with
 	// preconditions, chunks bound to one live object and released lists;
-	// PutManifestTx is refused from here on (README, Manifests).
+	// PutManifestTx is refused from here on (docs/rules.md, Manifests).
 	ManifestsHeight *uint64 `json:"manifestsHeight,omitempty"`
 }
 
