@@ -55,6 +55,20 @@ const (
 // under LibraryDir in the SeaweedFS tree at the same relative paths.
 var Library = []string{"errcode", "api", "client", "reservation"}
 
+// StoreSource is the S-Chain filer store's package, copied to StoreDir
+// beside PackageDir (whose internal library it imports).
+const (
+	StoreSource = "seaweedfs/schainfiler"
+	StoreDir    = PackageDir + "/schainfiler"
+)
+
+// TreeSource holds the patch's new SeaweedFS-side files (the filer store's
+// adapter, which imports SeaweedFS packages and the copies by their
+// SeaweedFS paths), copied as they are into the tree's weed/ directory.
+// The go tool skips the directory (its name starts with "_"): those files
+// compile only in the SeaweedFS tree.
+const TreeSource = "seaweedfs/patch/_weed"
+
 // The module paths the copies' imports are rewritten between.
 const (
 	Module     = "github.com/s-chain/schain"
@@ -208,7 +222,7 @@ func first(block []string) string {
 // copies maps each copied package of this module to its directory in the
 // SeaweedFS tree.
 func copies() map[string]string {
-	out := map[string]string{PackageSource: PackageDir}
+	out := map[string]string{PackageSource: PackageDir, StoreSource: StoreDir}
 	for _, p := range Library {
 		out[p] = LibraryDir + "/" + p
 	}
@@ -216,9 +230,32 @@ func copies() map[string]string {
 }
 
 // Sources returns the new files as they go into the SeaweedFS tree (path
-// relative to its root → content), tests excluded: the package and the
-// library, imports of each other rewritten to the copies' paths.
+// relative to its root → content), tests excluded: the packages and the
+// library, imports of each other rewritten to the copies' paths, and the
+// SeaweedFS-side files of TreeSource as they are.
 func Sources(repoRoot string) (map[string][]byte, error) {
+	out, err := copiedSources(repoRoot)
+	if err != nil {
+		return nil, err
+	}
+	tree := filepath.Join(repoRoot, filepath.FromSlash(TreeSource))
+	err = filepath.WalkDir(tree, func(path string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() || strings.HasSuffix(path, "_test.go") {
+			return err
+		}
+		rel, err := filepath.Rel(tree, path)
+		if err != nil {
+			return err
+		}
+		b, err := os.ReadFile(path)
+		out["weed/"+filepath.ToSlash(rel)] = b
+		return err
+	})
+	return out, err
+}
+
+// copiedSources are the copied packages of this module.
+func copiedSources(repoRoot string) (map[string][]byte, error) {
 	dirs := copies()
 	out := make(map[string][]byte)
 	for src, dst := range dirs {
@@ -327,6 +364,11 @@ func Apply(repoRoot, weedRoot string, dryRun bool) error {
 	}
 	if _, err := os.Stat(filepath.Join(weedRoot, filepath.FromSlash(PackageDir))); err == nil {
 		return fmt.Errorf("%w: %s exists already (apply to a fresh copy)", ErrUpstreamMoved, PackageDir)
+	}
+	for rel := range src {
+		if _, err := os.Stat(filepath.Join(weedRoot, filepath.FromSlash(rel))); err == nil {
+			return fmt.Errorf("%w: %s exists already (apply to a fresh copy)", ErrUpstreamMoved, rel)
+		}
 	}
 	if err := routeLeaders(weedRoot, patched); err != nil {
 		return err
