@@ -212,8 +212,14 @@ func (c *Client) GetAllocationAt(ctx context.Context, rangeKey string, minHeight
 
 // GetManifest reads an accepted manifest.
 func (c *Client) GetManifest(ctx context.Context, bucket, key string) (*api.ManifestReply, error) {
+	return c.GetManifestAt(ctx, bucket, key, 0)
+}
+
+// GetManifestAt is GetManifest from a node that accepted minHeight
+// (NotReady below it).
+func (c *Client) GetManifestAt(ctx context.Context, bucket, key string, minHeight uint64) (*api.ManifestReply, error) {
 	reply := new(api.ManifestReply)
-	return reply, c.call(ctx, "getManifest", api.ManifestArgs{Bucket: bucket, Key: key}, reply, false)
+	return reply, c.call(ctx, "getManifest", api.ManifestArgs{Bucket: bucket, Key: key, AtLeast: api.AtLeast{MinHeight: minHeight}}, reply, false)
 }
 
 // GetOwner names a range's owner in the membership the node's next block

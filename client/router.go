@@ -268,8 +268,14 @@ func (r *Router) GetAllocation(ctx context.Context, rangeKey string) (*api.Alloc
 
 // GetManifest asks any healthy endpoint.
 func (r *Router) GetManifest(ctx context.Context, bucket, key string) (*api.ManifestReply, error) {
+	return r.GetManifestAt(ctx, bucket, key, 0)
+}
+
+// GetManifestAt asks any healthy endpoint that accepted minHeight: one
+// behind it answers NotReady, and the next is asked.
+func (r *Router) GetManifestAt(ctx context.Context, bucket, key string, minHeight uint64) (*api.ManifestReply, error) {
 	return readAny(ctx, r, func(ctx context.Context, e *endpoint) (*api.ManifestReply, error) {
-		return e.c.GetManifest(ctx, bucket, key)
+		return e.c.GetManifestAt(ctx, bucket, key, minHeight)
 	})
 }
 

@@ -35,6 +35,7 @@ import (
 	"errors"
 	"fmt"
 	"hash/crc32"
+	"maps"
 	"net/http"
 	"net/http/httptest"
 	"sync"
@@ -163,8 +164,9 @@ func (n *Node) Resume() {
 // frozenView is what a node that stopped following the chain answers
 // reads from: the chain as it was when it stopped.
 type frozenView struct {
-	head     api.Head
-	counters map[string]uint64
+	head      api.Head
+	counters  map[string]uint64
+	manifests map[string]api.Manifest
 }
 
 // Freeze makes the node stop following the chain while its API keeps
@@ -174,10 +176,7 @@ type frozenView struct {
 func (n *Node) Freeze() {
 	f := n.net
 	f.mu.Lock()
-	v := &frozenView{head: f.head(), counters: make(map[string]uint64, len(f.counters))}
-	for k, c := range f.counters {
-		v.counters[k] = c
-	}
+	v := &frozenView{head: f.head(), counters: maps.Clone(f.counters), manifests: maps.Clone(f.manifests)}
 	f.mu.Unlock()
 	n.mu.Lock()
 	n.frozen = v
@@ -203,20 +202,27 @@ func (n *Node) SetNotReady(reason string) {
 // and counters (the network's, or a frozen node's), refused below
 // minHeight or while the node says it is not ready. Callers hold f.mu.
 func (n *Node) view(minHeight uint64) (api.Head, map[string]uint64, error) {
+	head, counters, _, err := n.state(minHeight)
+	return head, counters, err
+}
+
+// state is view with the manifests the node answers from. Callers hold
+// f.mu.
+func (n *Node) state(minHeight uint64) (api.Head, map[string]uint64, map[string]api.Manifest, error) {
 	n.mu.Lock()
 	v, notReady := n.frozen, n.notReady
 	n.mu.Unlock()
-	head, counters := n.net.head(), n.net.counters
+	head, counters, manifests := n.net.head(), n.net.counters, n.net.manifests
 	if v != nil {
-		head, counters = v.head, v.counters
+		head, counters, manifests = v.head, v.counters, v.manifests
 	}
 	switch {
 	case notReady != "":
-		return head, nil, RPCError(api.CodeNotReady, "node not ready: "+notReady, api.RetryData{RetryAfterMs: 100, Reason: notReady, AcceptedHeight: head.AcceptedHeight})
+		return head, nil, nil, RPCError(api.CodeNotReady, "node not ready: "+notReady, api.RetryData{RetryAfterMs: 100, Reason: notReady, AcceptedHeight: head.AcceptedHeight})
 	case head.AcceptedHeight < minHeight:
-		return head, nil, RPCError(api.CodeNotReady, fmt.Sprintf("below min height %d", minHeight), api.RetryData{RetryAfterMs: 100, Reason: "below_min_height", AcceptedHeight: head.AcceptedHeight})
+		return head, nil, nil, RPCError(api.CodeNotReady, fmt.Sprintf("below min height %d", minHeight), api.RetryData{RetryAfterMs: 100, Reason: "below_min_height", AcceptedHeight: head.AcceptedHeight})
 	}
-	return head, counters, nil
+	return head, counters, manifests, nil
 }
 
 // New starts n nodes; they stop when the test ends. Answers carry P-chain
@@ -460,15 +466,16 @@ func (f *Net) CheckUnique() error {
 	return nil
 }
 
-// newTxID is a fresh transaction ID; f.mu is held.
-// head is the network's last accepted block: one block per transaction.
-// Callers hold mu.
+// head is the network's last accepted block: one block per transaction,
+// the block of the n-th at height n+1 (a receipt's Height). Callers hold
+// mu.
 func (f *Net) head() api.Head {
 	var b [8]byte
 	binary.BigEndian.PutUint64(b[:], f.txSeq)
 	return api.Head{AcceptedHeight: f.txSeq + 1, AcceptedID: api.ID(sha256.Sum256(append([]byte("block"), b[:]...)))}
 }
 
+// newTxID is a fresh transaction ID; f.mu is held.
 func (f *Net) newTxID() api.ID {
 	f.txSeq++
 	var b [8]byte
@@ -721,7 +728,7 @@ func (s *Service) Allocate(r *http.Request, args *api.AllocateArgs, reply *api.A
 	f.counters[args.Range] = base + args.Count
 	f.issued = append(f.issued, Allocation{Range: args.Range, Base: base, Count: args.Count, Node: s.n.i})
 	id := f.newTxID()
-	rc := api.ReceiptReply{TxID: id, Status: api.StatusAccepted, Height: f.txSeq}
+	rc := api.ReceiptReply{TxID: id, Status: api.StatusAccepted, Height: f.head().AcceptedHeight}
 	for range f.padding {
 		rc.Entries = append(rc.Entries, api.ReceiptEntry{Range: "other", Base: 1, Count: 1})
 	}
@@ -815,7 +822,7 @@ func (s *Service) PutManifest(r *http.Request, args *api.PutManifestArgs, reply 
 	f.manifests[args.Bucket+"\x00"+args.Key] = api.Manifest{Bucket: args.Bucket, Key: args.Key, Size: args.Size,
 		ContentHash: args.ContentHash, Chunks: args.Chunks, Deleted: args.Deleted}
 	id := f.newTxID()
-	rc := api.ReceiptReply{TxID: id, Status: api.StatusAccepted, Height: f.txSeq,
+	rc := api.ReceiptReply{TxID: id, Status: api.StatusAccepted, Height: f.head().AcceptedHeight,
 		Entries: []api.ReceiptEntry{{Bucket: args.Bucket, Key: args.Key, Deleted: args.Deleted}}}
 	f.accept(rc, f.blockTime)
 	*reply = api.PutManifestReply{TxID: id, PChainHeight: f.height, Owner: s.n.ID}
@@ -947,11 +954,15 @@ func (s *Service) GetManifest(_ *http.Request, args *api.ManifestArgs, reply *ap
 	f := s.n.net
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	m, ok := f.manifests[args.Bucket+"\x00"+args.Key]
+	head, _, manifests, err := s.n.state(args.MinHeight)
+	if err != nil {
+		return err
+	}
+	m, ok := manifests[args.Bucket+"\x00"+args.Key]
 	if !ok {
 		return RPCError(api.CodeNotFound, "not found", nil)
 	}
-	reply.Manifest = m
+	reply.Head, reply.Manifest = head, m
 	return nil
 }
 
@@ -1089,7 +1100,7 @@ func (s *Service) lease(r *http.Request, op txs.LeaseOp, args *api.LeaseArgs, re
 		}
 		return RPCError(code, string(rc.Lease), api.LeaseData{Range: rc.Range, Holder: rc.Holder, Token: rc.Token, ExpiresMs: rc.ExpiresMs, TxID: id})
 	}
-	*reply = api.LeaseReply{TxID: id, Height: f.txSeq, Range: rc.Range, Outcome: string(rc.Lease), Holder: rc.Holder, Token: rc.Token, ExpiresMs: rc.ExpiresMs}
+	*reply = api.LeaseReply{TxID: id, Height: f.head().AcceptedHeight, Range: rc.Range, Outcome: string(rc.Lease), Holder: rc.Holder, Token: rc.Token, ExpiresMs: rc.ExpiresMs}
 	return nil
 }
 
@@ -1102,7 +1113,7 @@ func (s *Service) GetLease(_ *http.Request, args *api.RangeArgs, reply *api.Leas
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	now := uint64(f.leaseClock().UnixMilli())
-	*reply = api.LeaseStateReply{Head: api.Head{AcceptedHeight: f.txSeq}, Range: args.Range, Fence: f.fences[args.Range], AtMs: now}
+	*reply = api.LeaseStateReply{Head: f.head(), Range: args.Range, Fence: f.fences[args.Range], AtMs: now}
 	if l, ok := f.leases[args.Range]; ok {
 		reply.Holder, reply.Token, reply.ExpiresMs, reply.Held = l.Holder, l.Token, l.ExpiresMs, l.Held(now)
 	}

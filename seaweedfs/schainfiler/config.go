@@ -67,7 +67,7 @@ func Open(get func(key string) string) (*Store, error) {
 	if err != nil {
 		return nil, err
 	}
-	return New(cfg, RouterChain{R: r})
+	return New(cfg, NewRouterChain(r))
 }
 
 // router is the S-Chain client of the [schain] table.

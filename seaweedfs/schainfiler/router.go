@@ -3,6 +3,7 @@ package schainfiler
 import (
 	"context"
 	"errors"
+	"sync/atomic"
 
 	"github.com/s-chain/schain/api"
 	"github.com/s-chain/schain/client"
@@ -10,22 +11,46 @@ import (
 
 // RouterChain is Chain over S-Chain nodes: reads and writes at each
 // bucket's owner, writes waited for until accepted.
-type RouterChain struct{ R *client.Router }
+type RouterChain struct {
+	R *client.Router
+	// seen is the highest accepted height this store has read or written
+	// at: a read away from the owner asks for at least it, so that the
+	// store's reads never go back in time.
+	seen atomic.Uint64
+}
 
-var _ Chain = RouterChain{}
+var _ Chain = (*RouterChain)(nil)
+
+// NewRouterChain is Chain through r.
+func NewRouterChain(r *client.Router) *RouterChain { return &RouterChain{R: r} }
+
+// saw raises seen to height.
+func (c *RouterChain) saw(height uint64) {
+	for {
+		old := c.seen.Load()
+		if height <= old || c.seen.CompareAndSwap(old, height) {
+			return
+		}
+	}
+}
 
 // ownerGone reports whether a read at the owner failed because the owner
-// cannot answer: another node's accepted state is then the best there is
-// (it may lack the newest blocks for a moment) until the range moves.
+// cannot answer: another node's accepted state then answers, from a node
+// that accepted everything this store saw (it may lack the newest blocks
+// of other writers for a moment) until the range moves.
 func ownerGone(err error) bool {
 	return errors.Is(err, client.ErrTransport) || errors.Is(err, client.ErrNotReady)
 }
 
-// Get reads at the bucket's owner, or at any node while it cannot answer.
-func (c RouterChain) Get(ctx context.Context, bucket, key string) (Record, error) {
+// Get reads at the bucket's owner, or at any node that accepted what this
+// store saw while the owner cannot answer.
+func (c *RouterChain) Get(ctx context.Context, bucket, key string) (Record, error) {
 	m, err := c.R.GetManifestAtOwner(ctx, bucket, key)
 	if ownerGone(err) {
-		m, err = c.R.GetManifest(ctx, bucket, key)
+		m, err = c.R.GetManifestAt(ctx, bucket, key, c.seen.Load())
+	}
+	if err == nil {
+		c.saw(m.Head.AcceptedHeight)
 	}
 	if errors.Is(err, client.ErrNotFound) {
 		return Record{}, ErrNotFound
@@ -37,7 +62,7 @@ func (c RouterChain) Get(ctx context.Context, bucket, key string) (Record, error
 }
 
 // Put writes at the bucket's owner and waits until accepted.
-func (c RouterChain) Put(ctx context.Context, bucket string, w Write) (uint64, error) {
+func (c *RouterChain) Put(ctx context.Context, bucket string, w Write) (uint64, error) {
 	args := api.PutManifestArgs{Bucket: bucket, Key: w.Key, Deleted: w.Deleted, Attributes: w.Attributes, Adopt: w.Adopt, Wait: api.WaitAccepted}
 	for _, ch := range w.Chunks {
 		args.Chunks = append(args.Chunks, api.Chunk{Range: ch.Range, ID: ch.ID, Size: ch.Size})
@@ -56,20 +81,25 @@ func (c RouterChain) Put(ctx context.Context, bucket string, w Write) (uint64, e
 	if err != nil {
 		return 0, err
 	}
+	if rc := reply.Receipt; rc != nil {
+		c.saw(max(rc.Height, rc.Head.AcceptedHeight))
+	}
 	return reply.Version, nil
 }
 
-// List reads a page at the bucket's owner, or at any node while it cannot
-// answer.
-func (c RouterChain) List(ctx context.Context, bucket, prefix, startAfter string, limit int) (Page, error) {
+// List reads a page at the bucket's owner, or at any node that accepted
+// what this store saw while the owner cannot answer.
+func (c *RouterChain) List(ctx context.Context, bucket, prefix, startAfter string, limit int) (Page, error) {
 	args := api.ListManifestsArgs{Bucket: bucket, Prefix: prefix, StartAfter: startAfter, Limit: limit}
 	rep, err := c.R.ListManifestsAtOwner(ctx, args)
 	if ownerGone(err) {
+		args.MinHeight = c.seen.Load()
 		rep, err = c.R.ListManifests(ctx, args)
 	}
 	if err != nil {
 		return Page{}, err
 	}
+	c.saw(rep.Head.AcceptedHeight)
 	p := Page{Truncated: rep.Truncated, Next: rep.Next, Records: make([]Record, 0, len(rep.Manifests))}
 	for _, m := range rep.Manifests {
 		p.Records = append(p.Records, Record{Key: m.Manifest.Key, Version: m.Version, Attributes: m.Attributes})
@@ -78,7 +108,7 @@ func (c RouterChain) List(ctx context.Context, bucket, prefix, startAfter string
 }
 
 // Released reads the oldest released chunks of bucket.
-func (c RouterChain) Released(ctx context.Context, bucket string, limit int) ([]Chunk, error) {
+func (c *RouterChain) Released(ctx context.Context, bucket string, limit int) ([]Chunk, error) {
 	rep, err := c.R.ListReleased(ctx, api.ListReleasedArgs{Bucket: bucket, Limit: limit})
 	if err != nil {
 		return nil, err
@@ -91,7 +121,7 @@ func (c RouterChain) Released(ctx context.Context, bucket string, limit int) ([]
 }
 
 // Reclaim acknowledges released chunks at their bucket's owner.
-func (c RouterChain) Reclaim(ctx context.Context, chunks []Chunk) error {
+func (c *RouterChain) Reclaim(ctx context.Context, chunks []Chunk) error {
 	refs := make([]api.ChunkRef, 0, len(chunks))
 	for _, ch := range chunks {
 		refs = append(refs, api.ChunkRef{Range: ch.Range, ID: ch.ID})

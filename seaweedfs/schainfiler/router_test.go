@@ -1,0 +1,46 @@
+package schainfiler_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/s-chain/schain/api/apitest"
+	"github.com/s-chain/schain/client"
+	"github.com/s-chain/schain/seaweedfs/schainfiler"
+)
+
+// TestReadsAwayFromTheOwnerNeverGoBack: while the bucket's owner cannot
+// answer, the store reads at other nodes, but never at one that lags
+// behind what the store already wrote: that node would answer the entry
+// as missing. It is refused (NotReady below the store's height), and a
+// node that caught up answers.
+func TestReadsAwayFromTheOwnerNeverGoBack(t *testing.T) {
+	require := require.New(t)
+	f := apitest.New(t, 3)
+	f.SetOwner("b", 0)
+	cfg := client.DefaultRouterConfig()
+	cfg.Retry.MaxAttempts = 3
+	r, err := client.NewRouter(f.URIs(), f.ChainID.String(), cfg)
+	require.NoError(err)
+	c := schainfiler.NewRouterChain(r)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+
+	f.Nodes[1].Freeze() // stops following the chain before the write
+	_, err = c.Put(ctx, "b", schainfiler.Write{Key: "k", Attributes: []byte("v1")})
+	require.NoError(err)
+	f.Nodes[0].SetDown(true) // the owner
+	f.Nodes[2].SetDown(true)
+
+	_, err = c.Get(ctx, "b", "k")
+	require.ErrorIs(err, client.ErrNotReady, "the lagging node refuses; it never says the entry is missing")
+	require.NotErrorIs(err, schainfiler.ErrNotFound)
+
+	f.Nodes[2].SetDown(false)
+	rec, err := c.Get(ctx, "b", "k")
+	require.NoError(err, "a node that accepted the write answers")
+	require.Equal("k", rec.Key)
+}
