@@ -11,7 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/s-chain/schain/api"
-	"github.com/s-chain/schain/api/apitest"
+	"github.com/s-chain/schain/apitest"
 )
 
 // counted serves h and counts the requests it gets.

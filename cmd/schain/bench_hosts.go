@@ -11,8 +11,8 @@ import (
 
 	"github.com/ava-labs/avalanchego/ids"
 
+	"github.com/s-chain/schain/avanet"
 	"github.com/s-chain/schain/benchmark"
-	"github.com/s-chain/schain/internal/avanet"
 	"github.com/s-chain/schain/internal/hosts"
 	"github.com/s-chain/schain/localnet"
 	"github.com/s-chain/schain/vm"

@@ -20,7 +20,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/s-chain/schain/api"
-	"github.com/s-chain/schain/api/apitest"
+	"github.com/s-chain/schain/apitest"
 	"github.com/s-chain/schain/benchmark"
 	"github.com/s-chain/schain/benchmark/benchmarktest"
 	"github.com/s-chain/schain/seaweedfs/schainseq"

@@ -24,7 +24,7 @@ import (
 	papi "github.com/ava-labs/avalanchego/vms/platformvm/api"
 
 	"github.com/s-chain/schain/api"
-	"github.com/s-chain/schain/api/apitest"
+	"github.com/s-chain/schain/apitest"
 	"github.com/s-chain/schain/subnet"
 )
 

@@ -7,7 +7,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/s-chain/schain/api/apitest"
+	"github.com/s-chain/schain/apitest"
 	"github.com/s-chain/schain/client"
 )
 

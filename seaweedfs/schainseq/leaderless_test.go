@@ -11,7 +11,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/s-chain/schain/api/apitest"
+	"github.com/s-chain/schain/apitest"
 	"github.com/s-chain/schain/reservation"
 )
 

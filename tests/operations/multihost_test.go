@@ -3,7 +3,7 @@
 // Package multihost runs S-Chain beyond one machine's loopback: validators,
 // SeaweedFS masters and a volume server each on a host of its own
 // (network namespaces joined by a bridge, package internal/hosts), a plain
-// avalanchego network that no schain command started (internal/avanet),
+// avalanchego network that no schain command started (avanet),
 // S-Chain brought onto it with `schain deploy`, and faults through the
 // links and the processes. Needs root; skipped with the reason elsewhere.
 package operations
@@ -23,9 +23,9 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/s-chain/schain/api"
+	"github.com/s-chain/schain/avanet"
 	"github.com/s-chain/schain/benchmark"
 	"github.com/s-chain/schain/client"
-	"github.com/s-chain/schain/internal/avanet"
 	"github.com/s-chain/schain/internal/hosts"
 	"github.com/s-chain/schain/localnet"
 	"github.com/s-chain/schain/localnet/localnettest"

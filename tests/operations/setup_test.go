@@ -18,9 +18,9 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/s-chain/schain/api"
+	"github.com/s-chain/schain/avanet"
 	"github.com/s-chain/schain/client"
 	"github.com/s-chain/schain/deploy"
-	"github.com/s-chain/schain/internal/avanet"
 	"github.com/s-chain/schain/internal/hosts"
 	"github.com/s-chain/schain/localnet"
 	"github.com/s-chain/schain/localnet/localnettest"

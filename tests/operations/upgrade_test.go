@@ -19,8 +19,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/s-chain/schain/avanet"
 	"github.com/s-chain/schain/benchmark"
-	"github.com/s-chain/schain/internal/avanet"
 	"github.com/s-chain/schain/internal/ports"
 	"github.com/s-chain/schain/localnet/localnettest"
 	"github.com/s-chain/schain/vm"
