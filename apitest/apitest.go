@@ -138,6 +138,15 @@ type Node struct {
 	frozen   *frozenView        // guarded by mu; set while the node lags behind
 	notReady string             // guarded by mu; reason reads answer NotReady with
 	paused   chan struct{}      // guarded by mu; requests wait while set (closed to resume)
+	claimed  uint64             // guarded by mu; a lying node's last accepted height, 0 for the truth
+}
+
+// ClaimHeight makes the node's reads name height as their last accepted
+// block whatever it accepted (a hostile or broken node); 0 ends it.
+func (n *Node) ClaimHeight(height uint64) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	n.claimed = height
 }
 
 // Pause makes the node take requests and answer none until Resume (or the
@@ -210,11 +219,14 @@ func (n *Node) view(minHeight uint64) (api.Head, map[string]uint64, error) {
 // f.mu.
 func (n *Node) state(minHeight uint64) (api.Head, map[string]uint64, map[string]api.Manifest, error) {
 	n.mu.Lock()
-	v, notReady := n.frozen, n.notReady
+	v, notReady, claimed := n.frozen, n.notReady, n.claimed
 	n.mu.Unlock()
 	head, counters, manifests := n.net.head(), n.net.counters, n.net.manifests
 	if v != nil {
 		head, counters, manifests = v.head, v.counters, v.manifests
+	}
+	if claimed != 0 {
+		head.AcceptedHeight = claimed
 	}
 	switch {
 	case notReady != "":

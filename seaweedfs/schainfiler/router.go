@@ -13,9 +13,12 @@ import (
 // bucket's owner, writes waited for until accepted.
 type RouterChain struct {
 	R *client.Router
-	// seen is the highest accepted height this store has read or written
-	// at: a read away from the owner asks for at least it, so that the
-	// store's reads never go back in time.
+	// seen is the highest accepted height this store wrote at or read at
+	// the bucket's owner: a read away from the owner asks for at least it,
+	// so that the store's reads never go back in time. Answers away from
+	// the owner never raise it: any node may answer them, and one naming a
+	// height the chain never reached would make every honest node refuse
+	// the store's next reads.
 	seen atomic.Uint64
 }
 
@@ -46,11 +49,11 @@ func ownerGone(err error) bool {
 // store saw while the owner cannot answer.
 func (c *RouterChain) Get(ctx context.Context, bucket, key string) (Record, error) {
 	m, err := c.R.GetManifestAtOwner(ctx, bucket, key)
-	if ownerGone(err) {
-		m, err = c.R.GetManifestAt(ctx, bucket, key, c.seen.Load())
-	}
-	if err == nil {
+	switch {
+	case err == nil:
 		c.saw(m.Head.AcceptedHeight)
+	case ownerGone(err):
+		m, err = c.R.GetManifestAt(ctx, bucket, key, c.seen.Load())
 	}
 	if errors.Is(err, client.ErrNotFound) {
 		return Record{}, ErrNotFound
@@ -92,14 +95,16 @@ func (c *RouterChain) Put(ctx context.Context, bucket string, w Write) (uint64, 
 func (c *RouterChain) List(ctx context.Context, bucket, prefix, startAfter string, limit int) (Page, error) {
 	args := api.ListManifestsArgs{Bucket: bucket, Prefix: prefix, StartAfter: startAfter, Limit: limit}
 	rep, err := c.R.ListManifestsAtOwner(ctx, args)
-	if ownerGone(err) {
+	switch {
+	case err == nil:
+		c.saw(rep.Head.AcceptedHeight)
+	case ownerGone(err):
 		args.MinHeight = c.seen.Load()
 		rep, err = c.R.ListManifests(ctx, args)
 	}
 	if err != nil {
 		return Page{}, err
 	}
-	c.saw(rep.Head.AcceptedHeight)
 	p := Page{Truncated: rep.Truncated, Next: rep.Next, Records: make([]Record, 0, len(rep.Manifests))}
 	for _, m := range rep.Manifests {
 		p.Records = append(p.Records, Record{Key: m.Manifest.Key, Version: m.Version, Attributes: m.Attributes})

@@ -44,3 +44,33 @@ func TestReadsAwayFromTheOwnerNeverGoBack(t *testing.T) {
 	require.NoError(err, "a node that accepted the write answers")
 	require.Equal("k", rec.Key)
 }
+
+// TestALyingNodeCannotStopReadsAwayFromTheOwner: a node that names a last
+// accepted height far above the chain's, answering a read while the owner
+// is down, must not raise the height the store asks of later reads: else
+// every honest node would refuse them from then on.
+func TestALyingNodeCannotStopReadsAwayFromTheOwner(t *testing.T) {
+	require := require.New(t)
+	f := apitest.New(t, 3)
+	f.SetOwner("b", 0)
+	cfg := client.DefaultRouterConfig()
+	cfg.Retry.MaxAttempts = 3
+	r, err := client.NewRouter(f.URIs(), f.ChainID.String(), cfg)
+	require.NoError(err)
+	c := schainfiler.NewRouterChain(r)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+
+	_, err = c.Put(ctx, "b", schainfiler.Write{Key: "k", Attributes: []byte("v1")})
+	require.NoError(err)
+	f.Nodes[0].SetDown(true) // the owner
+	f.Nodes[2].SetDown(true)
+	f.Nodes[1].ClaimHeight(1 << 40)
+	_, err = c.Get(ctx, "b", "k")
+	require.NoError(err, "the liar answers this read")
+
+	f.Nodes[1].SetDown(true)
+	f.Nodes[2].SetDown(false)
+	_, err = c.Get(ctx, "b", "k")
+	require.NoError(err, "an honest node that accepted the store's write still answers")
+}
