@@ -84,21 +84,12 @@ func runWeedBench(ctx context.Context, g *globals, o *weedOptions, s weedbench.S
 	if err := os.MkdirAll(out, 0o755); err != nil {
 		return err
 	}
-	var stops []func(context.Context) error
-	defer func() {
-		sctx, cancel := context.WithTimeout(context.Background(), benchStopTimeout)
-		defer cancel()
-		for i := len(stops) - 1; i >= 0; i-- {
-			if err := stops[i](sctx); err != nil {
-				fmt.Fprintf(g.errOut, "bench: stopping: %v\n", err)
-			}
-		}
-		fmt.Fprintln(g.errOut, "bench: every process stopped")
-	}()
+	var stops benchStops
+	defer stops.run(g)
 
 	n, prefix, stopNetwork, err := startBenchNetwork(ctx, g, o, out)
 	if stopNetwork != nil {
-		stops = append(stops, stopNetwork)
+		stops.add(stopNetwork)
 	}
 	if err != nil {
 		return err
@@ -117,7 +108,7 @@ func runWeedBench(ctx context.Context, g *globals, o *weedOptions, s weedbench.S
 		if err != nil {
 			return nil, fmt.Errorf("starting the %s cluster: %w", name, err)
 		}
-		stops = append(stops, c.Stop)
+		stops.add(c.Stop)
 		return c, nil
 	}
 	stock, err := start("stock", cluster.ModeRaft, true)
@@ -196,4 +187,21 @@ func (g *globals) emitBenchReport(out string, rep any, m benchmark.Machine, tabl
 		_, err := fmt.Fprintf(w, "%soutputs: %s/{%s,%s}\n", tables, out, benchReportFile, benchTablesFile)
 		return err
 	})
+}
+
+// benchStops are the stops of what a SeaweedFS bench started, run in the
+// reverse order at its end, also on error or Ctrl-C.
+type benchStops []func(context.Context) error
+
+func (s *benchStops) add(stop func(context.Context) error) { *s = append(*s, stop) }
+
+func (s *benchStops) run(g *globals) {
+	ctx, cancel := context.WithTimeout(context.Background(), benchStopTimeout)
+	defer cancel()
+	for i := len(*s) - 1; i >= 0; i-- {
+		if err := (*s)[i](ctx); err != nil {
+			fmt.Fprintf(g.errOut, "bench: stopping: %v\n", err)
+		}
+	}
+	fmt.Fprintln(g.errOut, "bench: every process stopped")
 }

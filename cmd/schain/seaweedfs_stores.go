@@ -60,20 +60,11 @@ func runStoresBench(ctx context.Context, g *globals, o *weedOptions, s storebenc
 	if err := os.MkdirAll(out, 0o755); err != nil {
 		return err
 	}
-	var stops []func(context.Context) error
-	defer func() {
-		sctx, cancel := context.WithTimeout(context.Background(), benchStopTimeout)
-		defer cancel()
-		for i := len(stops) - 1; i >= 0; i-- {
-			if err := stops[i](sctx); err != nil {
-				fmt.Fprintf(g.errOut, "bench: stopping: %v\n", err)
-			}
-		}
-		fmt.Fprintln(g.errOut, "bench: every process stopped")
-	}()
+	var stops benchStops
+	defer stops.run(g)
 	n, prefix, stopNetwork, err := startBenchNetwork(ctx, g, o, out)
 	if stopNetwork != nil {
-		stops = append(stops, stopNetwork)
+		stops.add(stopNetwork)
 	}
 	if err != nil {
 		return err
@@ -91,7 +82,7 @@ func runStoresBench(ctx context.Context, g *globals, o *weedOptions, s storebenc
 	if err != nil {
 		return fmt.Errorf("starting the cluster: %w", err)
 	}
-	stops = append(stops, c.Stop)
+	stops.add(c.Stop)
 	etcd, err := c.AddEtcd(sctx, 3)
 	if err != nil {
 		return err
