@@ -73,16 +73,30 @@ func pluginOf(t *testing.T, nd localnet.Node) int {
 	return 0
 }
 
+// maxPause bounds a pause: avalanchego pings a chain's plugin over gRPC
+// after 30 s without traffic and shuts the chain down when no answer comes
+// within 10 s (rpcchainvm's client keepalive), so a longer stop is a
+// crash, not a lag.
+const maxPause = 20 * time.Second
+
 // pause stops a node's chain process (SIGSTOP): the node, its P-chain and
 // its HTTP server keep running, S-Chain's engine and API stall. It
-// returns the resume, which the test's cleanup also runs.
+// returns the resume, which the test's cleanup also runs, and which runs
+// by itself after maxPause.
 func pause(t *testing.T, nd localnet.Node) func() {
 	t.Helper()
 	pid := pluginOf(t, nd)
 	require.NoError(t, syscall.Kill(pid, syscall.SIGSTOP))
 	var once sync.Once
-	resume := func() { once.Do(func() { _ = syscall.Kill(pid, syscall.SIGCONT) }) }
-	t.Cleanup(resume)
+	cont := func() { _ = syscall.Kill(pid, syscall.SIGCONT) }
+	resume := func() { once.Do(cont) }
+	timer := time.AfterFunc(maxPause, func() {
+		once.Do(func() {
+			t.Logf("resumed %s after %v: the longest pause avalanchego survives", nd.NodeID, maxPause)
+			cont()
+		})
+	})
+	t.Cleanup(func() { timer.Stop(); resume() })
 	t.Logf("paused the chain process of %s (pid %d)", nd.NodeID, pid)
 	return resume
 }
