@@ -11,11 +11,9 @@ package operations
 import (
 	"context"
 	"crypto/sha256"
-	"encoding/hex"
 	"fmt"
 	"os"
 	"path/filepath"
-	"strings"
 	"sync"
 	"syscall"
 	"testing"
@@ -505,27 +503,17 @@ func (a allocation) String() string {
 func allocatedAfter(t *testing.T, ctx context.Context, cl *client.Client, from, to uint64, rangeKey string) []allocation {
 	t.Helper()
 	var out []allocation
-	for height := from + 1; height <= to; height++ {
-		b, err := cl.GetBlock(ctx, height)
-		require.NoError(t, err)
-		raw, err := hex.DecodeString(strings.TrimPrefix(b.Bytes, "0x"))
-		require.NoError(t, err)
-		blk, err := block.Parse(raw, block.DefaultLimits(), txs.DefaultLimits())
-		require.NoError(t, err)
-		for _, tx := range blk.Txs {
-			if _, ok := tx.Unsigned.(*txs.AllocateTx); !ok {
-				continue
-			}
-			rc, err := cl.GetReceipt(ctx, api.ID(tx.ID()))
-			require.NoError(t, err)
-			for _, e := range rc.Entries {
-				if e.Range == rangeKey {
-					h := tx.Unsigned.Head()
-					out = append(out, allocation{ReceiptEntry: e, Height: height, Tx: api.ID(tx.ID()), Owner: h.Owner, Round: h.Round})
-				}
+	require.NoError(t, localnettest.EachTx(ctx, cl, from+1, to, func(blk *block.Block, tx *txs.Tx, rc *api.ReceiptReply) {
+		if _, ok := tx.Unsigned.(*txs.AllocateTx); !ok {
+			return
+		}
+		h := tx.Unsigned.Head()
+		for _, e := range rc.Entries {
+			if e.Range == rangeKey {
+				out = append(out, allocation{ReceiptEntry: e, Height: blk.Height, Tx: api.ID(tx.ID()), Owner: h.Owner, Round: h.Round})
 			}
 		}
-	}
+	}))
 	return out
 }
 
