@@ -5,12 +5,16 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
+
+	dto "github.com/prometheus/client_model/go"
+	"github.com/prometheus/common/expfmt"
 
 	"github.com/s-chain/schain/internal/ports"
 	"github.com/s-chain/schain/seaweedfs/schainseq"
@@ -33,6 +37,8 @@ type service struct {
 	GRPC int    `json:"grpc"`
 	// Bin is the binary (weed, or etcd for KindEtcd).
 	Bin string `json:"bin"`
+	// Metrics is a filer's metrics port (0: none).
+	Metrics int `json:"metrics,omitempty"`
 	proc
 }
 
@@ -117,6 +123,10 @@ func (c *Cluster) AddVolumeServer(ctx context.Context, name string, max int) (st
 // every entry of the others into its own store. It returns its HTTP
 // address.
 func (c *Cluster) AddFiler(ctx context.Context, name, group, filerToml string) (string, error) {
+	metrics, err := ports.Free(1)
+	if err != nil {
+		return "", err
+	}
 	s, err := c.addService(KindFiler, name, c.state.Weed, func(dir string, http, grpc int) ([]string, error) {
 		if err := os.MkdirAll(filepath.Join(dir, "store"), 0o755); err != nil {
 			return nil, err
@@ -135,6 +145,7 @@ func (c *Cluster) AddFiler(ctx context.Context, name, group, filerToml string) (
 		args = append(args, "filer", "-ip=127.0.0.1", "-ip.bind=127.0.0.1",
 			"-port="+strconv.Itoa(http), "-port.grpc="+strconv.Itoa(grpc), "-master="+c.peers(),
 			"-defaultStoreDir="+filepath.Join(dir, "store"), "-localSocket="+filepath.Join(dir, "filer.sock"),
+			"-metricsPort="+strconv.Itoa(metrics[0]),
 		)
 		if group != "" {
 			args = append(args, "-filerGroup="+group)
@@ -144,7 +155,44 @@ func (c *Cluster) AddFiler(ctx context.Context, name, group, filerToml string) (
 	if err != nil {
 		return "", err
 	}
+	c.mu.Lock()
+	s.Metrics = metrics[0]
+	err = c.save()
+	c.mu.Unlock()
+	if err != nil {
+		return "", err
+	}
 	return s.Addr(), c.waitAnswers(ctx, s, "http://"+s.Addr()+"/?pretty=y")
+}
+
+// Metrics reads the Prometheus metrics of the filer at addr (its HTTP
+// address), by family name (SeaweedFS_filerStore_request_total, ...).
+func (c *Cluster) Metrics(ctx context.Context, addr string) (map[string]*dto.MetricFamily, error) {
+	s, err := c.byAddr(addr)
+	if err != nil {
+		return nil, err
+	}
+	if s.Metrics == 0 {
+		return nil, fmt.Errorf("%w: %s serves no metrics", ErrNoService, s.Name)
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, fmt.Sprintf("http://127.0.0.1:%d/metrics", s.Metrics), nil)
+	if err != nil {
+		return nil, err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return nil, fmt.Errorf("metrics of %s: %w", s.Name, err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return nil, fmt.Errorf("metrics of %s: HTTP %s", s.Name, resp.Status)
+	}
+	var p expfmt.TextParser
+	families, err := p.TextToMetricFamilies(resp.Body)
+	if err != nil {
+		return nil, fmt.Errorf("metrics of %s: %w", s.Name, err)
+	}
+	return families, nil
 }
 
 // AddS3 starts an S3 gateway on the filers at filerAddrs (their HTTP

@@ -130,6 +130,53 @@ func TestE_FilersShareSChain(t *testing.T) {
 	_, err = g1.Get(ctx, "hello/a.txt")
 	require.ErrorIs(err, objload.ErrNotFound)
 
+	// The store reads nothing the filer did not ask for: a new object's
+	// insert does not read the entry again (the patch's CreateEntry; the
+	// store wrapper's lookup for hard links was a round trip to the owner
+	// per PUT that the filer's own metrics never showed), and it writes
+	// once per object.
+	type counts struct{ gets, puts, finds, lists float64 }
+	read := func() (n counts) {
+		for _, f := range []string{f1, f2} {
+			m, err := c.Metrics(ctx, f)
+			require.NoError(err)
+			require.NotNil(m["SeaweedFS_filerStore_schain_calls_total"], "the store's exchanges are in the filer's metrics")
+			for _, name := range []string{"SeaweedFS_filerStore_schain_calls_total", "SeaweedFS_filerStore_request_total"} {
+				for _, s := range m[name].GetMetric() {
+					for _, l := range s.GetLabel() {
+						v := s.GetCounter().GetValue()
+						switch l.GetValue() {
+						case "get":
+							n.gets += v
+						case "put":
+							n.puts += v
+						case "find":
+							n.finds += v
+						case "prefixList":
+							n.lists += v
+						}
+					}
+				}
+			}
+		}
+		return n
+	}
+	require.NoError(g1.Put(ctx, "calls/first", []byte("makes the directory")))
+	before := read()
+	const newObjects = 20
+	for i := range newObjects {
+		require.NoError(g1.Put(ctx, fmt.Sprintf("calls/%02d", i), []byte("new")))
+	}
+	after := read()
+	gets, finds, lists, puts := after.gets-before.gets, after.finds-before.finds, after.lists-before.lists, after.puts-before.puts
+	t.Logf("%d new objects: the store read %.0f times (the filer looked up %.0f entries and listed %.0f times) and wrote %.0f times",
+		newObjects, gets, finds, lists, puts)
+	// A few exchanges of the filers' own (their metadata logs) may fall in;
+	// a listing from a start name reads that entry first.
+	require.LessOrEqual(gets-finds-lists, float64(newObjects)/2, "store reads the filer did not ask for")
+	require.GreaterOrEqual(puts, float64(newObjects))
+	require.LessOrEqual(puts, float64(newObjects)*1.25, "writes per new object")
+
 	// Exclusive creates of one key, two through each gateway at once: one
 	// commits, the others get 412.
 	const trials = 5

@@ -25,6 +25,7 @@ var Keys = map[string]string{
 	"max_chunks":          "the chain's txLimits.maxChunks (256)",
 	"reclaim_every":       "how often released chunks are acknowledged (10s; 0 never)",
 	"request_timeout":     "bound of one exchange with a node (10s)",
+	"direct":              "call each node's direct API when it announces one on its own host (true; false: the node's API only)",
 }
 
 // Open starts the store filer.toml's [schain] table describes; get reads a
@@ -92,6 +93,16 @@ func router(get func(key string) string) (*client.Router, error) {
 	}
 	if rc.Client.Token == "" {
 		return nil, fmt.Errorf("%w: [schain] needs a write token (token_file)", errBadConfig)
+	}
+	// The direct API serves the same calls without the node's HTTP server
+	// and its hop into the plugin, much of what a store call costs a node.
+	rc.Client.Direct = true
+	if v := get("direct"); v != "" {
+		d, err := strconv.ParseBool(v)
+		if err != nil {
+			return nil, fmt.Errorf("%w: [schain] direct: %w", errBadConfig, err)
+		}
+		rc.Client.Direct = d
 	}
 	if v := get("request_timeout"); v != "" {
 		d, err := time.ParseDuration(v)

@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 	"unicode/utf8"
 )
@@ -74,10 +75,43 @@ func (c Config) verify() error {
 // Store keeps filer entries on S-Chain. It is safe for concurrent use.
 type Store struct {
 	cfg   Config
-	chain Chain
+	chain *counted
 	kv    string
 	stop  chan struct{}
 	done  sync.WaitGroup
+}
+
+// Calls counts a store's exchanges with S-Chain by kind: what the filer's
+// calls cost the nodes, each read a round trip to the bucket's owner and
+// each write one waited for until its block is accepted.
+type Calls struct {
+	Gets, Puts, Lists uint64
+}
+
+// counted is a Chain that counts the store's reads, writes and listings.
+type counted struct {
+	Chain
+	gets, puts, lists atomic.Uint64
+}
+
+func (c *counted) Get(ctx context.Context, bucket, key string) (Record, error) {
+	c.gets.Add(1)
+	return c.Chain.Get(ctx, bucket, key)
+}
+
+func (c *counted) Put(ctx context.Context, bucket string, w Write) (uint64, error) {
+	c.puts.Add(1)
+	return c.Chain.Put(ctx, bucket, w)
+}
+
+func (c *counted) List(ctx context.Context, bucket, prefix, startAfter string, limit int) (Page, error) {
+	c.lists.Add(1)
+	return c.Chain.List(ctx, bucket, prefix, startAfter, limit)
+}
+
+// Calls reports the exchanges the store made since it opened.
+func (s *Store) Calls() Calls {
+	return Calls{Gets: s.chain.gets.Load(), Puts: s.chain.puts.Load(), Lists: s.chain.lists.Load()}
 }
 
 // New opens the store; Close stops its background work.
@@ -85,7 +119,7 @@ func New(cfg Config, chain Chain) (*Store, error) {
 	if err := cfg.verify(); err != nil {
 		return nil, err
 	}
-	s := &Store{cfg: cfg, chain: chain, kv: cfg.Bucket + ".kv", stop: make(chan struct{})}
+	s := &Store{cfg: cfg, chain: &counted{Chain: chain}, kv: cfg.Bucket + ".kv", stop: make(chan struct{})}
 	if cfg.KeyPrefix != "" && cfg.ReclaimEvery > 0 {
 		s.done.Add(1)
 		go s.reclaimLoop()

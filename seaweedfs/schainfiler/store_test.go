@@ -254,3 +254,24 @@ func TestParseFileID(t *testing.T) {
 		require.False(t, ok, bad)
 	}
 }
+
+// TestCallsCountTheExchanges: every read, write and listing the store
+// makes of the chain is counted by kind, KV calls included.
+func TestCallsCountTheExchanges(t *testing.T) {
+	require := require.New(t)
+	ctx := context.Background()
+	s := store(t, newChain(), schainfiler.DefaultConfig("filer"))
+	require.Equal(schainfiler.Calls{}, s.Calls())
+	require.NoError(s.Put(ctx, "/d", "a", []byte("e"), nil, false))
+	require.NoError(s.KvPut(ctx, []byte("k"), []byte("v")))
+	_, err := s.Find(ctx, "/d", "a")
+	require.NoError(err)
+	_, err = s.Find(ctx, "/d", "missing")
+	require.ErrorIs(err, schainfiler.ErrNotFound)
+	_, err = s.KvGet(ctx, []byte("k"))
+	require.NoError(err)
+	_, err = s.List(ctx, "/d", "", false, 10, "", func(string, []byte) (bool, error) { return true, nil })
+	require.NoError(err)
+	require.NoError(s.Delete(ctx, "/d", "a"))
+	require.Equal(schainfiler.Calls{Gets: 3, Puts: 3, Lists: 1}, s.Calls())
+}

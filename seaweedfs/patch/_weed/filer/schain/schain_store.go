@@ -7,10 +7,12 @@ import (
 	"context"
 	"errors"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/seaweedfs/seaweedfs/weed/filer"
 	"github.com/seaweedfs/seaweedfs/weed/glog"
 	"github.com/seaweedfs/seaweedfs/weed/pb/filer_pb"
 	"github.com/seaweedfs/seaweedfs/weed/sequence/schainseq/schainfiler"
+	"github.com/seaweedfs/seaweedfs/weed/stats"
 	"github.com/seaweedfs/seaweedfs/weed/util"
 )
 
@@ -36,7 +38,29 @@ func (st *Store) Initialize(configuration util.Configuration, prefix string) err
 	}
 	glog.V(0).Infof("filer store schain: entries on S-Chain (%s)", configuration.GetString(prefix+"rpc"))
 	st.s = s
+	st.export()
 	return nil
+}
+
+// export serves the store's exchanges with S-Chain in the filer's metrics
+// (SeaweedFS_filerStore_schain_calls_total, by call: get, put, list): what
+// each filer call costs the nodes, beside the filer's own count of store
+// calls, some of which make no exchange or several.
+func (st *Store) export() {
+	for call, n := range map[string]func(schainfiler.Calls) uint64{
+		"get":  func(c schainfiler.Calls) uint64 { return c.Gets },
+		"put":  func(c schainfiler.Calls) uint64 { return c.Puts },
+		"list": func(c schainfiler.Calls) uint64 { return c.Lists },
+	} {
+		err := stats.Gather.Register(prometheus.NewCounterFunc(prometheus.CounterOpts{
+			Namespace: stats.Namespace, Subsystem: "filerStore", Name: "schain_calls_total",
+			Help:        "Exchanges of the S-Chain filer store with the nodes, by call.",
+			ConstLabels: prometheus.Labels{"call": call},
+		}, func() float64 { return float64(n(st.s.Calls())) }))
+		if err != nil {
+			glog.Warningf("filer store schain: no metrics of its exchanges: %v", err)
+		}
+	}
 }
 
 // InsertEntry writes the entry's manifest (conditional under a guard).
