@@ -297,6 +297,15 @@ func (f *Net) SetOwner(rng string, i int) {
 	f.height++
 }
 
+// MoveOwner moves rng to node i at the same P-chain height, as the
+// liveness membership does when an owner stops answering: a client that
+// cached the old owner learns of it only by asking another node.
+func (f *Net) MoveOwner(rng string, i int) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.owners[rng] = i
+}
+
 // SpreadOwners gives every range SetOwner did not place to CRC32(range)
 // modulo the nodes that are up.
 func (f *Net) SpreadOwners() {

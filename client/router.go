@@ -451,6 +451,23 @@ func (r *Router) observe(e *endpoint, err error) {
 	}
 }
 
+// silent reports whether a request to e failed because the caller's
+// deadline passed first, and then sidelines e for as long as it kept the
+// caller waiting. A stopped process or a cut link takes requests and
+// answers none, so no transport error ever reveals it, and a caller that
+// bounds each request would otherwise be sent back to it every time. Its
+// identity is kept: it did not restart.
+func (r *Router) silent(ctx context.Context, e *endpoint, waited time.Duration) bool {
+	if !errors.Is(ctx.Err(), context.DeadlineExceeded) {
+		return false
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.fails++
+	e.downUntil = time.Now().Add(max(waited, r.cfg.Retry.delay(e.fails)))
+	return true
+}
+
 // pick returns the next endpoint in rotation that is not sidelined, or the
 // one that recovers soonest if all are.
 func (r *Router) pick() *endpoint {
@@ -492,8 +509,12 @@ func readOnce[T any](ctx context.Context, r *Router, op func(context.Context, *e
 	)
 	for range r.nodes {
 		e := r.pick()
+		began := time.Now()
 		v, err = op(ctx, e)
 		r.observe(e, err)
+		if err != nil {
+			r.silent(ctx, e, time.Since(began))
+		}
 		if !errors.Is(err, ErrTransport) || !r.anyHealthy() {
 			return v, err
 		}
@@ -538,10 +559,17 @@ func write[T any](ctx context.Context, r *Router, rangeKey string, op func(conte
 			target, err = r.route(ctx, rangeKey)
 		}
 		if err == nil {
+			began := time.Now()
 			v, err = op(ctx, target)
 			r.observe(target, err)
 			if err == nil {
 				return v, nil
+			}
+			if r.silent(ctx, target, time.Since(began)) {
+				// Its ranges may have moved at the same P-chain height
+				// (the liveness membership), which only another node can
+				// tell: the next request looks the owner up again.
+				r.owners.forget(rangeKey)
 			}
 		}
 		if hint, ok := IsNotOwner(err); ok {

@@ -365,3 +365,40 @@ func TestRouterBatchesPooled(t *testing.T) {
 	}
 	require.NoError(f.CheckUnique())
 }
+
+// TestRouterLeavesASilentOwner: an owner whose process is stopped (or whose
+// link is cut) takes requests and answers none, and the membership moves
+// its ranges at the same P-chain height. A caller that bounds each request
+// (as SeaweedFS's masters do) must reach the new owner within a few
+// requests, not keep waiting on the cached silent one; and reads must stop
+// waiting on it too.
+func TestRouterLeavesASilentOwner(t *testing.T) {
+	require := require.New(t)
+	f := apitest.New(t, 3)
+	f.SetOwner("a", 0)
+	r := newRouter(t, f)
+	_, err := r.Allocate(testCtx(t), api.AllocateArgs{Range: "a", Count: 1})
+	require.NoError(err)
+
+	f.Nodes[0].Pause()
+	t.Cleanup(f.Nodes[0].Resume)
+	f.MoveOwner("a", 1)
+	var got *api.AllocateReply
+	for attempt := 1; got == nil; attempt++ {
+		require.LessOrEqual(attempt, 3, "the router keeps sending to the silent owner")
+		ctx, cancel := context.WithTimeout(testCtx(t), 200*time.Millisecond)
+		got, _ = r.Allocate(ctx, api.AllocateArgs{Range: "a", Count: 1})
+		cancel()
+	}
+	require.Equal(f.Nodes[1].ID, got.Owner)
+
+	silentReads := 0
+	for range 6 {
+		ctx, cancel := context.WithTimeout(testCtx(t), 200*time.Millisecond)
+		if _, err := r.GetMembership(ctx); err != nil {
+			silentReads++
+		}
+		cancel()
+	}
+	require.LessOrEqual(silentReads, 1, "reads keep going to the silent node")
+}

@@ -7,6 +7,7 @@ package localnettest
 
 import (
 	"context"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"os"
@@ -15,8 +16,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/s-chain/schain/api"
 	"github.com/s-chain/schain/client"
 	"github.com/s-chain/schain/localnet"
+	"github.com/s-chain/schain/txs"
+	"github.com/s-chain/schain/vm/block"
 )
 
 var errNoToken = errors.New("the network has no write token")
@@ -154,4 +158,39 @@ func NodeClient(t testing.TB, n *localnet.Network, nd localnet.Node) *client.Cli
 		t.Fatalf("client: %v", err)
 	}
 	return c
+}
+
+// Chain is what EachTx reads: a node's client or a router.
+type Chain interface {
+	GetBlock(ctx context.Context, height uint64) (*api.BlockReply, error)
+	GetReceipt(ctx context.Context, txID api.ID) (*api.ReceiptReply, error)
+}
+
+// EachTx calls each with every transaction of the accepted blocks from
+// height from to height to, in order, with its block and receipt: how an
+// end-to-end test finds what the chain committed, not only what its own
+// clients saw.
+func EachTx(ctx context.Context, c Chain, from, to uint64, each func(blk *block.Block, tx *txs.Tx, rc *api.ReceiptReply)) error {
+	for height := from; height <= to; height++ {
+		b, err := c.GetBlock(ctx, height)
+		if err != nil {
+			return fmt.Errorf("block %d: %w", height, err)
+		}
+		raw, err := hex.DecodeString(strings.TrimPrefix(b.Bytes, "0x"))
+		if err != nil {
+			return fmt.Errorf("block %d: %w", height, err)
+		}
+		blk, err := block.Parse(raw, block.DefaultLimits(), txs.DefaultLimits())
+		if err != nil {
+			return fmt.Errorf("block %d: %w", height, err)
+		}
+		for _, tx := range blk.Txs {
+			rc, err := c.GetReceipt(ctx, api.ID(tx.ID()))
+			if err != nil {
+				return fmt.Errorf("receipt of %s in block %d: %w", tx.ID(), height, err)
+			}
+			each(blk, tx, rc)
+		}
+	}
+	return nil
 }

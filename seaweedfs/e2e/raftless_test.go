@@ -5,7 +5,6 @@ package e2e
 import (
 	"bytes"
 	"context"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -23,6 +22,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/s-chain/schain/api"
+	"github.com/s-chain/schain/localnet/localnettest"
 	"github.com/s-chain/schain/seaweedfs/cluster"
 	"github.com/s-chain/schain/seaweedfs/objload"
 	"github.com/s-chain/schain/seaweedfs/schainseq"
@@ -510,26 +510,16 @@ func leaseHistory(t *testing.T, from uint64, prefix string) history {
 	n, err := r.GetNode(ctx)
 	require.NoError(t, err)
 	h := history{}
-	for height := from; height <= n.Height; height++ {
-		b, err := r.GetBlock(ctx, height)
-		require.NoError(t, err)
-		raw, err := hex.DecodeString(strings.TrimPrefix(b.Bytes, "0x"))
-		require.NoError(t, err)
-		blk, err := block.Parse(raw, block.DefaultLimits(), txs.DefaultLimits())
-		require.NoError(t, err)
-		for _, tx := range blk.Txs {
-			if _, ok := tx.Unsigned.(*txs.LeaseTx); !ok {
-				continue
-			}
-			rc, err := r.GetReceipt(ctx, api.ID(tx.ID()))
-			require.NoError(t, err)
-			for _, e := range rc.Entries {
-				if strings.HasPrefix(e.Range, prefix) {
-					h.apply(e, blk.Timestamp)
-				}
+	require.NoError(t, localnettest.EachTx(ctx, r, from, n.Height, func(blk *block.Block, tx *txs.Tx, rc *api.ReceiptReply) {
+		if _, ok := tx.Unsigned.(*txs.LeaseTx); !ok {
+			return
+		}
+		for _, e := range rc.Entries {
+			if strings.HasPrefix(e.Range, prefix) {
+				h.apply(e, blk.Timestamp)
 			}
 		}
-	}
+	}))
 	return h
 }
 
