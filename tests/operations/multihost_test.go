@@ -413,7 +413,7 @@ type stopState struct {
 	roots   []api.ID
 	next    map[string]uint64
 	// readAt is, per range and node, the height its counter was read at:
-	// the blocks after it may still allocate (an owner's late work), and
+	// the blocks after it may still allocate (abandoned requests), and
 	// a block can be accepted between the counters' reads and the
 	// heights'.
 	readAt map[string][]uint64
@@ -476,10 +476,10 @@ func checkResumed(t *testing.T, ctx context.Context, c *chain, rangeKeys []strin
 		}
 		t.Logf("%s: stopped at height %d (root %s), resumed at %d", nd.Addr, st.heights[i], st.roots[i], n.Height)
 		// Blocks come after the counters were read (heartbeats, the
-		// SeaweedFS masters' allocations, and work a stopped owner took
-		// and committed after its SIGCONT, which its timed-out client no
-		// longer waits for): each counter is where it was read plus what
-		// the blocks after that read allocated in its range.
+		// SeaweedFS masters' allocations, and requests the load abandoned
+		// when it stopped, which their owners had taken and commit
+		// anyway): each counter is where it was read plus what the
+		// blocks after that read allocated in its range.
 		for _, rk := range rangeKeys {
 			a, err := cl.GetAllocation(ctx, rk)
 			require.NoError(t, err)
