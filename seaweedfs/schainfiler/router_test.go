@@ -12,6 +12,22 @@ import (
 	"github.com/s-chain/schain/seaweedfs/schainfiler"
 )
 
+// ownedBucket is a fake network of three nodes where node 0 owns bucket
+// "b", and the store's chain on it with a router that gives up after three
+// attempts (so that a refused read fails instead of waiting).
+func ownedBucket(t *testing.T) (*apitest.Net, *schainfiler.RouterChain, context.Context) {
+	t.Helper()
+	f := apitest.New(t, 3)
+	f.SetOwner("b", 0)
+	cfg := client.DefaultRouterConfig()
+	cfg.Retry.MaxAttempts = 3
+	r, err := client.NewRouter(f.URIs(), f.ChainID.String(), cfg)
+	require.NoError(t, err)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	t.Cleanup(cancel)
+	return f, schainfiler.NewRouterChain(r), ctx
+}
+
 // TestReadsAwayFromTheOwnerNeverGoBack: while the bucket's owner cannot
 // answer, the store reads at other nodes, but never at one that lags
 // behind what the store already wrote: that node would answer the entry
@@ -19,18 +35,10 @@ import (
 // node that caught up answers.
 func TestReadsAwayFromTheOwnerNeverGoBack(t *testing.T) {
 	require := require.New(t)
-	f := apitest.New(t, 3)
-	f.SetOwner("b", 0)
-	cfg := client.DefaultRouterConfig()
-	cfg.Retry.MaxAttempts = 3
-	r, err := client.NewRouter(f.URIs(), f.ChainID.String(), cfg)
-	require.NoError(err)
-	c := schainfiler.NewRouterChain(r)
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
+	f, c, ctx := ownedBucket(t)
 
 	f.Nodes[1].Freeze() // stops following the chain before the write
-	_, err = c.Put(ctx, "b", schainfiler.Write{Key: "k", Attributes: []byte("v1")})
+	_, err := c.Put(ctx, "b", schainfiler.Write{Key: "k", Attributes: []byte("v1")})
 	require.NoError(err)
 	f.Nodes[0].SetDown(true) // the owner
 	f.Nodes[2].SetDown(true)
@@ -51,17 +59,9 @@ func TestReadsAwayFromTheOwnerNeverGoBack(t *testing.T) {
 // every honest node would refuse them from then on.
 func TestALyingNodeCannotStopReadsAwayFromTheOwner(t *testing.T) {
 	require := require.New(t)
-	f := apitest.New(t, 3)
-	f.SetOwner("b", 0)
-	cfg := client.DefaultRouterConfig()
-	cfg.Retry.MaxAttempts = 3
-	r, err := client.NewRouter(f.URIs(), f.ChainID.String(), cfg)
-	require.NoError(err)
-	c := schainfiler.NewRouterChain(r)
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
+	f, c, ctx := ownedBucket(t)
 
-	_, err = c.Put(ctx, "b", schainfiler.Write{Key: "k", Attributes: []byte("v1")})
+	_, err := c.Put(ctx, "b", schainfiler.Write{Key: "k", Attributes: []byte("v1")})
 	require.NoError(err)
 	f.Nodes[0].SetDown(true) // the owner
 	f.Nodes[2].SetDown(true)
