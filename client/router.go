@@ -445,10 +445,16 @@ func (r *Router) observe(e *endpoint, err error) {
 	case err == nil:
 		e.fails, e.downUntil = 0, time.Time{}
 	case errors.Is(err, ErrTransport):
-		e.fails++
-		e.downUntil = time.Now().Add(r.cfg.Retry.delay(e.fails))
+		r.sideline(e, 0)
 		e.known = false
 	}
+}
+
+// sideline sets e aside after one more failure, for the back-off of its
+// failures so far or atLeast, whichever is longer. The caller holds e.mu.
+func (r *Router) sideline(e *endpoint, atLeast time.Duration) {
+	e.fails++
+	e.downUntil = time.Now().Add(max(atLeast, r.cfg.Retry.delay(e.fails)))
 }
 
 // silent reports whether a request to e failed because the caller's
@@ -463,9 +469,20 @@ func (r *Router) silent(ctx context.Context, e *endpoint, waited time.Duration) 
 	}
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	e.fails++
-	e.downUntil = time.Now().Add(max(waited, r.cfg.Retry.delay(e.fails)))
+	r.sideline(e, waited)
 	return true
+}
+
+// ask runs op at e and keeps e's health from the outcome; silent reports
+// that e let the caller's deadline pass without an answer.
+func ask[T any](ctx context.Context, r *Router, e *endpoint, op func(context.Context, *endpoint) (T, error)) (v T, silent bool, err error) {
+	began := time.Now()
+	v, err = op(ctx, e)
+	r.observe(e, err)
+	if err != nil {
+		silent = r.silent(ctx, e, time.Since(began))
+	}
+	return v, silent, err
 }
 
 // pick returns the next endpoint in rotation that is not sidelined, or the
@@ -508,13 +525,7 @@ func readOnce[T any](ctx context.Context, r *Router, op func(context.Context, *e
 		err error
 	)
 	for range r.nodes {
-		e := r.pick()
-		began := time.Now()
-		v, err = op(ctx, e)
-		r.observe(e, err)
-		if err != nil {
-			r.silent(ctx, e, time.Since(began))
-		}
+		v, _, err = ask(ctx, r, r.pick(), op)
 		if !errors.Is(err, ErrTransport) || !r.anyHealthy() {
 			return v, err
 		}
@@ -559,13 +570,12 @@ func write[T any](ctx context.Context, r *Router, rangeKey string, op func(conte
 			target, err = r.route(ctx, rangeKey)
 		}
 		if err == nil {
-			began := time.Now()
-			v, err = op(ctx, target)
-			r.observe(target, err)
+			var silent bool
+			v, silent, err = ask(ctx, r, target, op)
 			if err == nil {
 				return v, nil
 			}
-			if r.silent(ctx, target, time.Since(began)) {
+			if silent {
 				// Its ranges may have moved at the same P-chain height
 				// (the liveness membership), which only another node can
 				// tell: the next request looks the owner up again.
