@@ -108,6 +108,10 @@ func TestShadowAgainstInProcessSChain(t *testing.T) {
 
 	comp := shadow.DefaultConfig()
 	comp.Gate.MinRequests, comp.Gate.MinDuration = 100, 100*time.Millisecond
+	// No latency bound: this test is about agreement with a real VM, and
+	// under -race on a loaded machine a few answers took over the default
+	// second (7 of 200 once); latencies are measured by make bench.
+	comp.LateAfter = 0
 	runner, err := shadow.NewRunner(shadow.Sides{
 		Legacy: legacyraft.NewClient(legacyCluster.Addrs(), 5*time.Second),
 		SChain: schainrpc.New(r),
