@@ -298,6 +298,12 @@ type PutManifestArgs struct {
 	Adopt  bool   `json:"adopt,omitempty"`
 	Wait   Wait   `json:"wait,omitempty"`
 	WaitMs uint64 `json:"waitMs,omitempty"`
+	// ThenGet, with Wait, is a key of Bucket the node reads once the write
+	// is accepted, from its accepted state at the write's height or later
+	// (the reply's Then): a read the writer makes next (a filer checks the
+	// new entry's directory) rides the write's exchange. A node that does
+	// not know the field answers no Then; the caller reads on its own.
+	ThenGet string `json:"thenGet,omitempty"`
 }
 
 // PutManifestReply names the transaction and entry. Version is the
@@ -310,6 +316,15 @@ type PutManifestReply struct {
 	Owner        NodeID        `json:"owner"`
 	Receipt      *ReceiptReply `json:"receipt,omitempty"`
 	Version      uint64        `json:"version,omitempty"`
+	// Then answers ThenGet (nil: not asked, not accepted, or not read).
+	Then *ThenReply `json:"then,omitempty"`
+}
+
+// ThenReply is the read PutManifestArgs.ThenGet asked for: the manifest at
+// Key, or none (Manifest nil).
+type ThenReply struct {
+	Key      string         `json:"key"`
+	Manifest *ManifestReply `json:"manifest,omitempty"`
 }
 
 // Receipt statuses.

@@ -853,6 +853,18 @@ func (s *Service) PutManifest(r *http.Request, args *api.PutManifestArgs, reply 
 	}
 	got, err := s.wait(r, id, args.Wait, args.WaitMs, 0, true)
 	reply.Receipt = got
+	if err == nil && got.Status == api.StatusAccepted && args.ThenGet != "" {
+		f.mu.Lock()
+		defer f.mu.Unlock()
+		head, _, manifests, serr := s.n.state(0)
+		if serr != nil {
+			return nil // a write answers without its read then, as a node does
+		}
+		reply.Then = &api.ThenReply{Key: args.ThenGet}
+		if m, ok := manifests[args.Bucket+"\x00"+args.ThenGet]; ok {
+			reply.Then.Manifest = &api.ManifestReply{Head: head, Manifest: m}
+		}
+	}
 	return err
 }
 

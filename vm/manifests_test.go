@@ -188,6 +188,54 @@ func TestChunksBoundAndReleasedThroughTheAPI(t *testing.T) {
 	require.Empty(released())
 }
 
+// TestPutManifestThenGet: a write that asks for a key back answers it from
+// the state that accepted the write: another object as it is, the written
+// object itself with the write's version, none for an absent key; a key
+// over the genesis limit is refused before anything is written.
+func TestPutManifestThenGet(t *testing.T) {
+	require := require.New(t)
+	on := newObjectsNet(t, 16)
+	dir := on.object("dir")
+	require.Nil(on.putAll([]api.PutManifestArgs{dir})[0].err)
+
+	w := on.object("dir/a", 1)
+	w.ThenGet = "dir"
+	res := on.putAll([]api.PutManifestArgs{w})
+	require.Nil(res[0].err)
+	then := res[0].reply.Then
+	require.NotNil(then)
+	require.Equal("dir", then.Key)
+	require.NotNil(then.Manifest, "the directory is there")
+	require.Equal([]byte("attrs of dir"), then.Manifest.Attributes)
+	require.GreaterOrEqual(then.Manifest.AcceptedHeight, res[0].reply.Receipt.Height, "read at the write's height or later")
+
+	w = on.object("dir/b", 2)
+	w.ThenGet = "dir/b"
+	res = on.putAll([]api.PutManifestArgs{w})
+	require.Nil(res[0].err)
+	require.NotNil(res[0].reply.Then.Manifest)
+	require.Equal(res[0].reply.Version, res[0].reply.Then.Manifest.Version, "the read sees the write")
+
+	w = on.object("dir/c", 3)
+	w.ThenGet = "nothing-here"
+	res = on.putAll([]api.PutManifestArgs{w})
+	require.Nil(res[0].err)
+	require.Equal(&api.ThenReply{Key: "nothing-here"}, res[0].reply.Then)
+
+	w = on.object("dir/d", 4)
+	res = on.putAll([]api.PutManifestArgs{w})
+	require.Nil(res[0].err)
+	require.Nil(res[0].reply.Then, "not asked")
+
+	w = on.object("dir/e", 5)
+	w.ThenGet = string(make([]byte, 4096))
+	var rep api.PutManifestReply
+	err := rpcCall(t, on.url, "putManifest", w, &rep)
+	require.NotNil(err)
+	require.Equal(api.CodeInvalidParams, err.Code, err.Message)
+	require.Zero(on.pendingWrites(), "nothing written")
+}
+
 // TestListManifestsPages: directory-style listing through the API from any
 // node, in bounded pages.
 func TestListManifestsPages(t *testing.T) {

@@ -40,6 +40,20 @@ type Write struct {
 	IfVersion  uint64
 	// Adopt takes the chunks over from another entry that holds them.
 	Adopt bool
+	// ThenGet is a key of the same bucket to read once the write is
+	// accepted, in the write's exchange (Written.Then).
+	ThenGet string
+}
+
+// Written is what a write answers.
+type Written struct {
+	// Version is the entry's new version (0 for a deletion of what was not
+	// live).
+	Version uint64
+	// Then is the record at Write.ThenGet, read at the write's height or
+	// later (Deleted also when there is none); nil when the chain did not
+	// answer it (the caller reads on its own).
+	Then *Record
 }
 
 // Page is one page of a listing: live manifests in key order.
@@ -56,9 +70,8 @@ type Page struct {
 type Chain interface {
 	// Get reads the newest manifest at key.
 	Get(ctx context.Context, bucket, key string) (Record, error)
-	// Put commits w and waits until it is accepted; it returns the
-	// entry's new version (0 for a deletion of what was not live).
-	Put(ctx context.Context, bucket string, w Write) (uint64, error)
+	// Put commits w and waits until it is accepted.
+	Put(ctx context.Context, bucket string, w Write) (Written, error)
 	// List reads one page of live manifests whose keys start with prefix,
 	// after startAfter.
 	List(ctx context.Context, bucket, prefix, startAfter string, limit int) (Page, error)

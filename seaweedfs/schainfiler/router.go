@@ -65,8 +65,8 @@ func (c *RouterChain) Get(ctx context.Context, bucket, key string) (Record, erro
 }
 
 // Put writes at the bucket's owner and waits until accepted.
-func (c *RouterChain) Put(ctx context.Context, bucket string, w Write) (uint64, error) {
-	args := api.PutManifestArgs{Bucket: bucket, Key: w.Key, Deleted: w.Deleted, Attributes: w.Attributes, Adopt: w.Adopt, Wait: api.WaitAccepted}
+func (c *RouterChain) Put(ctx context.Context, bucket string, w Write) (Written, error) {
+	args := api.PutManifestArgs{Bucket: bucket, Key: w.Key, Deleted: w.Deleted, Attributes: w.Attributes, Adopt: w.Adopt, Wait: api.WaitAccepted, ThenGet: w.ThenGet}
 	for _, ch := range w.Chunks {
 		args.Chunks = append(args.Chunks, api.Chunk{Range: ch.Range, ID: ch.ID, Size: ch.Size})
 		args.Size += ch.Size
@@ -79,15 +79,23 @@ func (c *RouterChain) Put(ctx context.Context, bucket string, w Write) (uint64, 
 	}
 	reply, err := c.R.PutManifest(ctx, args)
 	if errors.Is(err, client.ErrPreconditionFailed) {
-		return 0, errors.Join(ErrPreconditionFailed, err)
+		return Written{}, errors.Join(ErrPreconditionFailed, err)
 	}
 	if err != nil {
-		return 0, err
+		return Written{}, err
 	}
 	if rc := reply.Receipt; rc != nil {
 		c.saw(max(rc.Height, rc.Head.AcceptedHeight))
 	}
-	return reply.Version, nil
+	out := Written{Version: reply.Version}
+	if t := reply.Then; w.ThenGet != "" && t != nil && t.Key == w.ThenGet {
+		out.Then = &Record{Key: t.Key, Deleted: true}
+		if m := t.Manifest; m != nil {
+			c.saw(m.Head.AcceptedHeight)
+			out.Then = &Record{Key: t.Key, Version: m.Version, Deleted: m.Manifest.Deleted, Attributes: m.Attributes}
+		}
+	}
+	return out, nil
 }
 
 // List reads a page at the bucket's owner, or at any node that accepted

@@ -81,3 +81,24 @@ func TestALyingNodeCannotStopReadsAwayFromTheOwner(t *testing.T) {
 		return err == nil
 	}, 10*time.Second, 20*time.Millisecond, "an honest node that accepted the store's write still answers: %v", err)
 }
+
+// TestPutReadsThenGetAtTheOwner: a write that asks for a key back gets it
+// from the owner's state after the write: a record, or a tombstone-like
+// record for none.
+func TestPutReadsThenGetAtTheOwner(t *testing.T) {
+	require := require.New(t)
+	_, c, ctx := ownedBucket(t)
+	_, err := c.Put(ctx, "b", schainfiler.Write{Key: "dir", Attributes: []byte("d")})
+	require.NoError(err)
+	w, err := c.Put(ctx, "b", schainfiler.Write{Key: "dir\x00a", Attributes: []byte("a"), ThenGet: "dir"})
+	require.NoError(err)
+	require.NotNil(w.Then)
+	require.Equal("dir", w.Then.Key)
+	require.False(w.Then.Deleted)
+	w, err = c.Put(ctx, "b", schainfiler.Write{Key: "dir\x00b", Attributes: []byte("b"), ThenGet: "none"})
+	require.NoError(err)
+	require.Equal(&schainfiler.Record{Key: "none", Deleted: true}, w.Then)
+	w, err = c.Put(ctx, "b", schainfiler.Write{Key: "dir\x00c", Attributes: []byte("c")})
+	require.NoError(err)
+	require.Nil(w.Then, "not asked")
+}

@@ -99,7 +99,7 @@ func (c *counted) Get(ctx context.Context, bucket, key string) (Record, error) {
 	return c.Chain.Get(ctx, bucket, key)
 }
 
-func (c *counted) Put(ctx context.Context, bucket string, w Write) (uint64, error) {
+func (c *counted) Put(ctx context.Context, bucket string, w Write) (Written, error) {
 	c.puts.Add(1)
 	return c.Chain.Put(ctx, bucket, w)
 }
@@ -175,7 +175,32 @@ func (s *Store) Put(ctx context.Context, dir, name string, encoded []byte, chunk
 	if !hardLinked { // a hard link's chunks belong to its KV record
 		w.Chunks = s.bindable(chunks)
 	}
-	return s.write(ctx, pathOf(dir, name), w)
+	path := pathOf(dir, name)
+	d := dirReadOf(ctx, path)
+	if d != nil {
+		if w.ThenGet, err = s.dirKey(dir); err != nil {
+			d = nil
+		}
+	}
+	written, err := s.write(ctx, path, w)
+	if d != nil && err == nil && written.Then != nil {
+		d.answer(*written.Then)
+	}
+	return err
+}
+
+// dirKey is the key of directory dir's own entry ("" for the root, which
+// has none).
+func (s *Store) dirKey(dir string) (string, error) {
+	i := strings.LastIndex(dir, "/")
+	if i < 0 || dir == "/" {
+		return "", errNoDirEntry
+	}
+	parent := dir[:i]
+	if parent == "" {
+		parent = "/"
+	}
+	return s.key(parent, dir[i+1:])
 }
 
 // Delete writes the entry's tombstone.
@@ -184,23 +209,24 @@ func (s *Store) Delete(ctx context.Context, dir, name string) error {
 	if err != nil {
 		return err
 	}
-	return s.write(ctx, pathOf(dir, name), Write{Key: k, Deleted: true})
+	_, err = s.write(ctx, pathOf(dir, name), Write{Key: k, Deleted: true})
+	return err
 }
 
 // write commits w, with the guard's condition if this path is guarded.
-func (s *Store) write(ctx context.Context, path string, w Write) error {
+func (s *Store) write(ctx context.Context, path string, w Write) (Written, error) {
 	g := guardOf(ctx, path)
 	if g != nil {
 		w.IfAbsent, w.IfVersion = g.condition()
 	}
-	_, err := s.chain.Put(ctx, s.cfg.Bucket, w)
+	written, err := s.chain.Put(ctx, s.cfg.Bucket, w)
 	if errors.Is(err, ErrPreconditionFailed) && g != nil {
 		g.refuse()
 	}
 	if err != nil {
-		return fmt.Errorf("schainfiler: writing %s: %w", path, err)
+		return Written{}, fmt.Errorf("schainfiler: writing %s: %w", path, err)
 	}
-	return nil
+	return written, nil
 }
 
 // Find reads an entry's encoded form (ErrNotFound if none, or deleted).
@@ -211,7 +237,10 @@ func (s *Store) Find(ctx context.Context, dir, name string) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	rec, err := s.chain.Get(ctx, s.cfg.Bucket, k)
+	rec, answered := dirAnswerOf(ctx, pathOf(dir, name))
+	if !answered {
+		rec, err = s.chain.Get(ctx, s.cfg.Bucket, k)
+	}
 	live := err == nil && !rec.Deleted
 	if g := guardOf(ctx, pathOf(dir, name)); g != nil && (err == nil || errors.Is(err, ErrNotFound)) {
 		v := uint64(0)

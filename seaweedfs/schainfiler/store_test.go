@@ -21,6 +21,8 @@ type chain struct {
 	records map[string]schainfiler.Record // bucket + "\n" + key
 	writes  []schainfiler.Write
 	seq     uint64
+	// noThen: a chain that does not answer Write.ThenGet (an older node).
+	noThen bool
 }
 
 func newChain() *chain { return &chain{records: map[string]schainfiler.Record{}} }
@@ -35,21 +37,29 @@ func (c *chain) Get(_ context.Context, bucket, key string) (schainfiler.Record, 
 	return r, nil
 }
 
-func (c *chain) Put(_ context.Context, bucket string, w schainfiler.Write) (uint64, error) {
+func (c *chain) Put(_ context.Context, bucket string, w schainfiler.Write) (schainfiler.Written, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	cur, ok := c.records[bucket+"\n"+w.Key]
 	live := ok && !cur.Deleted
 	switch {
 	case w.IfAbsent && live, w.IfVersion != 0 && (!live || cur.Version != w.IfVersion):
-		return 0, schainfiler.ErrPreconditionFailed
+		return schainfiler.Written{}, schainfiler.ErrPreconditionFailed
 	case w.Deleted && !live:
-		return 0, nil
+		return schainfiler.Written{}, nil
 	}
 	c.seq++
 	c.records[bucket+"\n"+w.Key] = schainfiler.Record{Key: w.Key, Version: c.seq, Deleted: w.Deleted, Attributes: w.Attributes}
 	c.writes = append(c.writes, w)
-	return c.seq, nil
+	out := schainfiler.Written{Version: c.seq}
+	if w.ThenGet != "" && !c.noThen {
+		r, ok := c.records[bucket+"\n"+w.ThenGet]
+		if !ok {
+			r = schainfiler.Record{Key: w.ThenGet, Deleted: true}
+		}
+		out.Then = &r
+	}
+	return out, nil
 }
 
 func (c *chain) List(_ context.Context, bucket, prefix, startAfter string, limit int) (schainfiler.Page, error) {
@@ -149,6 +159,68 @@ func TestGuardMakesCheckAndWriteOneStep(t *testing.T) {
 	require.NoError(filers[1].Put(context.Background(), "/buckets", "b", []byte("dir"), nil, false))
 	require.NoError(filers[0].Put(ctx, "/buckets", "b", []byte("dir"), nil, false))
 	require.False(schainfiler.Refused(ctx))
+}
+
+// TestWriteReadsItsDirectory: a new entry's write brings its directory's
+// entry back, as it is after the write, and the filer's check of that
+// directory right after answers from it without a read of its own, once;
+// the check sees a directory another filer removed before the write (the
+// filer then recreates it). Other reads, other writes and a chain that
+// does not answer read as before.
+func TestWriteReadsItsDirectory(t *testing.T) {
+	require := require.New(t)
+	c := newChain()
+	s, other := store(t, c, schainfiler.DefaultConfig("filer")), store(t, c, schainfiler.DefaultConfig("filer"))
+	bg := context.Background()
+	require.NoError(s.Put(bg, "/buckets", "b", []byte("dir b"), nil, false))
+	gets := func() uint64 { return s.Calls().Gets }
+
+	ctx := schainfiler.WithDirectoryRead(bg, "/buckets/b/k")
+	require.NoError(s.Put(ctx, "/buckets/b", "k", []byte("entry"), nil, false))
+	before := gets()
+	got, err := s.Find(ctx, "/buckets", "b")
+	require.NoError(err)
+	require.Equal([]byte("dir b"), got)
+	require.Equal(before, gets(), "the directory came with the write")
+	_, err = s.Find(ctx, "/buckets", "b")
+	require.NoError(err)
+	require.Equal(before+1, gets(), "once")
+	require.Equal("/buckets\x00b", c.writes[len(c.writes)-1].ThenGet)
+
+	// Removed by another filer before the write: the check finds nothing.
+	require.NoError(other.Delete(bg, "/buckets", "b"))
+	ctx = schainfiler.WithDirectoryRead(bg, "/buckets/b/k2")
+	require.NoError(s.Put(ctx, "/buckets/b", "k2", []byte("entry"), nil, false))
+	before = gets()
+	_, err = s.Find(ctx, "/buckets", "b")
+	require.ErrorIs(err, schainfiler.ErrNotFound)
+	require.Equal(before, gets())
+
+	// Only the marked path's write asks, only its directory answers.
+	ctx = schainfiler.WithDirectoryRead(bg, "/buckets/b/k3")
+	require.NoError(s.Put(ctx, "/buckets/b", "other", []byte("entry"), nil, false))
+	require.Empty(c.writes[len(c.writes)-1].ThenGet)
+	require.NoError(s.Put(ctx, "/buckets/b", "k3", []byte("entry"), nil, false))
+	before = gets()
+	_, err = s.Find(ctx, "/buckets/b", "k3")
+	require.NoError(err)
+	require.Equal(before+1, gets(), "the entry itself is read")
+
+	// An entry of the root: the root has no entry; nothing is asked.
+	ctx = schainfiler.WithDirectoryRead(bg, "/top")
+	require.NoError(s.Put(ctx, "/", "top", []byte("entry"), nil, false))
+	require.Empty(c.writes[len(c.writes)-1].ThenGet)
+
+	// A chain that does not answer: the check reads.
+	c.noThen = true
+	require.NoError(s.Put(bg, "/buckets", "b", []byte("dir b again"), nil, false))
+	ctx = schainfiler.WithDirectoryRead(bg, "/buckets/b/k4")
+	require.NoError(s.Put(ctx, "/buckets/b", "k4", []byte("entry"), nil, false))
+	before = gets()
+	got, err = s.Find(ctx, "/buckets", "b")
+	require.NoError(err)
+	require.Equal([]byte("dir b again"), got)
+	require.Equal(before+1, gets())
 }
 
 func TestListAndDeleteChildren(t *testing.T) {

@@ -296,6 +296,9 @@ func (s *Service) PutManifest(r *http.Request, args *api.PutManifestArgs, reply 
 	if err := e.Verify(s.s.cfg.Genesis.TxLimits); err != nil {
 		return s.invalidParams(r, err)
 	}
+	if l := s.s.cfg.Genesis.TxLimits.MaxKeyLen; len(args.ThenGet) > l {
+		return s.invalidParams(r, fmt.Errorf("%w: thenGet is %d bytes, above maxKeyLen %d", txs.ErrBadKey, len(args.ThenGet), l))
+	}
 	sub, err := s.s.writes.WriteManifest(r.Context(), e)
 	if err != nil {
 		return rpcError(err)
@@ -320,7 +323,30 @@ func (s *Service) PutManifest(r *http.Request, args *api.PutManifestArgs, reply 
 		return refused(sub.TxID, sub.Index, en)
 	}
 	reply.Version = en.Version
+	if args.ThenGet != "" {
+		reply.Then = s.then(args.Bucket, args.ThenGet)
+	}
 	return nil
+}
+
+// then reads key for a write that asked for it, from this node's accepted
+// state (at the write's height or later: the write is accepted here). A
+// read that fails answers nothing: the writer then reads on its own.
+func (s *Service) then(bucket, key string) *api.ThenReply {
+	head, err := s.s.fresh.head(0)
+	if err != nil {
+		return nil
+	}
+	o, err := s.s.reads.State().Object(bucket, key)
+	switch {
+	case errors.Is(err, state.ErrNotFound):
+		return &api.ThenReply{Key: key}
+	case err != nil:
+		return nil
+	}
+	m := manifestReply(o)
+	m.Head = head
+	return &api.ThenReply{Key: key, Manifest: &m}
 }
 
 // refused answers a write whose receipt entry wrote nothing with the
