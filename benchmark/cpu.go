@@ -107,3 +107,25 @@ func (c *SChainCluster) CPUTime(ctx context.Context) (CPUReading, error) {
 	}
 	return CPUReading{Used: used, Height: m.finality.Blocks, Consensus: m.consensus, Decided: m.decided, Txs: m.txs}, nil
 }
+
+// Processes is a CPUSource over process trees: the CPU time roots and
+// their living descendants used so far (every root must run).
+type Processes []int
+
+// CPUTime implements CPUSource.
+func (p Processes) CPUTime(context.Context) (CPUReading, error) {
+	used, err := processTreeCPU(p)
+	return CPUReading{Used: used}, err
+}
+
+// MachineCPU is a CPUSource over the whole machine: the CPU time its cores
+// spent busy so far (neither idle nor waiting for I/O), whoever used it.
+// Beside a system's own processes, it shows whether the machine had cores
+// to spare.
+type MachineCPU struct{}
+
+// CPUTime implements CPUSource.
+func (MachineCPU) CPUTime(context.Context) (CPUReading, error) {
+	busy, err := machineBusy()
+	return CPUReading{Used: busy}, err
+}

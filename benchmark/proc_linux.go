@@ -147,3 +147,35 @@ func parseStat(raw []byte) (stat, error) {
 	st.ticks = utime + stime
 	return st, nil
 }
+
+// machineBusy is the CPU time every core spent neither idle nor waiting
+// for I/O since boot, from /proc/stat's first line.
+func machineBusy() (time.Duration, error) {
+	raw, err := os.ReadFile("/proc/stat")
+	if err != nil {
+		return 0, err
+	}
+	return parseMachineBusy(raw)
+}
+
+// parseMachineBusy reads the "cpu" line of /proc/stat: user nice system
+// idle iowait irq softirq steal ..., in clock ticks. Guest times are part
+// of user and nice already.
+func parseMachineBusy(raw []byte) (time.Duration, error) {
+	line, _, _ := bytes.Cut(raw, []byte("\n"))
+	f := strings.Fields(string(line))
+	if len(f) < 9 || f[0] != "cpu" {
+		return 0, fmt.Errorf("/proc/stat: unexpected first line %q", line)
+	}
+	var busy uint64
+	for i, v := range f[1:9] {
+		n, err := strconv.ParseUint(v, 10, 64)
+		if err != nil {
+			return 0, fmt.Errorf("/proc/stat: %w", err)
+		}
+		if i != 3 && i != 4 { // idle, iowait
+			busy += n
+		}
+	}
+	return time.Duration(busy) * time.Second / clockTicks, nil
+}

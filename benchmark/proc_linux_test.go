@@ -57,3 +57,25 @@ func TestProcessTreeCPUCountsDescendants(t *testing.T) {
 	_, err = processTreeCPU([]int{cmd.Process.Pid, 1 << 30})
 	require.ErrorContains(err, "does not run", "one root gone makes the reading unusable, not smaller")
 }
+
+func TestParseMachineBusy(t *testing.T) {
+	require := require.New(t)
+	// user nice system idle iowait irq softirq steal guest guest_nice
+	raw := "cpu  100 2 30 5000 40 5 6 7 11 0\ncpu0 50 1 15 2500 20 2 3 3 5 0\n"
+	busy, err := parseMachineBusy([]byte(raw))
+	require.NoError(err)
+	require.Equal(150*time.Second/clockTicks, busy, "user+nice+system+irq+softirq+steal, not idle, iowait or guest")
+	_, err = parseMachineBusy([]byte("cpu0 1 2 3 4 5 6 7 8\n"))
+	require.Error(err, "the first line must be the machine's total")
+	_, err = parseMachineBusy([]byte("cpu 1 2 x 4 5 6 7 8\n"))
+	require.Error(err)
+	// The machine's busy time grows while this test's process burns CPU.
+	before, err := machineBusy()
+	require.NoError(err)
+	require.Eventually(func() bool {
+		for deadline := time.Now().Add(20 * time.Millisecond); time.Now().Before(deadline); {
+		}
+		now, err := machineBusy()
+		return err == nil && now-before >= 50*time.Millisecond
+	}, 30*time.Second, time.Millisecond)
+}

@@ -28,3 +28,5 @@ type TreeUse struct {
 
 // ProcessTreeUse is unavailable here.
 func ProcessTreeUse(int) (TreeUse, error) { return TreeUse{}, errNoProcessCPU }
+
+func machineBusy() (time.Duration, error) { return 0, errNoProcessCPU }

@@ -130,10 +130,10 @@ func writeFinality(m *Markdown, r *Report) {
 			sys.Name, base.Name, Thousands(sys.MedianReqPerSec), Thousands(base.MedianReqPerSec), sys.MedianReqPerSec/base.MedianReqPerSec, Duration(sys.Steady.P50), Duration(base.Steady.P50))
 		if sys.CPU != nil && base.CPU != nil && base.CPU.PerRequest() > 0 {
 			m.Line("; CPU per request %s vs %s: %s",
-				cpuText(sys.CPU.PerRequest()), cpuText(base.CPU.PerRequest()), change(sys.CPU.PerRequest(), base.CPU.PerRequest()))
+				CPUText(sys.CPU.PerRequest()), CPUText(base.CPU.PerRequest()), change(sys.CPU.PerRequest(), base.CPU.PerRequest()))
 			if base.CPU.PerBlock() > 0 && sys.CPU.PerBlock() > 0 {
 				m.Line("; per block %s vs %s: %s",
-					cpuText(sys.CPU.PerBlock()), cpuText(base.CPU.PerBlock()), change(sys.CPU.PerBlock(), base.CPU.PerBlock()))
+					CPUText(sys.CPU.PerBlock()), CPUText(base.CPU.PerBlock()), change(sys.CPU.PerBlock(), base.CPU.PerBlock()))
 			}
 			if base.CPU.PerDecision() > 0 && sys.CPU.PerDecision() > 0 {
 				m.Line("; a block from issue to acceptance %s vs %s",
@@ -162,7 +162,7 @@ func writeCPU(m *Markdown, r *Report) {
 		}
 		perBlock, reqPerBlock, reqPerTx, decision := "—", "—", "—", "—"
 		if u.Blocks > 0 {
-			perBlock, reqPerBlock = cpuText(u.PerBlock()), fmt.Sprintf("%.1f", float64(u.Requests)/float64(u.Blocks))
+			perBlock, reqPerBlock = CPUText(u.PerBlock()), fmt.Sprintf("%.1f", float64(u.Requests)/float64(u.Blocks))
 		}
 		if u.Txs > 0 {
 			reqPerTx = fmt.Sprintf("%.1f", float64(u.Requests)/float64(u.Txs))
@@ -170,7 +170,7 @@ func writeCPU(m *Markdown, r *Report) {
 		if u.Decided > 0 {
 			decision = Duration(u.PerDecision())
 		}
-		m.Row(sys.Name, fmt.Sprintf("%.2f", u.Cores()), cpuText(u.PerRequest()), u.Requests, perBlock, u.Blocks, reqPerBlock, reqPerTx, decision)
+		m.Row(sys.Name, fmt.Sprintf("%.2f", u.Cores()), CPUText(u.PerRequest()), u.Requests, perBlock, u.Blocks, reqPerBlock, reqPerTx, decision)
 	}
 }
 
@@ -179,9 +179,9 @@ func change(x, base time.Duration) string {
 	return fmt.Sprintf("%+.0f%%", 100*(float64(x)/float64(base)-1))
 }
 
-// cpuText prints a CPU time per request in milliseconds with two decimals
+// CPUText prints a CPU time per request in milliseconds with two decimals
 // (microseconds matter at pooled rates).
-func cpuText(d time.Duration) string {
+func CPUText(d time.Duration) string {
 	return fmt.Sprintf("%.2f ms", float64(d)/float64(time.Millisecond))
 }
 

@@ -32,6 +32,11 @@ const networkMarker = "started-network"
 // weedOptions are the flags every seaweedfs subcommand shares.
 type weedOptions struct {
 	buildDir, dir, prefix string
+	// profileDir: the benches' S-Chain networks write CPU profiles there.
+	profileDir string
+	// pipelineIntervalMs: the benches' S-Chain networks' block pacing (0:
+	// the chain config's default).
+	pipelineIntervalMs uint64
 }
 
 func (o *weedOptions) clusterDir() string {

@@ -16,6 +16,7 @@ import (
 	"github.com/s-chain/schain/localnet"
 	"github.com/s-chain/schain/seaweedfs/cluster"
 	"github.com/s-chain/schain/seaweedfs/weedbench"
+	vmconfig "github.com/s-chain/schain/vm/config"
 )
 
 func newWeedBenchCmd(g *globals, o *weedOptions) *cobra.Command {
@@ -143,7 +144,12 @@ func runWeedBench(ctx context.Context, g *globals, o *weedOptions, s weedbench.S
 // run's own; stop (set once something runs) stops it.
 func startBenchNetwork(ctx context.Context, g *globals, o *weedOptions, out string) (n *localnet.Network, prefix string, stop func(context.Context) error, err error) {
 	ncfg := localnet.DefaultConfig(o.buildDir)
-	ncfg.RootDir, ncfg.Progress = filepath.Join(out, "network"), g.errOut
+	ncfg.RootDir, ncfg.Progress, ncfg.ProfileDir = filepath.Join(out, "network"), g.errOut, o.profileDir
+	if o.pipelineIntervalMs > 0 {
+		cc := vmconfig.DefaultChainConfig()
+		cc.PipelineIntervalMs = o.pipelineIntervalMs
+		ncfg.ChainConfig = &cc
+	}
 	_ = localnet.StopAll(ctx, ncfg.RootDir, nil) // what an earlier run left
 	if err := os.RemoveAll(ncfg.RootDir); err != nil {
 		return nil, "", nil, err

@@ -10,6 +10,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/s-chain/schain/benchmark"
 	"github.com/s-chain/schain/seaweedfs/cluster"
 	"github.com/s-chain/schain/seaweedfs/storebench"
 )
@@ -31,6 +32,9 @@ gateways). Then:
      per store, --rounds rounds of --round-duration per store, interleaved:
      req/s and latency percentiles, and the S-Chain store's PUT throughput
      against the targets (>= 1.0x etcd, >= 0.5x leveldb2);
+     What each store's own processes, the validators, the master and
+     volume server and the whole machine used during the PUT rounds:
+     cores and CPU per PUT;
   2. conditional PUTs on the shared stores: --trials trials of four racing
      exclusive creates (If-None-Match: *) through both gateways; how often
      more than one commits.
@@ -51,6 +55,8 @@ process started is stopped at the end, also on error or Ctrl-C.`,
 	f.DurationVar(&s.RoundDuration, "round-duration", s.RoundDuration, "length of one round")
 	f.IntVar(&s.ObjectSize, "object-size", s.ObjectSize, "bytes per object")
 	f.IntVar(&s.Trials, "trials", s.Trials, "conditional-PUT trials per shared store")
+	f.Uint64Var(&o.pipelineIntervalMs, "pipeline-interval-ms", 0, "the S-Chain network's block pacing (chain config pipelineIntervalMs; 0: its default)")
+	f.StringVar(&o.profileDir, "profile-dir", "", "write CPU profiles of the S-Chain network's nodes and plugins there, every 10 s (see `schain network start --profile-dir`)")
 	f.StringVar(&out, "out", filepath.Join(defaultBuildDir(), "bench", "seaweedfs-stores"), "directory for the network, the cluster, the report and the tables")
 	return cmd
 }
@@ -91,17 +97,25 @@ func runStoresBench(ctx context.Context, g *globals, o *weedOptions, s storebenc
 		strings.Join(n.ChainURIsBase(), ","), n.ChainID.String(), n.TokenPath(), prefix)
 	etcdToml := fmt.Sprintf("[etcd]\nenabled = true\nservers = %q\nkey_prefix = \"seaweedfs.\"\ntimeout = \"3s\"\n", strings.Join(etcd, ","))
 	var stores []storebench.Store
+	var etcdNames []string // the members' names, as AddEtcd gives them
+	for i := range etcd {
+		etcdNames = append(etcdNames, fmt.Sprintf("etcd%d", i+1))
+	}
 	for _, st := range []struct {
 		name, toml string
 		filers     int
 	}{{"schain", schainToml, 2}, {"leveldb2", "", 1}, {"etcd", etcdToml, 2}} {
-		var filers []string
+		var filers, names []string
+		if st.name == "etcd" {
+			names = append(names, etcdNames...)
+		}
 		for i := range st.filers {
 			f, err := c.AddFiler(sctx, fmt.Sprintf("%s-filer%d", st.name, i+1), st.name, st.toml)
 			if err != nil {
 				return err
 			}
 			filers = append(filers, f)
+			names = append(names, fmt.Sprintf("%s-filer%d", st.name, i+1))
 		}
 		store := storebench.Store{Name: st.name, Bucket: "bench-" + st.name}
 		for i := range filers {
@@ -111,10 +125,25 @@ func runStoresBench(ctx context.Context, g *globals, o *weedOptions, s storebenc
 				return err
 			}
 			store.Gateways = append(store.Gateways, gw)
+			names = append(names, fmt.Sprintf("%s-s3-%d", st.name, i+1))
 		}
+		pids, err := c.PIDs(names...)
+		if err != nil {
+			return err
+		}
+		store.CPU = benchmark.Processes(pids)
 		stores = append(stores, store)
 	}
-	rep, err := storebench.Run(ctx, stores, s, g.errOut)
+	validators, err := benchmark.AttachSChain(n)
+	if err != nil {
+		return err
+	}
+	core, err := c.PIDs("master1", "volume")
+	if err != nil {
+		return err
+	}
+	shared := []storebench.Group{{Name: "validators", CPU: validators}, {Name: "master and volume server", CPU: benchmark.Processes(core)}, storebench.Machine()}
+	rep, err := storebench.Run(ctx, stores, shared, s, g.errOut)
 	if err != nil {
 		return err
 	}

@@ -61,6 +61,26 @@ func (c *Cluster) service(name string) (*service, error) {
 	return nil, fmt.Errorf("%w: %q", ErrNoService, name)
 }
 
+// PIDs are the named processes' (masters, the volume server, services).
+func (c *Cluster) PIDs(names ...string) ([]int, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	out := make([]int, 0, len(names))
+	for _, name := range names {
+		found := false
+		for _, p := range c.procs() {
+			if p.Name == name {
+				out, found = append(out, p.PID), true
+				break
+			}
+		}
+		if !found {
+			return nil, fmt.Errorf("%w: %q", ErrNoService, name)
+		}
+	}
+	return out, nil
+}
+
 // addService lays a service out under the cluster's directory, starts it
 // and records it. args get the ports through f.
 func (c *Cluster) addService(kind, name, bin string, args func(dir string, http, grpc int) ([]string, error)) (*service, error) {

@@ -7,6 +7,11 @@
 //     A, ...), so that drift of the shared machine weighs each the same:
 //     PUTs/s and latency percentiles, from the client.
 //   - GET rounds: the same clients GET objects the PUT rounds wrote.
+//   - CPU: around each PUT round the bench reads what each store's own
+//     processes, the processes every store shares (the validators, the
+//     master and volume server) and the whole machine used, so that a
+//     store's throughput comes with what each PUT cost and whether the
+//     machine had cores to spare.
 //   - Conditional PUTs (stores shared by two filers): in each trial four
 //     exclusive creates (If-None-Match: *) of one new key, two through each
 //     of the store's gateways, race; a trial where more than one succeeds
@@ -51,7 +56,28 @@ type Store struct {
 	// first takes the load, the conditional PUTs race through the first two.
 	Gateways []string
 	Bucket   string
+	// CPU reads what the store's own processes (its filers, gateways and
+	// servers) used; nil: not measured.
+	CPU benchmark.CPUSource
 }
+
+// Group is a set of processes the stores share (the validators, the
+// master and volume server, the machine as a whole), measured during
+// every store's PUT rounds.
+type Group struct {
+	Name string
+	CPU  benchmark.CPUSource
+}
+
+// Group names in a Result's PutCPU: a store's own processes, and the
+// whole machine (which the bench's caller passes as a shared group).
+const (
+	ownGroup     = "own processes"
+	machineGroup = "machine"
+)
+
+// Machine is the shared group of the whole machine's busy time.
+func Machine() Group { return Group{machineGroup, benchmark.MachineCPU{}} }
 
 // Report is the bench's result.
 type Report struct {
@@ -71,13 +97,22 @@ type Result struct {
 	PutPerSec   float64           `json:"put_per_sec"`
 	GetPerSec   float64           `json:"get_per_sec"`
 	Conditional *Conditional      `json:"conditional,omitempty"`
-	PutFailures []string          `json:"put_failures,omitempty"`
-	GetFailures []string          `json:"get_failures,omitempty"`
+	// PutCPU is what the store's own processes and each shared group used
+	// during its PUT rounds (Requests: the PUTs answered).
+	PutCPU      []GroupCPU `json:"put_cpu,omitempty"`
+	PutFailures []string   `json:"put_failures,omitempty"`
+	GetFailures []string   `json:"get_failures,omitempty"`
 	written     []string
 	putSamples  [][]benchmark.Sample
 	getSamples  [][]benchmark.Sample
 	putElapsed  []time.Duration
 	getElapsed  []time.Duration
+}
+
+// GroupCPU is what one group of processes used during a store's rounds.
+type GroupCPU struct {
+	Group string           `json:"group"`
+	Use   benchmark.CPUUse `json:"use"`
 }
 
 // Conditional is one shared store's race of exclusive creates.
@@ -91,7 +126,7 @@ type Conditional struct {
 }
 
 // Run measures stores and returns the report.
-func Run(ctx context.Context, stores []Store, s Settings, progress io.Writer) (*Report, error) {
+func Run(ctx context.Context, stores []Store, shared []Group, s Settings, progress io.Writer) (*Report, error) {
 	began := time.Now()
 	logf := func(format string, args ...any) {
 		fmt.Fprintf(progress, "[%6s] "+format+"\n", append([]any{time.Since(began).Round(time.Second)}, args...)...)
@@ -119,8 +154,28 @@ func Run(ctx context.Context, stores []Store, s Settings, progress io.Writer) (*
 				what = "GET"
 			}
 			logf("%s round %d/%d (%d of %d): %s for %v", what, slot.Round+1, s.Rounds, k+1, len(stores)*s.Rounds, res.Name, s.RoundDuration)
+			groups := shared
+			if c := stores[slot.System].CPU; c != nil {
+				groups = append([]Group{{ownGroup, c}}, shared...)
+			}
+			var before []benchmark.CPUReading
+			if !get {
+				var err error
+				if before, err = readCPU(ctx, groups); err != nil {
+					return nil, fmt.Errorf("%s: %w", res.Name, err)
+				}
+			}
+			t0, puts := time.Now(), len(res.written)
 			if err := round(ctx, gateways[slot.System][0], res, slot.Round, get, s); err != nil {
 				return nil, err
+			}
+			if !get {
+				wall := time.Since(t0)
+				after, err := readCPU(ctx, groups)
+				if err != nil {
+					return nil, fmt.Errorf("%s: %w", res.Name, err)
+				}
+				res.addCPU(groups, before, after, wall, len(res.written)-puts)
 			}
 		}
 	}
@@ -197,6 +252,40 @@ func round(ctx context.Context, g *objload.HTTPStore, res *Result, n int, get bo
 		res.written = append(res.written, written...)
 	}
 	return nil
+}
+
+// readCPU reads every group's CPU time so far.
+func readCPU(ctx context.Context, groups []Group) ([]benchmark.CPUReading, error) {
+	out := make([]benchmark.CPUReading, len(groups))
+	for i, g := range groups {
+		r, err := g.CPU.CPUTime(ctx)
+		if err != nil {
+			return nil, fmt.Errorf("reading the CPU time of %s: %w", g.Name, err)
+		}
+		out[i] = r
+	}
+	return out, nil
+}
+
+// addCPU adds one PUT round's use by every group to the store's.
+func (res *Result) addCPU(groups []Group, before, after []benchmark.CPUReading, wall time.Duration, puts int) {
+	for i, g := range groups {
+		var use *benchmark.CPUUse
+		for j := range res.PutCPU {
+			if res.PutCPU[j].Group == g.Name {
+				use = &res.PutCPU[j].Use
+			}
+		}
+		if use == nil {
+			res.PutCPU = append(res.PutCPU, GroupCPU{Group: g.Name})
+			use = &res.PutCPU[len(res.PutCPU)-1].Use
+		}
+		use.Used += after[i].Used - before[i].Used
+		use.Wall += wall
+		use.Requests += puts
+		use.Blocks += after[i].Height - before[i].Height
+		use.Txs += after[i].Txs - before[i].Txs
+	}
 }
 
 // binaryKey makes each object's first bytes its own, so no two are equal.

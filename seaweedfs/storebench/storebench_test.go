@@ -12,6 +12,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/s-chain/schain/benchmark"
 	"github.com/s-chain/schain/seaweedfs/storebench"
 )
 
@@ -52,11 +53,12 @@ func TestRunCountsDoubleCommits(t *testing.T) {
 	require := require.New(t)
 	s := storebench.Settings{Clients: 2, Rounds: 2, RoundDuration: 50 * time.Millisecond, ObjectSize: 16, Trials: 3, Timeout: time.Second}
 	stores := []storebench.Store{
-		{Name: "schain", Gateways: shared(t, false), Bucket: "b"},
-		{Name: "etcd", Gateways: shared(t, true), Bucket: "b"},
+		{Name: "schain", Gateways: shared(t, false), Bucket: "b", CPU: &ticking{step: 10 * time.Millisecond}},
+		{Name: "etcd", Gateways: shared(t, true), Bucket: "b", CPU: &ticking{step: 20 * time.Millisecond}},
 		{Name: "leveldb2", Gateways: shared(t, false)[:1], Bucket: "b"},
 	}
-	rep, err := storebench.Run(context.Background(), stores, s, io.Discard)
+	validators := &ticking{step: 30 * time.Millisecond, blocks: 2}
+	rep, err := storebench.Run(context.Background(), stores, []storebench.Group{{Name: "validators", CPU: validators}}, s, io.Discard)
 	require.NoError(err)
 	for _, st := range rep.Stores {
 		require.Positive(st.Put.Requests, st.Name)
@@ -64,6 +66,15 @@ func TestRunCountsDoubleCommits(t *testing.T) {
 		require.Zero(st.Get.Failures, "%s: reads only what was written", st.Name)
 		require.Positive(st.PutPerSec, st.Name)
 	}
+	// Each PUT round reads every group before and after it: one step each.
+	own, val := cpuOf(rep.Stores[0], "own processes"), cpuOf(rep.Stores[0], "validators")
+	require.Equal(20*time.Millisecond, own.Used, "two rounds of the store's own processes")
+	require.Equal(60*time.Millisecond, val.Used, "two rounds of the shared group, during this store's rounds only")
+	require.Equal(uint64(4), val.Blocks)
+	require.EqualValues(rep.Stores[0].Put.Requests-rep.Stores[0].Put.Failures, val.Requests, "the PUTs answered")
+	require.Equal(40*time.Millisecond, cpuOf(rep.Stores[1], "own processes").Used)
+	require.Len(rep.Stores[2].PutCPU, 1, "no own processes given: the shared group only")
+	require.Equal(60*time.Millisecond, cpuOf(rep.Stores[2], "validators").Used)
 	require.Equal(storebench.Conditional{Trials: 3}, *rep.Stores[0].Conditional)
 	require.Equal(storebench.Conditional{Trials: 3, DoubleCommits: 3}, *rep.Stores[1].Conditional)
 	require.Nil(rep.Stores[2].Conditional, "one filer: nothing to race")
@@ -72,4 +83,31 @@ func TestRunCountsDoubleCommits(t *testing.T) {
 	require.NoError(storebench.WriteTables(&b, rep))
 	require.Contains(b.String(), "| etcd | 3 | 3 | 0 |")
 	require.Contains(b.String(), "S-Chain store / etcd: PUT throughput")
+	require.Contains(b.String(), "| schain | validators |")
+	require.Contains(b.String(), "At 0.5x leveldb2's PUT rate")
+}
+
+// ticking is a CPU source whose reading grows by step (and blocks) per read.
+type ticking struct {
+	mu     sync.Mutex
+	step   time.Duration
+	blocks uint64
+	read   benchmark.CPUReading
+}
+
+func (c *ticking) CPUTime(context.Context) (benchmark.CPUReading, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.read.Used += c.step
+	c.read.Height += c.blocks
+	return c.read, nil
+}
+
+func cpuOf(r storebench.Result, group string) benchmark.CPUUse {
+	for _, g := range r.PutCPU {
+		if g.Group == group {
+			return g.Use
+		}
+	}
+	return benchmark.CPUUse{}
 }

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"strings"
+	"time"
 
 	"github.com/s-chain/schain/benchmark"
 )
@@ -42,6 +43,7 @@ func WriteTables(w io.Writer, r *Report) error {
 			first = false
 		}
 	}
+	writeCPU(&m, r)
 	m.Para("Conditional PUTs: in each trial four exclusive creates (If-None-Match: *) of one new key race, two through each of two gateways on two filers sharing the store. A double commit is a trial in which more than one succeeded.")
 	m.Table(benchmark.Text("store"), benchmark.Num("trials"), benchmark.Num("double commits"), benchmark.Num("no commit"), benchmark.Text("errors"))
 	for _, st := range r.Stores {
@@ -56,6 +58,53 @@ func WriteTables(w io.Writer, r *Report) error {
 	}
 	_, err := m.WriteTo(w)
 	return err
+}
+
+// writeCPU reports what each group of processes used during each store's
+// PUT rounds and, for the S-Chain store, the cores its measured CPU per
+// PUT would take at each target's rate.
+func writeCPU(m *benchmark.Markdown, r *Report) {
+	first := true
+	for _, st := range r.Stores {
+		for _, g := range st.PutCPU {
+			if first {
+				m.Para("CPU during the PUT rounds, by group of processes (own processes: the store's filers, gateways and servers; machine: every core's busy time, whoever used it): cores kept busy on average, CPU time per PUT answered, and for the validators the blocks they accepted.")
+				m.Table(benchmark.Text("store"), benchmark.Text("group"), benchmark.Num("cores"), benchmark.Num("CPU per PUT"),
+					benchmark.Num("blocks/s"), benchmark.Num("PUTs per block"), benchmark.Num("CPU per block"))
+				first = false
+			}
+			u := g.Use
+			blocks, perBlock, putsPerBlock := "—", "—", "—"
+			if u.Blocks > 0 {
+				blocks = fmt.Sprintf("%.1f", float64(u.Blocks)/u.Wall.Seconds())
+				perBlock, putsPerBlock = benchmark.CPUText(u.PerBlock()), fmt.Sprintf("%.1f", float64(u.Requests)/float64(u.Blocks))
+			}
+			m.Row(st.Name, g.Group, fmt.Sprintf("%.2f", u.Cores()), benchmark.CPUText(u.PerRequest()), blocks, putsPerBlock, perBlock)
+		}
+	}
+	sc := r.find("schain")
+	if sc == nil {
+		return
+	}
+	var perPut time.Duration
+	for _, g := range sc.PutCPU {
+		if g.Group != machineGroup {
+			perPut += g.Use.PerRequest()
+		}
+	}
+	if perPut == 0 {
+		return
+	}
+	for _, other := range []struct {
+		name   string
+		target float64
+	}{{"etcd", 1.0}, {"leveldb2", 0.5}} {
+		if o := r.find(other.name); o != nil && o.PutPerSec > 0 {
+			rate := other.target * o.PutPerSec
+			m.Line("At %.1fx %s's PUT rate (%s/s), the S-Chain store's processes would keep %.2f cores busy at the CPU per PUT measured here (%s, every group but the machine; it falls as blocks carry more PUTs); the machine has %d.\n",
+				other.target, other.name, benchmark.Thousands(rate), rate*perPut.Seconds(), benchmark.CPUText(perPut), r.Machine.CPUs)
+		}
+	}
 }
 
 func (r *Report) find(name string) *Result {
