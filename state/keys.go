@@ -108,3 +108,10 @@ var (
 	acceptedKey     = []byte{tagAccepted}
 	membershipKey   = []byte{tagMembership}
 )
+
+// NewKeyPrefixes are the prefixes whose reads mostly ask for keys that do
+// not exist yet: a new object's record and its legacy manifest, a chunk's
+// binding, read by every execution of the block that writes them. A cache
+// that knows every key under them (dbcache.Track) answers those reads
+// without the database.
+func NewKeyPrefixes() [][]byte { return [][]byte{{tagObject}, {tagManifest}, {tagChunk}} }

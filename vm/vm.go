@@ -45,6 +45,7 @@ import (
 	"github.com/s-chain/schain/internal/clock"
 	"github.com/s-chain/schain/internal/cpuprofile"
 	"github.com/s-chain/schain/internal/dbcache"
+	"github.com/s-chain/schain/state"
 	"github.com/s-chain/schain/vm/builder"
 	"github.com/s-chain/schain/vm/certifier"
 	"github.com/s-chain/schain/vm/chain"
@@ -212,7 +213,11 @@ func (vm *VM) Init(cfg Config, db database.Database, genesisBytes []byte) error 
 	// Every part reads and writes through the cache (it must see every
 	// write): a plugin's database is the node's, one gRPC round trip per
 	// read, and Verify, building and admission re-read the same keys.
-	db = dbcache.New(db, dbCacheEntries)
+	cached := dbcache.New(db, dbCacheEntries)
+	if err := cached.Track(state.NewKeyPrefixes()...); err != nil {
+		return fmt.Errorf("reading the keys of objects and chunks: %w", err)
+	}
+	db = cached
 	vm.mempool = mempool.New(g.Mempool)
 	vm.AppHandler = common.NewNoOpAppHandler(cfg.Log)
 	if vm.chain, err = chain.New(chain.Config{

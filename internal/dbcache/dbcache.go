@@ -10,9 +10,14 @@
 // goes through it: a Put, a Delete or a batch's Write updates the cache
 // once the database has it, and a read that raced with a write never
 // caches what it read. Iterators read the database itself.
+//
+// Under the prefixes it tracks (Track), the cache also knows which keys
+// exist: a read of a key never written there is answered absent from
+// memory.
 package dbcache
 
 import (
+	"bytes"
 	"container/list"
 	"errors"
 	"slices"
@@ -36,6 +41,8 @@ type DB struct {
 	lru     *list.List // front: most recently used *entry
 	writes  uint64     // bumped by every write, so a racing read does not cache
 	closed  bool       // after Close every call goes to the database (ErrClosed)
+	tracked [][]byte   // prefixes whose every existing key keys holds
+	keys    *filter
 }
 
 type entry struct {
@@ -47,6 +54,60 @@ type entry struct {
 // New wraps db with a cache of at most maxEntries keys.
 func New(db database.Database, maxEntries int) *DB {
 	return &DB{Database: db, max: max(maxEntries, 1), entries: map[string]*list.Element{}, lru: list.New()}
+}
+
+// Track makes the cache know which keys exist under each prefix: it reads
+// them now, records every key written under them from then on, and answers
+// a read of a key it never saw there as absent without asking the
+// database (a new object's keys: every block that writes one reads them
+// first, on every validator, and each would be a round trip into the
+// node). It must be called before the database is used.
+func (d *DB) Track(prefixes ...[]byte) error {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	f := newFilter(0)
+	for _, p := range prefixes {
+		it := d.Database.NewIteratorWithPrefix(p)
+		for it.Next() {
+			f.add(it.Key())
+		}
+		err := it.Error()
+		it.Release()
+		if err != nil {
+			return err
+		}
+	}
+	d.tracked, d.keys = nil, f
+	for _, p := range prefixes {
+		d.tracked = append(d.tracked, slices.Clone(p))
+	}
+	return nil
+}
+
+// isTracked reports whether key is under a tracked prefix. Called with
+// d.mu held.
+func (d *DB) isTracked(key []byte) bool {
+	for _, p := range d.tracked {
+		if bytes.HasPrefix(key, p) {
+			return true
+		}
+	}
+	return false
+}
+
+// knownAbsent reports whether key was never written under a tracked
+// prefix. Called with d.mu held.
+func (d *DB) knownAbsent(key []byte) bool {
+	return d.keys != nil && !d.closed && d.isTracked(key) && !d.keys.mayHold(key)
+}
+
+// note records that key is about to be written, before the database has
+// it, so that no read after the write finds it absent. Called with d.mu
+// held.
+func (d *DB) note(key []byte) {
+	if d.keys != nil && d.isTracked(key) {
+		d.keys.add(key)
+	}
 }
 
 // Get serves key from memory, or reads it and remembers the answer
@@ -62,6 +123,10 @@ func (d *DB) Get(key []byte) ([]byte, error) {
 			return nil, database.ErrNotFound
 		}
 		return value, nil
+	}
+	if d.knownAbsent(key) {
+		d.mu.Unlock()
+		return nil, database.ErrNotFound
 	}
 	gen := d.writes
 	d.mu.Unlock()
@@ -91,6 +156,10 @@ func (d *DB) Has(key []byte) (bool, error) {
 		d.mu.Unlock()
 		return found, nil
 	}
+	if d.knownAbsent(key) {
+		d.mu.Unlock()
+		return false, nil
+	}
 	gen := d.writes
 	d.mu.Unlock()
 	has, err := d.Database.Has(key)
@@ -107,6 +176,9 @@ func (d *DB) Has(key []byte) (bool, error) {
 
 // Put writes through.
 func (d *DB) Put(key, value []byte) error {
+	d.mu.Lock()
+	d.note(key)
+	d.mu.Unlock()
 	if err := d.Database.Put(key, value); err != nil {
 		d.forget(key)
 		return err
@@ -212,6 +284,13 @@ func (b *batch) Delete(key []byte) error {
 // Write commits the batch, then applies it to the cache; on failure the
 // batch's keys are forgotten, since the database may hold either value.
 func (b *batch) Write() error {
+	b.db.mu.Lock()
+	for _, o := range b.ops {
+		if !o.delete {
+			b.db.note([]byte(o.key))
+		}
+	}
+	b.db.mu.Unlock()
 	err := b.Batch.Write()
 	b.db.mu.Lock()
 	defer b.db.mu.Unlock()

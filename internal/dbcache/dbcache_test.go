@@ -1,6 +1,8 @@
 package dbcache
 
 import (
+	"container/list"
+	"fmt"
 	"sync"
 	"testing"
 
@@ -197,4 +199,91 @@ func TestHasRemembersAbsence(t *testing.T) {
 	has, err = d.Has([]byte("raced"))
 	require.NoError(err)
 	require.True(has)
+}
+
+// TestDatabaseContractTracked: the conformance tests with every key
+// tracked (the empty prefix).
+func TestDatabaseContractTracked(t *testing.T) {
+	for name, test := range dbtest.Tests {
+		t.Run(name, func(t *testing.T) {
+			d := New(memdb.New(), 4)
+			require.NoError(t, d.Track([]byte{}))
+			test(t, d)
+		})
+	}
+}
+
+// TestTrackedKeysAnswerAbsence: under a tracked prefix a key the database
+// never held is answered absent without a read, whatever the cache's
+// bound; keys that existed before Track, and keys written since by a put
+// or a batch (a versiondb commit, as Accept makes), are read; other
+// prefixes are not affected.
+func TestTrackedKeysAnswerAbsence(t *testing.T) {
+	require := require.New(t)
+	under := &countingDB{Database: memdb.New()}
+	require.NoError(under.Database.Put([]byte("o/old"), []byte("before")))
+	d := New(under, 1) // a bound of one: nothing below is answered by the LRU
+	require.NoError(d.Track([]byte("o/"), []byte("k/")))
+
+	for i := range 1000 {
+		_, err := d.Get([]byte(fmt.Sprintf("o/new%d", i)))
+		require.ErrorIs(err, database.ErrNotFound)
+		has, err := d.Has([]byte(fmt.Sprintf("k/new%d", i)))
+		require.NoError(err)
+		require.False(has)
+	}
+	require.Less(under.gets+under.has, 50, "about 1%% false positives go to the database")
+
+	got, err := d.Get([]byte("o/old"))
+	require.NoError(err, "a key that existed before Track")
+	require.Equal([]byte("before"), got)
+
+	require.NoError(d.Put([]byte("o/put"), []byte("p")))
+	v := versiondb.New(d)
+	require.NoError(v.Put([]byte("k/batched"), []byte("b")))
+	require.NoError(v.Commit())
+	for _, k := range []string{"o/put", "k/batched"} {
+		d.mu.Lock()
+		d.entries, d.lru = map[string]*list.Element{}, list.New() // forget the values: the database must answer
+		d.mu.Unlock()
+		got, err := d.Get([]byte(k))
+		require.NoError(err, k)
+		require.NotEmpty(got)
+	}
+
+	// A key written behind the cache's back under a tracked prefix is not
+	// seen (never done in use: the cache must be the only writer); under
+	// another prefix it is.
+	require.NoError(under.Database.Put([]byte("o/behind"), []byte("x")))
+	require.NoError(under.Database.Put([]byte("other/behind"), []byte("x")))
+	_, err = d.Get([]byte("o/behind"))
+	require.ErrorIs(err, database.ErrNotFound)
+	_, err = d.Get([]byte("other/behind"))
+	require.NoError(err)
+
+	require.NoError(d.Close())
+	_, err = d.Get([]byte("o/never"))
+	require.ErrorIs(err, database.ErrClosed, "after Close every call goes to the database")
+}
+
+// TestFilterGrows: past its capacity the filter adds a larger part and
+// still holds every key it was given, with few false positives.
+func TestFilterGrows(t *testing.T) {
+	require := require.New(t)
+	f := newFilter(0)
+	const n = 300_000
+	for i := range n {
+		f.add([]byte(fmt.Sprintf("key%d", i)))
+	}
+	require.Greater(len(f.parts), 1)
+	for i := range n {
+		require.True(f.mayHold([]byte(fmt.Sprintf("key%d", i))))
+	}
+	fp := 0
+	for i := range 100_000 {
+		if f.mayHold([]byte(fmt.Sprintf("absent%d", i))) {
+			fp++
+		}
+	}
+	require.Less(fp, 5_000, "false positives of 100,000 absent keys")
 }
