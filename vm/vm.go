@@ -214,9 +214,12 @@ func (vm *VM) Init(cfg Config, db database.Database, genesisBytes []byte) error 
 	// write): a plugin's database is the node's, one gRPC round trip per
 	// read, and Verify, building and admission re-read the same keys.
 	cached := dbcache.New(db, dbCacheEntries)
-	if err := cached.Track(state.NewKeyPrefixes()...); err != nil {
+	began := cfg.Clock()
+	keys, err := cached.Track(state.NewKeyPrefixes()...)
+	if err != nil {
 		return fmt.Errorf("reading the keys of objects and chunks: %w", err)
 	}
+	cfg.Log.Info("read the keys of objects and chunks", zap.Int("keys", keys), zap.Duration("took", cfg.Clock().Sub(began)))
 	db = cached
 	vm.mempool = mempool.New(g.Mempool)
 	vm.AppHandler = common.NewNoOpAppHandler(cfg.Log)

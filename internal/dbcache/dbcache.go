@@ -61,27 +61,29 @@ func New(db database.Database, maxEntries int) *DB {
 // a read of a key it never saw there as absent without asking the
 // database (a new object's keys: every block that writes one reads them
 // first, on every validator, and each would be a round trip into the
-// node). It must be called before the database is used.
-func (d *DB) Track(prefixes ...[]byte) error {
+// node). It must be called before the database is used; it returns how
+// many keys it read.
+func (d *DB) Track(prefixes ...[]byte) (int, error) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	f := newFilter(0)
+	f, n := newFilter(0), 0
 	for _, p := range prefixes {
 		it := d.Database.NewIteratorWithPrefix(p)
 		for it.Next() {
 			f.add(it.Key())
+			n++
 		}
 		err := it.Error()
 		it.Release()
 		if err != nil {
-			return err
+			return n, err
 		}
 	}
 	d.tracked, d.keys = nil, f
 	for _, p := range prefixes {
 		d.tracked = append(d.tracked, slices.Clone(p))
 	}
-	return nil
+	return n, nil
 }
 
 // isTracked reports whether key is under a tracked prefix. Called with

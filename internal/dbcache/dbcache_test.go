@@ -207,7 +207,8 @@ func TestDatabaseContractTracked(t *testing.T) {
 	for name, test := range dbtest.Tests {
 		t.Run(name, func(t *testing.T) {
 			d := New(memdb.New(), 4)
-			require.NoError(t, d.Track([]byte{}))
+			_, err := d.Track([]byte{})
+			require.NoError(t, err)
 			test(t, d)
 		})
 	}
@@ -223,10 +224,12 @@ func TestTrackedKeysAnswerAbsence(t *testing.T) {
 	under := &countingDB{Database: memdb.New()}
 	require.NoError(under.Database.Put([]byte("o/old"), []byte("before")))
 	d := New(under, 1) // a bound of one: nothing below is answered by the LRU
-	require.NoError(d.Track([]byte("o/"), []byte("k/")))
+	n, err := d.Track([]byte("o/"), []byte("k/"))
+	require.NoError(err)
+	require.Equal(1, n, "the key that existed")
 
 	for i := range 1000 {
-		_, err := d.Get([]byte(fmt.Sprintf("o/new%d", i)))
+		_, err = d.Get([]byte(fmt.Sprintf("o/new%d", i)))
 		require.ErrorIs(err, database.ErrNotFound)
 		has, err := d.Has([]byte(fmt.Sprintf("k/new%d", i)))
 		require.NoError(err)
