@@ -214,12 +214,16 @@ func (vm *VM) Init(cfg Config, db database.Database, genesisBytes []byte) error 
 	// write): a plugin's database is the node's, one gRPC round trip per
 	// read, and Verify, building and admission re-read the same keys.
 	cached := dbcache.New(db, dbCacheEntries)
-	began := cfg.Clock()
-	keys, err := cached.Track(state.NewKeyPrefixes()...)
-	if err != nil {
-		return fmt.Errorf("reading the keys of objects and chunks: %w", err)
-	}
-	cfg.Log.Info("read the keys of objects and chunks", zap.Int("keys", keys), zap.Duration("took", cfg.Clock().Sub(began)))
+	scan := cached.Track(state.NewKeyPrefixes()...)
+	go func() { // a large state takes a while; reads ask the database until it is done
+		began := cfg.Clock()
+		keys, err := scan()
+		if err != nil {
+			cfg.Log.Warn("reading the keys of objects and chunks failed: absent ones are read from the node", zap.Int("keys", keys), zap.Error(err))
+			return
+		}
+		cfg.Log.Info("read the keys of objects and chunks", zap.Int("keys", keys), zap.Duration("took", cfg.Clock().Sub(began)))
+	}()
 	db = cached
 	vm.mempool = mempool.New(g.Mempool)
 	vm.AppHandler = common.NewNoOpAppHandler(cfg.Log)

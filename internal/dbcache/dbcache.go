@@ -41,8 +41,9 @@ type DB struct {
 	lru     *list.List // front: most recently used *entry
 	writes  uint64     // bumped by every write, so a racing read does not cache
 	closed  bool       // after Close every call goes to the database (ErrClosed)
-	tracked [][]byte   // prefixes whose every existing key keys holds
+	tracked [][]byte   // prefixes whose every key written since Track keys holds
 	keys    *filter
+	scanned bool // keys holds every key of the tracked prefixes too
 }
 
 type entry struct {
@@ -56,34 +57,44 @@ func New(db database.Database, maxEntries int) *DB {
 	return &DB{Database: db, max: max(maxEntries, 1), entries: map[string]*list.Element{}, lru: list.New()}
 }
 
-// Track makes the cache know which keys exist under each prefix: it reads
-// them now, records every key written under them from then on, and answers
-// a read of a key it never saw there as absent without asking the
-// database (a new object's keys: every block that writes one reads them
-// first, on every validator, and each would be a round trip into the
-// node). It must be called before the database is used; it returns how
-// many keys it read.
-func (d *DB) Track(prefixes ...[]byte) (int, error) {
+// Track makes the cache know which keys exist under each prefix: from now
+// on it records every key written under them, and scan reads those that
+// exist already. Once scan has read them all, a read of a key never seen
+// there is answered absent without asking the database (a new object's
+// keys: every block that writes one reads them first, on every validator,
+// and each would be a round trip into the node); until then reads go to
+// the database. Track must be called before the database is used; scan
+// may run meanwhile (a large state takes a while to read), and returns
+// how many keys it read. Without a completed scan nothing changes.
+func (d *DB) Track(prefixes ...[]byte) (scan func() (int, error)) {
 	d.mu.Lock()
-	defer d.mu.Unlock()
-	f, n := newFilter(0), 0
-	for _, p := range prefixes {
-		it := d.Database.NewIteratorWithPrefix(p)
-		for it.Next() {
-			f.add(it.Key())
-			n++
-		}
-		err := it.Error()
-		it.Release()
-		if err != nil {
-			return n, err
-		}
-	}
-	d.tracked, d.keys = nil, f
+	d.keys, d.scanned, d.tracked = newFilter(0), false, nil
 	for _, p := range prefixes {
 		d.tracked = append(d.tracked, slices.Clone(p))
 	}
-	return n, nil
+	keys := d.keys
+	d.mu.Unlock()
+	return func() (int, error) {
+		n := 0
+		for _, p := range prefixes {
+			it := d.Database.NewIteratorWithPrefix(p)
+			for it.Next() {
+				d.mu.Lock()
+				keys.add(it.Key())
+				d.mu.Unlock()
+				n++
+			}
+			err := it.Error()
+			it.Release()
+			if err != nil {
+				return n, err
+			}
+		}
+		d.mu.Lock()
+		d.scanned = d.keys == keys // not tracked anew meanwhile
+		d.mu.Unlock()
+		return n, nil
+	}
 }
 
 // isTracked reports whether key is under a tracked prefix. Called with
@@ -100,7 +111,7 @@ func (d *DB) isTracked(key []byte) bool {
 // knownAbsent reports whether key was never written under a tracked
 // prefix. Called with d.mu held.
 func (d *DB) knownAbsent(key []byte) bool {
-	return d.keys != nil && !d.closed && d.isTracked(key) && !d.keys.mayHold(key)
+	return d.scanned && !d.closed && d.isTracked(key) && !d.keys.mayHold(key)
 }
 
 // note records that key is about to be written, before the database has

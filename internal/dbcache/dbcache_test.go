@@ -207,7 +207,7 @@ func TestDatabaseContractTracked(t *testing.T) {
 	for name, test := range dbtest.Tests {
 		t.Run(name, func(t *testing.T) {
 			d := New(memdb.New(), 4)
-			_, err := d.Track([]byte{})
+			_, err := d.Track([]byte{})()
 			require.NoError(t, err)
 			test(t, d)
 		})
@@ -224,9 +224,23 @@ func TestTrackedKeysAnswerAbsence(t *testing.T) {
 	under := &countingDB{Database: memdb.New()}
 	require.NoError(under.Database.Put([]byte("o/old"), []byte("before")))
 	d := New(under, 1) // a bound of one: nothing below is answered by the LRU
-	n, err := d.Track([]byte("o/"), []byte("k/"))
+	scan := d.Track([]byte("o/"), []byte("k/"))
+	require.NoError(d.Put([]byte("o/during"), []byte("written before the scan ends")))
+	_, err := d.Get([]byte("o/absent"))
+	require.ErrorIs(err, database.ErrNotFound)
+	require.Equal(1, under.gets, "before the scan, reads go to the database")
+	n, err := scan()
 	require.NoError(err)
-	require.Equal(1, n, "the key that existed")
+	require.Equal(2, n, "the keys that existed")
+	under.gets = 0
+	for _, k := range []string{"o/old", "o/during"} {
+		d.mu.Lock()
+		d.entries, d.lru = map[string]*list.Element{}, list.New()
+		d.mu.Unlock()
+		_, err := d.Get([]byte(k))
+		require.NoError(err, "%s: found after the scan", k)
+	}
+	under.gets = 0
 
 	for i := range 1000 {
 		_, err = d.Get([]byte(fmt.Sprintf("o/new%d", i)))
@@ -289,4 +303,33 @@ func TestFilterGrows(t *testing.T) {
 		}
 	}
 	require.Less(fp, 5_000, "false positives of 100,000 absent keys")
+}
+
+// TestScanWhileWriting: keys written while the scan runs (a VM starts
+// deciding blocks before it finished) and keys that existed before are all
+// found once it is done (run with -race).
+func TestScanWhileWriting(t *testing.T) {
+	require := require.New(t)
+	under := memdb.New()
+	for i := range 2000 {
+		require.NoError(under.Put([]byte(fmt.Sprintf("o/old%d", i)), []byte{1}))
+	}
+	d := New(under, 1)
+	scan := d.Track([]byte("o/"))
+	done := make(chan error)
+	go func() {
+		_, err := scan()
+		done <- err
+	}()
+	for i := range 2000 {
+		require.NoError(d.Put([]byte(fmt.Sprintf("o/new%d", i)), []byte{2}))
+	}
+	require.NoError(<-done)
+	for i := range 2000 {
+		for _, k := range []string{fmt.Sprintf("o/old%d", i), fmt.Sprintf("o/new%d", i)} {
+			has, err := d.Has([]byte(k))
+			require.NoError(err)
+			require.True(has, k)
+		}
+	}
 }
