@@ -3,6 +3,7 @@ package schainfiler
 import (
 	"context"
 	"errors"
+	"strings"
 	"sync"
 )
 
@@ -30,14 +31,24 @@ type dirReadKey struct{}
 // from it, once. The read is the owner's, at the write's height or later:
 // what a read right after the write would see.
 func WithDirectoryRead(ctx context.Context, path string) context.Context {
-	i := len(path) - 1
-	for i >= 0 && path[i] != '/' {
-		i--
-	}
-	if i <= 0 { // an entry of the root: the root has no entry to read
+	dir, _, ok := parentOf(path)
+	if !ok || dir == "/" { // an entry of the root: the root has no entry to read
 		return ctx
 	}
-	return context.WithValue(ctx, dirReadKey{}, &dirRead{entry: path, dir: path[:i]})
+	return context.WithValue(ctx, dirReadKey{}, &dirRead{entry: path, dir: dir})
+}
+
+// parentOf splits a filer path into its directory and name (false for the
+// root and for a path without a slash).
+func parentOf(path string) (dir, name string, ok bool) {
+	i := strings.LastIndex(path, "/")
+	if i < 0 || path == "/" {
+		return "", "", false
+	}
+	if dir = path[:i]; dir == "" {
+		dir = "/"
+	}
+	return dir, path[i+1:], true
 }
 
 // dirReadOf is ctx's mark if its write is of path.

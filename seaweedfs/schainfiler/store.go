@@ -192,15 +192,11 @@ func (s *Store) Put(ctx context.Context, dir, name string, encoded []byte, chunk
 // dirKey is the key of directory dir's own entry ("" for the root, which
 // has none).
 func (s *Store) dirKey(dir string) (string, error) {
-	i := strings.LastIndex(dir, "/")
-	if i < 0 || dir == "/" {
+	parent, name, ok := parentOf(dir)
+	if !ok {
 		return "", errNoDirEntry
 	}
-	parent := dir[:i]
-	if parent == "" {
-		parent = "/"
-	}
-	return s.key(parent, dir[i+1:])
+	return s.key(parent, name)
 }
 
 // Delete writes the entry's tombstone.
