@@ -87,15 +87,25 @@ func (c *RouterChain) Put(ctx context.Context, bucket string, w Write) (Written,
 	if rc := reply.Receipt; rc != nil {
 		c.saw(max(rc.Height, rc.Head.AcceptedHeight))
 	}
-	out := Written{Version: reply.Version}
-	if t := reply.Then; w.ThenGet != "" && t != nil && t.Key == w.ThenGet {
-		out.Then = &Record{Key: t.Key, Deleted: true}
-		if m := t.Manifest; m != nil {
-			c.saw(m.Head.AcceptedHeight)
-			out.Then = &Record{Key: t.Key, Version: m.Version, Deleted: m.Manifest.Deleted, Attributes: m.Attributes}
-		}
+	out := Written{Version: reply.Version, Then: thenRecord(w.ThenGet, reply.Then)}
+	if out.Then != nil && reply.Then.Manifest != nil {
+		c.saw(reply.Then.Manifest.Head.AcceptedHeight)
 	}
 	return out, nil
+}
+
+// thenRecord is the record a write's reply brings back for the key it
+// asked: nil when it asked none, or the reply answers none or another key
+// (the store then reads on its own); a deleted record for no manifest.
+func thenRecord(asked string, t *api.ThenReply) *Record {
+	switch {
+	case asked == "" || t == nil || t.Key != asked:
+		return nil
+	case t.Manifest == nil:
+		return &Record{Key: asked, Deleted: true}
+	}
+	m := t.Manifest
+	return &Record{Key: asked, Version: m.Version, Deleted: m.Manifest.Deleted, Attributes: m.Attributes}
 }
 
 // List reads a page at the bucket's owner, or at any node that accepted
