@@ -110,22 +110,22 @@ func runStoresBench(ctx context.Context, g *globals, o *weedOptions, s storebenc
 			names = append(names, etcdNames...)
 		}
 		for i := range st.filers {
-			f, err := c.AddFiler(sctx, fmt.Sprintf("%s-filer%d", st.name, i+1), st.name, st.toml)
+			name := fmt.Sprintf("%s-filer%d", st.name, i+1)
+			f, err := c.AddFiler(sctx, name, st.name, st.toml)
 			if err != nil {
 				return err
 			}
-			filers = append(filers, f)
-			names = append(names, fmt.Sprintf("%s-filer%d", st.name, i+1))
+			filers, names = append(filers, f), append(names, name)
 		}
 		store := storebench.Store{Name: st.name, Bucket: "bench-" + st.name}
 		for i := range filers {
 			// Each gateway prefers its own filer and fails over to the other.
-			gw, err := c.AddS3(sctx, fmt.Sprintf("%s-s3-%d", st.name, i+1), append(filers[i:], filers[:i]...)...)
+			name := fmt.Sprintf("%s-s3-%d", st.name, i+1)
+			gw, err := c.AddS3(sctx, name, append(filers[i:], filers[:i]...)...)
 			if err != nil {
 				return err
 			}
-			store.Gateways = append(store.Gateways, gw)
-			names = append(names, fmt.Sprintf("%s-s3-%d", st.name, i+1))
+			store.Gateways, names = append(store.Gateways, gw), append(names, name)
 		}
 		pids, err := c.PIDs(names...)
 		if err != nil {
