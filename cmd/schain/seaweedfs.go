@@ -37,6 +37,12 @@ type weedOptions struct {
 	// pipelineIntervalMs: the benches' S-Chain networks' block pacing (0:
 	// the chain config's default).
 	pipelineIntervalMs uint64
+	// validators: the benches' S-Chain networks' size (0: the local
+	// network's).
+	validators int
+	// groupReturnMs: the benches' genesis groupCommitReturnMs (0: the
+	// genesis default).
+	groupReturnMs uint64
 }
 
 func (o *weedOptions) clusterDir() string {

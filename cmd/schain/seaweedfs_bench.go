@@ -150,6 +150,15 @@ func startBenchNetwork(ctx context.Context, g *globals, o *weedOptions, out stri
 		cc.PipelineIntervalMs = o.pipelineIntervalMs
 		ncfg.ChainConfig = &cc
 	}
+	if o.validators > 0 {
+		ncfg.Nodes = o.validators
+	}
+	if o.groupReturnMs > 0 {
+		ncfg.Genesis, err = benchGenesis(o.groupReturnMs)
+		if err != nil {
+			return nil, "", nil, err
+		}
+	}
 	_ = localnet.StopAll(ctx, ncfg.RootDir, nil) // what an earlier run left
 	if err := os.RemoveAll(ncfg.RootDir); err != nil {
 		return nil, "", nil, err
@@ -167,6 +176,24 @@ func startBenchNetwork(ctx context.Context, g *globals, o *weedOptions, out stri
 		return nil, "", stop, err
 	}
 	return n, prefix, stop, nil
+}
+
+// benchGenesis is the local network's genesis with another
+// groupCommitReturnMs, checked as a node would check it.
+func benchGenesis(groupReturnMs uint64) ([]byte, error) {
+	var g map[string]any
+	if err := json.Unmarshal(localnet.Genesis(0, 0, 0), &g); err != nil {
+		return nil, err
+	}
+	g["groupCommitReturnMs"] = groupReturnMs
+	b, err := json.Marshal(g)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := vmconfig.ParseGenesis(b); err != nil {
+		return nil, usageError{err}
+	}
+	return b, nil
 }
 
 // emitBenchReport writes a SeaweedFS bench's report (JSON) and tables

@@ -56,6 +56,8 @@ process started is stopped at the end, also on error or Ctrl-C.`,
 	f.IntVar(&s.ObjectSize, "object-size", s.ObjectSize, "bytes per object")
 	f.IntVar(&s.Trials, "trials", s.Trials, "conditional-PUT trials per shared store")
 	f.Uint64Var(&o.pipelineIntervalMs, "pipeline-interval-ms", 0, "the S-Chain network's block pacing (chain config pipelineIntervalMs; 0: its default)")
+	f.IntVar(&o.validators, "validators", 0, "the S-Chain network's validators (0: the local network's 4; 3 matches etcd's members)")
+	f.Uint64Var(&o.groupReturnMs, "group-return-ms", 0, "the S-Chain genesis groupCommitReturnMs (0: its default)")
 	f.StringVar(&o.profileDir, "profile-dir", "", "write CPU profiles of the S-Chain network's nodes and plugins there, every 10 s (see `schain network start --profile-dir`)")
 	f.StringVar(&out, "out", filepath.Join(defaultBuildDir(), "bench", "seaweedfs-stores"), "directory for the network, the cluster, the report and the tables")
 	return cmd

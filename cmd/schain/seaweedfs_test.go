@@ -11,6 +11,7 @@ import (
 
 	"github.com/s-chain/schain/apitest"
 	"github.com/s-chain/schain/seaweedfs/schainseq"
+	vmconfig "github.com/s-chain/schain/vm/config"
 )
 
 // writeWeedPairs writes n agreeing pairs of one shadow master to dir.
@@ -84,4 +85,16 @@ func TestWeedCutoverAndRollbackOfYourOwnCluster(t *testing.T) {
 	require.Contains(stdout, "S-Chain bounds: file key 89999, volume id 12")
 	require.Contains(stdout, `file_key_floor = "90000"`)
 	require.Contains(stdout, `volume_id_floor = "13"`)
+}
+
+func TestBenchGenesisSetsTheGroupBound(t *testing.T) {
+	b, err := benchGenesis(80)
+	require.NoError(t, err)
+	g, err := vmconfig.ParseGenesis(b)
+	require.NoError(t, err)
+	require.Equal(t, uint64(80), g.GroupCommitReturnMs)
+	require.Equal(t, vmconfig.DefaultGenesis().GroupCommitWindowMs, g.GroupCommitWindowMs, "the rest of the genesis is the local network's")
+
+	_, err = benchGenesis(5_000)
+	require.ErrorAs(t, err, new(usageError), "a bound the genesis refuses is the caller's mistake")
 }
