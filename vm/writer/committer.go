@@ -88,15 +88,20 @@ type committer struct {
 	// forgotten at the second accept after their answers, so they delay
 	// groups for that long at most, each by the bound.
 	answered, answeredBefore atomic.Int64
-	done                     chan struct{} // closed when run returns
+	// processing says whether a block is processing here (nil: never); a
+	// group holds for its decision (collect).
+	processing func() bool
+	// decided is closed at this node's next accept.
+	decided atomic.Pointer[chan struct{}]
+	done    chan struct{} // closed when run returns
 }
 
-func newCommitter(g *config.Genesis, clk clock.Clock, groups *prometheus.CounterVec) *committer {
+func newCommitter(g *config.Genesis, clk clock.Clock, groups *prometheus.CounterVec, processing func() bool) *committer {
 	window := g.GroupCommitWindow()
 	return &committer{
 		intents: make(chan intent, 4*g.GroupCommitMaxEntries), clock: clk,
 		window: window, bound: max(window, g.GroupCommitReturn()), maxEntries: g.GroupCommitMaxEntries,
-		groups: groups, done: make(chan struct{}),
+		groups: groups, processing: processing, done: make(chan struct{}),
 	}
 }
 
@@ -105,7 +110,24 @@ func newCommitter(g *config.Genesis, clk clock.Clock, groups *prometheus.Counter
 func (c *committer) answer() { c.answered.Add(1) }
 
 // accepted starts a new period at a block's acceptance.
-func (c *committer) accepted() { c.answeredBefore.Store(c.answered.Swap(0)) }
+func (c *committer) accepted() {
+	c.answeredBefore.Store(c.answered.Swap(0))
+	next := make(chan struct{})
+	if last := c.decided.Swap(&next); last != nil {
+		close(*last)
+	}
+}
+
+// nextAccept is closed at this node's next accept.
+func (c *committer) nextAccept() <-chan struct{} {
+	for {
+		if next := c.decided.Load(); next != nil {
+			return *next
+		}
+		next := make(chan struct{})
+		c.decided.CompareAndSwap(nil, &next)
+	}
+}
 
 func (c *committer) enqueue(ctx context.Context, it intent) (Submitted, error) {
 	select {
@@ -196,33 +218,70 @@ func (c *committer) run(ctx context.Context, commit func(context.Context, []inte
 }
 
 // collect forms one group from its first intent and says why it closed.
+//
+// Once the window has passed, a group holds while a block is processing
+// here (for up to the bound): its transaction could not be built before
+// that block is decided anyway, the builder's pace being longer than a
+// decision. At the accept, the callers it answered come back to this
+// group, which then waits for as many more requests (up to the bound from
+// the accept), so that clients answered at different accepts ride one
+// block instead of alternating between two.
 func (c *committer) collect(ctx context.Context, first intent) ([]intent, string) {
 	group := []intent{first}
-	in := func() bool { return int64(len(group)) >= c.expected() }
+	var base int64 // requests in before the accept the group held for
+	expected := c.expected
+	in := func() bool { return int64(len(group))-base >= expected() }
 	timer := c.clock.NewTimer(c.window)
 	defer timer.Stop()
-	waited := false // the window has passed
+	waited := false          // the window has passed
+	holding := false         // the group has held for a processing block
+	var held <-chan struct{} // closed at the accept it holds for
 	for len(group) < c.maxEntries {
 		select {
 		case it := <-c.intents:
 			group = append(group, it)
-			if waited && in() {
+			if waited && held == nil && in() {
 				return group, closedReturned
 			}
+		case <-held:
+			held, waited = nil, false
+			base = int64(len(group))
+			expected = c.answered.Load
+			timer.Reset(c.window) // for the accept's answers to be counted
 		case <-timer.C():
-			switch {
-			case waited:
+			if waited {
 				return group, closedBound
-			case in() || c.bound == c.window:
-				return group, closedWindow
 			}
 			waited = true
+			if !holding {
+				if held = c.holdFor(); held != nil {
+					holding = true
+					timer.Reset(c.bound - c.window)
+					continue
+				}
+			}
+			if in() || c.bound == c.window {
+				return group, closedWindow
+			}
 			timer.Reset(c.bound - c.window)
 		case <-ctx.Done():
 			return group, closedStopping
 		}
 	}
 	return group, closedFull
+}
+
+// holdFor is closed at the next accept if a group should hold for a
+// processing block (nil: it should not).
+func (c *committer) holdFor() <-chan struct{} {
+	if c.processing == nil || c.bound == c.window {
+		return nil
+	}
+	next := c.nextAccept() // taken first, so that an accept in between is not missed
+	if !c.processing() {
+		return nil
+	}
+	return next
 }
 
 // expected is how many requests a group waits for: the callers answered

@@ -2,6 +2,7 @@ package writer
 
 import (
 	"context"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -26,11 +27,17 @@ type committed struct {
 // runCommitter starts a committer with a 10 ms window, a 50 ms bound and
 // groups of at most 4 on a manual clock; groups arrive on the channel.
 func runCommitter(t *testing.T) (*committer, *clock.Manual, <-chan committed, context.CancelFunc) {
+	return runCommitterWith(t, nil)
+}
+
+// runCommitterWith is runCommitter on a chain where a block is processing
+// whenever processing says so.
+func runCommitterWith(t *testing.T, processing func() bool) (*committer, *clock.Manual, <-chan committed, context.CancelFunc) {
 	clk := clock.NewManual(time.Unix(1000, 0))
 	c := &committer{
 		intents: make(chan intent, 16), clock: clk, window: testWindow, bound: testBound, maxEntries: 4,
-		groups: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "g"}, []string{"closed"}),
-		done:   make(chan struct{}),
+		groups:     prometheus.NewCounterVec(prometheus.CounterOpts{Name: "g"}, []string{"closed"}),
+		processing: processing, done: make(chan struct{}),
 	}
 	out := make(chan committed, 16)
 	ctx, cancel := context.WithCancel(context.Background())
@@ -76,6 +83,40 @@ func none(t *testing.T, out <-chan committed) {
 	}
 }
 
+// twoComeBack: of two callers expected back after "a", the group waits
+// for the second and closes as soon as it is in.
+func twoComeBack(t *testing.T, c *committer, out <-chan committed) {
+	t.Helper()
+	send(c, "b")
+	none(t, out)
+	send(c, "c")
+	require.Equal(t, []string{"a", "b", "c"}, group(t, out).ranges)
+	require.Equal(t, 1.0, closedBy(c, closedReturned))
+}
+
+// aloneAfter: the group of "a" alone closes, for why, after d more and
+// not before.
+func aloneAfter(t *testing.T, c *committer, clk *clock.Manual, out <-chan committed, d time.Duration, why string) {
+	t.Helper()
+	clk.Advance(d - time.Millisecond)
+	none(t, out)
+	clk.Advance(time.Millisecond)
+	require.Equal(t, []string{"a"}, group(t, out).ranges)
+	require.Equal(t, 1.0, closedBy(c, why))
+}
+
+// rearmed runs f and returns once the committer has set its timer again.
+func rearmed(t *testing.T, clk *clock.Manual, f func()) {
+	t.Helper()
+	armed := clk.Armed()
+	f()
+	select {
+	case <-armed:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the committer did not set its timer")
+	}
+}
+
 func closedBy(c *committer, why string) float64 {
 	var m dto.Metric
 	if err := c.groups.WithLabelValues(why).Write(&m); err != nil {
@@ -110,11 +151,7 @@ func TestReturningClientsShareAGroup(t *testing.T) {
 	require.True(t, clk.AwaitWaiting(1, 10*time.Second))
 	clk.Advance(testWindow)
 	require.True(t, clk.AwaitWaiting(1, 10*time.Second), "the window passed: waiting up to the bound")
-	send(c, "b")
-	none(t, out)
-	send(c, "c")
-	require.Equal(t, []string{"a", "b", "c"}, group(t, out).ranges)
-	require.Equal(t, 1.0, closedBy(c, closedReturned))
+	twoComeBack(t, c, out)
 }
 
 // TestClientsThatLeaveCostTheBound: expected clients that never come back
@@ -173,4 +210,81 @@ func TestEnqueueRefusesWhenFull(t *testing.T) {
 	c.intents <- intent{}
 	_, err := c.enqueue(context.Background(), intent{reply: make(chan intentResult, 1)})
 	require.ErrorContains(t, err, "group-commit queue is full")
+}
+
+// holding starts a committer on a chain with a block processing and one
+// request in a group that has passed its window: the group holds for the
+// block's decision.
+func holding(t *testing.T) (*committer, *clock.Manual, <-chan committed, *atomic.Bool) {
+	var busy atomic.Bool
+	busy.Store(true)
+	c, clk, out, _ := runCommitterWith(t, busy.Load)
+	send(c, "a")
+	require.True(t, clk.AwaitWaiting(1, 10*time.Second))
+	rearmed(t, clk, func() { clk.Advance(testWindow) })
+	return c, clk, out, &busy
+}
+
+// accept is this node's accept of the processing block, answering n
+// waiting callers (they count themselves after the accept, as in Accepted).
+func accept(t *testing.T, c *committer, clk *clock.Manual, busy *atomic.Bool, n int) {
+	t.Helper()
+	rearmed(t, clk, func() {
+		busy.Store(false)
+		c.accepted()
+		for range n {
+			c.answer()
+		}
+	})
+}
+
+// TestGroupHoldsForTheProcessingBlock: with a block processing, a group
+// that nobody else is expected to join does not close at the window: its
+// transaction could not be built before that block is decided. The
+// callers the block's accept answers come back to it, and it closes as
+// soon as they are in: clients answered at two accepts share one block.
+func TestGroupHoldsForTheProcessingBlock(t *testing.T) {
+	c, clk, out, busy := holding(t)
+	clk.Advance(testBound - testWindow - time.Millisecond)
+	none(t, out)
+
+	accept(t, c, clk, busy, 2)
+	rearmed(t, clk, func() { clk.Advance(testWindow) })
+	twoComeBack(t, c, out)
+}
+
+// TestHeldGroupWaitsTheBoundFromTheAccept: callers answered at the accept
+// that do not come back hold the group until the bound from the accept,
+// no longer.
+func TestHeldGroupWaitsTheBoundFromTheAccept(t *testing.T) {
+	c, clk, out, busy := holding(t)
+	accept(t, c, clk, busy, 1)
+	rearmed(t, clk, func() { clk.Advance(testWindow) })
+	aloneAfter(t, c, clk, out, testBound-testWindow, closedBound)
+}
+
+// TestHoldEndsAtTheBound: a block that stays processing holds a group for
+// the bound from its first request, no longer.
+func TestHoldEndsAtTheBound(t *testing.T) {
+	c, clk, out, _ := holding(t)
+	aloneAfter(t, c, clk, out, testBound-testWindow, closedBound)
+}
+
+// TestAcceptThatAnsweredNobodyEndsTheHold: a block that answered none of
+// this node's callers ends the hold at the window after its accept.
+func TestAcceptThatAnsweredNobodyEndsTheHold(t *testing.T) {
+	c, clk, out, busy := holding(t)
+	accept(t, c, clk, busy, 0)
+	aloneAfter(t, c, clk, out, testWindow, closedWindow)
+}
+
+// TestNoHoldWithoutAProcessingBlock: on an idle chain a lone request
+// closes its group at the window.
+func TestNoHoldWithoutAProcessingBlock(t *testing.T) {
+	c, clk, out, _ := runCommitterWith(t, func() bool { return false })
+	send(c, "a")
+	require.True(t, clk.AwaitWaiting(1, 10*time.Second))
+	clk.Advance(testWindow)
+	require.Equal(t, []string{"a"}, group(t, out).ranges)
+	require.Equal(t, 1.0, closedBy(c, closedWindow))
 }

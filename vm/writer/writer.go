@@ -155,7 +155,7 @@ func New(cfg Config, c Chain, pool *mempool.Mempool, builds Builds) (*Writer, er
 		cfg: cfg, genesis: g, chain: c, mempool: pool, builds: builds, metrics: m, clock: cfg.Clock,
 		tracker:   newTracker(g.TrackedTxs),
 		pools:     newPools(g.PoolChunkOrDefault(), g.PoolRanges),
-		committer: newCommitter(g, cfg.Clock, m.groups),
+		committer: newCommitter(g, cfg.Clock, m.groups, func() bool { n, _ := c.Processing(ids.Empty); return n > 0 }), // any block processing
 	}
 	if w.signer, err = newSigner(cfg, cfg.Signatures); err != nil {
 		return nil, err
@@ -328,7 +328,7 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 		bound:        prometheus.NewCounter(prometheus.CounterOpts{Name: "bound_writes_total", Help: "transactions this node signed bound to the block that moves their ranges here"}),
 		boundMissed:  prometheus.NewCounter(prometheus.CounterOpts{Name: "bound_writes_missed_total", Help: "bound transactions of this node that missed their block (then re-signed or rejected)"}),
 		receiptWaits: prometheus.NewGauge(prometheus.GaugeOpts{Name: "receipt_waits", Help: "callers waiting for a transaction's decision (writes with wait, waitReceipt, pool refills)"}),
-		groups:       prometheus.NewCounterVec(prometheus.CounterOpts{Name: "group_commits_total", Help: "allocate groups signed as one transaction, by why they closed: window (nobody else expected), returned (the clients answered at the last accept are back), bound (groupCommitReturnMs passed), full, stopping"}, []string{"closed"}),
+		groups:       prometheus.NewCounterVec(prometheus.CounterOpts{Name: "group_commits_total", Help: "allocate groups signed as one transaction, by why they closed: window (nobody else expected, or the accept a group held for answered nobody here), returned (the clients answered at the last accept are back), bound (groupCommitReturnMs passed, from the first request or from the accept a group held for), full, stopping"}, []string{"closed"}),
 	}
 	for _, c := range []prometheus.Collector{m.mempoolDepth, m.refused, m.pooled, m.openingWaits, m.bound, m.boundMissed, m.groups, m.receiptWaits} {
 		if err := reg.Register(c); err != nil {
