@@ -88,20 +88,20 @@ type committer struct {
 	// forgotten at the second accept after their answers, so they delay
 	// groups for that long at most, each by the bound.
 	answered, answeredBefore atomic.Int64
-	// processing says whether a block is processing here (nil: never); a
-	// group holds for its decision (collect).
+	// processing says whether the block the next one builds on is still
+	// processing (nil: never), and decided is closed at the next decision
+	// here (the tracker's): a group holds for that block (collect).
 	processing func() bool
-	// decided is closed at this node's next accept.
-	decided atomic.Pointer[chan struct{}]
-	done    chan struct{} // closed when run returns
+	decided    func() <-chan struct{}
+	done       chan struct{} // closed when run returns
 }
 
-func newCommitter(g *config.Genesis, clk clock.Clock, groups *prometheus.CounterVec, processing func() bool) *committer {
+func newCommitter(g *config.Genesis, clk clock.Clock, groups *prometheus.CounterVec, processing func() bool, decided func() <-chan struct{}) *committer {
 	window := g.GroupCommitWindow()
 	return &committer{
 		intents: make(chan intent, 4*g.GroupCommitMaxEntries), clock: clk,
 		window: window, bound: max(window, g.GroupCommitReturn()), maxEntries: g.GroupCommitMaxEntries,
-		groups: groups, processing: processing, done: make(chan struct{}),
+		groups: groups, processing: processing, decided: decided, done: make(chan struct{}),
 	}
 }
 
@@ -110,24 +110,7 @@ func newCommitter(g *config.Genesis, clk clock.Clock, groups *prometheus.Counter
 func (c *committer) answer() { c.answered.Add(1) }
 
 // accepted starts a new period at a block's acceptance.
-func (c *committer) accepted() {
-	c.answeredBefore.Store(c.answered.Swap(0))
-	next := make(chan struct{})
-	if last := c.decided.Swap(&next); last != nil {
-		close(*last)
-	}
-}
-
-// nextAccept is closed at this node's next accept.
-func (c *committer) nextAccept() <-chan struct{} {
-	for {
-		if next := c.decided.Load(); next != nil {
-			return *next
-		}
-		next := make(chan struct{})
-		c.decided.CompareAndSwap(nil, &next)
-	}
-}
+func (c *committer) accepted() { c.answeredBefore.Store(c.answered.Swap(0)) }
 
 func (c *committer) enqueue(ctx context.Context, it intent) (Submitted, error) {
 	select {
@@ -235,7 +218,7 @@ func (c *committer) collect(ctx context.Context, first intent) ([]intent, string
 	defer timer.Stop()
 	waited := false          // the window has passed
 	holding := false         // the group has held for a processing block
-	var held <-chan struct{} // closed at the accept it holds for
+	var held <-chan struct{} // closed at the decision it holds for
 	for len(group) < c.maxEntries {
 		select {
 		case it := <-c.intents:
@@ -271,13 +254,13 @@ func (c *committer) collect(ctx context.Context, first intent) ([]intent, string
 	return group, closedFull
 }
 
-// holdFor is closed at the next accept if a group should hold for a
+// holdFor is closed at the next decision if a group should hold for a
 // processing block (nil: it should not).
 func (c *committer) holdFor() <-chan struct{} {
 	if c.processing == nil || c.bound == c.window {
 		return nil
 	}
-	next := c.nextAccept() // taken first, so that an accept in between is not missed
+	next := c.decided() // taken first, so that a decision in between is not missed
 	if !c.processing() {
 		return nil
 	}

@@ -27,17 +27,17 @@ type committed struct {
 // runCommitter starts a committer with a 10 ms window, a 50 ms bound and
 // groups of at most 4 on a manual clock; groups arrive on the channel.
 func runCommitter(t *testing.T) (*committer, *clock.Manual, <-chan committed, context.CancelFunc) {
-	return runCommitterWith(t, nil)
+	return runCommitterWith(t, nil, newTracker(1))
 }
 
 // runCommitterWith is runCommitter on a chain where a block is processing
-// whenever processing says so.
-func runCommitterWith(t *testing.T, processing func() bool) (*committer, *clock.Manual, <-chan committed, context.CancelFunc) {
+// whenever processing says so, its decisions told by tracker.
+func runCommitterWith(t *testing.T, processing func() bool, tracker *tracker) (*committer, *clock.Manual, <-chan committed, context.CancelFunc) {
 	clk := clock.NewManual(time.Unix(1000, 0))
 	c := &committer{
 		intents: make(chan intent, 16), clock: clk, window: testWindow, bound: testBound, maxEntries: 4,
 		groups:     prometheus.NewCounterVec(prometheus.CounterOpts{Name: "g"}, []string{"closed"}),
-		processing: processing, done: make(chan struct{}),
+		processing: processing, decided: tracker.wait, done: make(chan struct{}),
 	}
 	out := make(chan committed, 16)
 	ctx, cancel := context.WithCancel(context.Background())
@@ -215,23 +215,32 @@ func TestEnqueueRefusesWhenFull(t *testing.T) {
 // holding starts a committer on a chain with a block processing and one
 // request in a group that has passed its window: the group holds for the
 // block's decision.
-func holding(t *testing.T) (*committer, *clock.Manual, <-chan committed, *atomic.Bool) {
-	var busy atomic.Bool
-	busy.Store(true)
-	c, clk, out, _ := runCommitterWith(t, busy.Load)
+func holding(t *testing.T) (*committer, *clock.Manual, <-chan committed, *chainState) {
+	chain := &chainState{tracker: newTracker(1)}
+	chain.busy.Store(true)
+	c, clk, out, _ := runCommitterWith(t, chain.busy.Load, chain.tracker)
 	send(c, "a")
 	require.True(t, clk.AwaitWaiting(1, 10*time.Second))
 	rearmed(t, clk, func() { clk.Advance(testWindow) })
-	return c, clk, out, &busy
+	return c, clk, out, chain
+}
+
+// chainState is what the committer reads of the chain: whether a block
+// is processing, and the tracker its decisions wake.
+type chainState struct {
+	busy    atomic.Bool
+	tracker *tracker
 }
 
 // accept is this node's accept of the processing block, answering n
-// waiting callers (they count themselves after the accept, as in Accepted).
-func accept(t *testing.T, c *committer, clk *clock.Manual, busy *atomic.Bool, n int) {
+// waiting callers: in Accepted's order, the committer's new period, then
+// the tracker's wake, then the woken callers count themselves.
+func accept(t *testing.T, c *committer, clk *clock.Manual, chain *chainState, n int) {
 	t.Helper()
 	rearmed(t, clk, func() {
-		busy.Store(false)
+		chain.busy.Store(false)
 		c.accepted()
+		chain.tracker.wake()
 		for range n {
 			c.answer()
 		}
@@ -281,7 +290,7 @@ func TestAcceptThatAnsweredNobodyEndsTheHold(t *testing.T) {
 // TestNoHoldWithoutAProcessingBlock: on an idle chain a lone request
 // closes its group at the window.
 func TestNoHoldWithoutAProcessingBlock(t *testing.T) {
-	c, clk, out, _ := runCommitterWith(t, func() bool { return false })
+	c, clk, out, _ := runCommitterWith(t, func() bool { return false }, newTracker(1))
 	send(c, "a")
 	require.True(t, clk.AwaitWaiting(1, 10*time.Second))
 	clk.Advance(testWindow)

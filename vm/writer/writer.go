@@ -89,6 +89,9 @@ type Chain interface {
 	// Processing reports how many blocks are processing, and whether one
 	// carries txID.
 	Processing(txID ids.ID) (n int, carries bool)
+	// PreferredProcessing is the preferred block's time while it is still
+	// processing (false: it is accepted), what the next block builds on.
+	PreferredProcessing() (ts uint64, processing bool)
 	// Snapshot is the membership the next block will have.
 	Snapshot(ctx context.Context) (*execute.Membership, error)
 	// Membership is a membership this node computed, by fingerprint.
@@ -151,11 +154,15 @@ func New(cfg Config, c Chain, pool *mempool.Mempool, builds Builds) (*Writer, er
 		cfg.Signatures = execute.NewSignatureCache(1 << 14)
 	}
 	g := cfg.Genesis
+	tracker := newTracker(g.TrackedTxs)
 	w := &Writer{
 		cfg: cfg, genesis: g, chain: c, mempool: pool, builds: builds, metrics: m, clock: cfg.Clock,
-		tracker:   newTracker(g.TrackedTxs),
-		pools:     newPools(g.PoolChunkOrDefault(), g.PoolRanges),
-		committer: newCommitter(g, cfg.Clock, m.groups, func() bool { n, _ := c.Processing(ids.Empty); return n > 0 }), // any block processing
+		tracker: tracker,
+		pools:   newPools(g.PoolChunkOrDefault(), g.PoolRanges),
+		committer: newCommitter(g, cfg.Clock, m.groups, func() bool {
+			_, processing := c.PreferredProcessing()
+			return processing
+		}, tracker.wait),
 	}
 	if w.signer, err = newSigner(cfg, cfg.Signatures); err != nil {
 		return nil, err
