@@ -40,9 +40,8 @@ type weedOptions struct {
 	// validators: the benches' S-Chain networks' size (0: the local
 	// network's).
 	validators int
-	// groupReturnMs: the benches' genesis groupCommitReturnMs (0: the
-	// genesis default).
-	groupReturnMs uint64
+	// genesis: the benches' S-Chain genesis (nil: the local network's).
+	genesis []byte
 }
 
 func (o *weedOptions) clusterDir() string {

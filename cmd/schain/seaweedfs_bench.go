@@ -153,11 +153,8 @@ func startBenchNetwork(ctx context.Context, g *globals, o *weedOptions, out stri
 	if o.validators > 0 {
 		ncfg.Nodes = o.validators
 	}
-	if o.groupReturnMs > 0 {
-		ncfg.Genesis, err = benchGenesis(o.groupReturnMs)
-		if err != nil {
-			return nil, "", nil, err
-		}
+	if o.genesis != nil {
+		ncfg.Genesis = o.genesis
 	}
 	_ = localnet.StopAll(ctx, ncfg.RootDir, nil) // what an earlier run left
 	if err := os.RemoveAll(ncfg.RootDir); err != nil {

@@ -11,6 +11,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/s-chain/schain/benchmark"
+	"github.com/s-chain/schain/localnet"
 	"github.com/s-chain/schain/seaweedfs/cluster"
 	"github.com/s-chain/schain/seaweedfs/storebench"
 )
@@ -23,6 +24,7 @@ const filerGroupReturnMs = 120
 func newWeedStoresBenchCmd(g *globals, o *weedOptions) *cobra.Command {
 	s := storebench.DefaultSettings()
 	var out string
+	var groupReturnMs uint64
 	cmd := &cobra.Command{
 		Use:   "bench-stores",
 		Short: "Measure S3 PUTs and GETs through the S-Chain filer store, stock leveldb2 and etcd on one cluster",
@@ -51,6 +53,15 @@ process started is stopped at the end, also on error or Ctrl-C.`,
 			if s.Clients < 1 || s.Rounds < 1 || s.RoundDuration <= 0 || s.ObjectSize < 1 || s.Trials < 0 {
 				return usageError{fmt.Errorf("clients, rounds, round duration and object size must be positive")}
 			}
+			if o.validators < 0 || o.validators > localnet.MaxNodes {
+				return usageError{fmt.Errorf("--validators %d: a local network has 1 to %d (0: the default %d)", o.validators, localnet.MaxNodes, localnet.DefaultNodes)}
+			}
+			if groupReturnMs > 0 {
+				var err error
+				if o.genesis, err = benchGenesis(groupReturnMs); err != nil {
+					return err
+				}
+			}
 			return runStoresBench(cmd.Context(), g, o, s, out)
 		},
 	}
@@ -62,7 +73,7 @@ process started is stopped at the end, also on error or Ctrl-C.`,
 	f.IntVar(&s.Trials, "trials", s.Trials, "conditional-PUT trials per shared store")
 	f.Uint64Var(&o.pipelineIntervalMs, "pipeline-interval-ms", 0, "the S-Chain network's block pacing (chain config pipelineIntervalMs; 0: its default)")
 	f.IntVar(&o.validators, "validators", 0, "the S-Chain network's validators (0: the local network's 4; 3 matches etcd's members)")
-	f.Uint64Var(&o.groupReturnMs, "group-return-ms", filerGroupReturnMs, "the S-Chain genesis groupCommitReturnMs (0: the genesis default; docs/seaweedfs.md says why a filer store's chain takes 120)")
+	f.Uint64Var(&groupReturnMs, "group-return-ms", filerGroupReturnMs, "the S-Chain genesis groupCommitReturnMs (0: the genesis default; docs/seaweedfs.md says why a filer store's chain takes 120)")
 	f.StringVar(&o.profileDir, "profile-dir", "", "write CPU profiles of the S-Chain network's nodes and plugins there, every 10 s (see `schain network start --profile-dir`)")
 	f.StringVar(&out, "out", filepath.Join(defaultBuildDir(), "bench", "seaweedfs-stores"), "directory for the network, the cluster, the report and the tables")
 	return cmd

@@ -98,3 +98,20 @@ func TestBenchGenesisSetsTheGroupBound(t *testing.T) {
 	_, err = benchGenesis(5_000)
 	require.ErrorAs(t, err, new(usageError), "a bound the genesis refuses is the caller's mistake")
 }
+
+// TestStoresBenchRefusesBadNetworks: a network size or a genesis no node
+// would take is refused before anything starts.
+func TestStoresBenchRefusesBadNetworks(t *testing.T) {
+	out := t.TempDir()
+	for _, args := range [][]string{
+		{"--validators", "-1"},
+		{"--validators", "17"},
+		{"--group-return-ms", "5000"},
+	} {
+		code, _, errOut := run(t, append([]string{"seaweedfs", "bench-stores", "--out", out}, args...)...)
+		require.Equal(t, exitUsage, code, "%v: %s", args, errOut)
+	}
+	entries, err := os.ReadDir(out)
+	require.NoError(t, err)
+	require.Empty(t, entries, "nothing was started")
+}
