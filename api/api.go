@@ -180,6 +180,9 @@ type AllocateArgs struct {
 	Wait   Wait   `json:"wait,omitempty"`
 	WaitMs uint64 `json:"waitMs,omitempty"`
 	Pooled bool   `json:"pooled,omitempty"`
+	// OwnEntry: the reply's receipt carries this write's entry only (see
+	// ReceiptReply.First).
+	OwnEntry bool `json:"ownEntry,omitempty"`
 }
 
 // Wait is how far a write call waits before it answers: not at all (the
@@ -304,6 +307,9 @@ type PutManifestArgs struct {
 	// new entry's directory) rides the write's exchange. A node that does
 	// not know the field answers no Then; the caller reads on its own.
 	ThenGet string `json:"thenGet,omitempty"`
+	// OwnEntry: the reply's receipt carries this write's entry only (see
+	// ReceiptReply.First).
+	OwnEntry bool `json:"ownEntry,omitempty"`
 }
 
 // PutManifestReply names the transaction and entry. Version is the
@@ -362,15 +368,32 @@ type WaitReceiptArgs struct {
 // validator set with certificate.Verify or `schain verify`.
 type ReceiptReply struct {
 	Head
-	TxID        ID             `json:"txID"`
-	Status      string         `json:"status"`
-	Height      uint64         `json:"height,omitempty"`
-	Entries     []ReceiptEntry `json:"entries,omitempty"`
-	Error       string         `json:"error,omitempty"`
-	ReplacedBy  *ID            `json:"replacedBy,omitempty"`
-	Final       bool           `json:"final,omitempty"`
-	CertifiedBy uint64         `json:"certifiedBy,omitempty"`
-	Certificate *Certificate   `json:"certificate,omitempty"`
+	TxID    ID             `json:"txID"`
+	Status  string         `json:"status"`
+	Height  uint64         `json:"height,omitempty"`
+	Entries []ReceiptEntry `json:"entries,omitempty"`
+	// First is the index in the transaction of Entries[0]. A write that
+	// asked for its own entry (OwnEntry) gets that entry alone, at First =
+	// its Index: the owner group-commits many callers' writes into one
+	// transaction, and a reply repeating every entry of the group costs
+	// the owner and each caller work that grows with the group. A node
+	// that does not know OwnEntry answers every entry (First 0). Read
+	// entries with Entry.
+	First       int          `json:"first,omitempty"`
+	Error       string       `json:"error,omitempty"`
+	ReplacedBy  *ID          `json:"replacedBy,omitempty"`
+	Final       bool         `json:"final,omitempty"`
+	CertifiedBy uint64       `json:"certifiedBy,omitempty"`
+	Certificate *Certificate `json:"certificate,omitempty"`
+}
+
+// Entry is the receipt's entry at index i of the transaction; false if the
+// receipt does not carry it.
+func (r *ReceiptReply) Entry(i int) (ReceiptEntry, bool) {
+	if i < r.First || i-r.First >= len(r.Entries) {
+		return ReceiptEntry{}, false
+	}
+	return r.Entries[i-r.First], true
 }
 
 // HeightArgs names an accepted block by height.

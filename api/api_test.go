@@ -32,3 +32,34 @@ func TestWaitJSON(t *testing.T) {
 	var args api.AllocateArgs
 	require.ErrorIs(t, json.Unmarshal([]byte(`{"range":"r","count":1,"wait":"eventually"}`), &args), api.ErrBadWait)
 }
+
+// TestReceiptEntry: Entry finds a transaction's entry by its index in a
+// whole receipt and in one carrying a single entry (First), and reports
+// the entries a receipt does not carry.
+func TestReceiptEntry(t *testing.T) {
+	require := require.New(t)
+	whole := &api.ReceiptReply{Entries: []api.ReceiptEntry{{Key: "a"}, {Key: "b"}, {Key: "c"}}}
+	own := &api.ReceiptReply{Entries: []api.ReceiptEntry{{Key: "c"}}, First: 2}
+	for i, key := range []string{"a", "b", "c"} {
+		e, ok := whole.Entry(i)
+		require.True(ok)
+		require.Equal(key, e.Key)
+	}
+	e, ok := own.Entry(2)
+	require.True(ok)
+	require.Equal("c", e.Key)
+	for _, i := range []int{-1, 0, 1, 3} {
+		_, ok := own.Entry(i)
+		require.False(ok, "entry %d", i)
+	}
+	_, ok = whole.Entry(3)
+	require.False(ok)
+	_, ok = (&api.ReceiptReply{}).Entry(0)
+	require.False(ok)
+
+	raw, err := json.Marshal(own)
+	require.NoError(err)
+	var back api.ReceiptReply
+	require.NoError(json.Unmarshal(raw, &back))
+	require.Equal(2, back.First, "first travels")
+}

@@ -183,10 +183,10 @@ func EntryError(rc *api.ReceiptReply, index int) error {
 	if rc == nil || rc.Status != api.StatusAccepted {
 		return nil
 	}
-	if index < 0 || index >= len(rc.Entries) {
-		return fmt.Errorf("%w: receipt of %s has %d entries, not entry %d", ErrMalformedResponse, rc.TxID, len(rc.Entries), index)
+	e, ok := rc.Entry(index)
+	if !ok {
+		return fmt.Errorf("%w: receipt of %s has %d entries from %d, not entry %d", ErrMalformedResponse, rc.TxID, len(rc.Entries), rc.First, index)
 	}
-	e := rc.Entries[index]
 	if e.Refused == "" {
 		return nil
 	}

@@ -192,6 +192,7 @@ func (r *Router) allocateCommitted(ctx context.Context, args api.AllocateArgs) (
 		args.Wait = api.WaitAccepted
 	}
 	args.Pooled = false
+	args.OwnEntry = true
 	rep, err := r.Allocate(ctx, args)
 	var late api.TimeoutData
 	if decodeData(err, api.CodeTimeout, &late) && late.TxID != (api.ID{}) {
@@ -208,13 +209,14 @@ func (r *Router) allocateCommitted(ctx context.Context, args api.AllocateArgs) (
 			return nil, err
 		}
 	}
-	if rep.Index < 0 || rep.Index >= len(rc.Entries) || rc.Entries[rep.Index].Range != args.Range {
-		return nil, fmt.Errorf("%w: receipt of %s has no entry %d for range %q (%d entries)", ErrMalformedResponse, rc.TxID, rep.Index, args.Range, len(rc.Entries))
+	e, ok := rc.Entry(rep.Index)
+	if !ok || e.Range != args.Range {
+		return nil, fmt.Errorf("%w: receipt of %s has no entry %d for range %q (%d entries from %d)", ErrMalformedResponse, rc.TxID, rep.Index, args.Range, len(rc.Entries), rc.First)
 	}
-	if e := rc.Entries[rep.Index]; e.Count != args.Count || e.Base < args.Floor {
+	if e.Count != args.Count || e.Base < args.Floor {
 		return nil, fmt.Errorf("%w: entry %d of %s is %d ids from %d, want %d at or above %d", ErrMalformedResponse, rep.Index, rc.TxID, e.Count, e.Base, args.Count, args.Floor)
 	}
-	return &Committed{Reply: rep, Receipt: rc, Entry: rc.Entries[rep.Index]}, nil
+	return &Committed{Reply: rep, Receipt: rc, Entry: e}, nil
 }
 
 // PutManifest commits a manifest at args.Bucket's owner.

@@ -2,6 +2,7 @@ package vm_test
 
 import (
 	"encoding/json"
+	"fmt"
 	"sync"
 	"testing"
 	"time"
@@ -327,4 +328,86 @@ func TestPutManifestTxSupersededByTheUpgrade(t *testing.T) {
 	legacy, err := on.keys[0].Sign(&txs.PutManifestTx{Header: on.header(0, 10, fp, 99), Entries: []txs.Manifest{{Bucket: on.bucket, Key: "k"}}})
 	require.NoError(t, err)
 	require.ErrorIs(t, on.vms[1].Writer().Admit(legacy), execute.ErrSuperseded)
+}
+
+// TestGroupedWriteAnswersItsOwnEntry: writes group-committed into one
+// transaction; one that asks for its own entry gets a receipt of that entry
+// alone (First = its index), so a reply does not grow with the group; one
+// that does not ask gets every entry, as before.
+func TestGroupedWriteAnswersItsOwnEntry(t *testing.T) {
+	require := require.New(t)
+	on := newObjectsNet(t, 64)
+	const writers = 8
+	var writes []api.PutManifestArgs
+	for i := range writers {
+		w := on.object(fmt.Sprintf("k%d", i), uint64(i))
+		w.OwnEntry = i%2 == 0
+		writes = append(writes, w)
+	}
+	results := on.putAll(writes)
+	txIDs := map[api.ID]bool{}
+	for i, r := range results {
+		require.Nil(r.err, "writer %d", i)
+		txIDs[r.reply.TxID] = true
+		rc := r.reply.Receipt
+		require.NotNil(rc)
+		e, ok := rc.Entry(r.reply.Index)
+		require.True(ok, "writer %d: the receipt carries its entry %d", i, r.reply.Index)
+		require.Equal(writes[i].Key, e.Key)
+		require.Equal(r.reply.Version, e.Version)
+		if writes[i].OwnEntry {
+			require.Len(rc.Entries, 1, "writer %d asked for its own entry", i)
+			require.Equal(r.reply.Index, rc.First)
+		} else {
+			require.Len(rc.Entries, writers, "writer %d asked for every entry", i)
+			require.Zero(rc.First)
+		}
+	}
+	require.Len(txIDs, 1, "the writes were group-committed into one transaction")
+}
+
+// TestGroupedAllocationAnswersItsOwnEntry: the same for allocations.
+func TestGroupedAllocationAnswersItsOwnEntry(t *testing.T) {
+	require := require.New(t)
+	on := newObjectsNet(t, 1)
+	const callers = 6
+	pending := func() int {
+		n := 0
+		for _, tx := range on.vms[0].Mempool().All() {
+			if a, ok := tx.Unsigned.(*txs.AllocateTx); ok {
+				n += len(a.Entries)
+			}
+		}
+		return n
+	}
+	replies := make([]api.AllocateReply, callers)
+	errs := make([]*rpcErr, callers)
+	var wg sync.WaitGroup
+	for i := range callers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			args := api.AllocateArgs{Range: on.bucket, Count: uint64(i + 1), Wait: api.WaitAccepted, OwnEntry: i%2 == 0}
+			errs[i] = rpcCall(t, on.url, "allocate", args, &replies[i])
+		}()
+	}
+	require.Eventually(func() bool { return pending() == callers }, 10*time.Second, 2*time.Millisecond)
+	_, err := on.round(0, 10)
+	require.NoError(err)
+	wg.Wait()
+	txIDs := map[api.ID]bool{}
+	for i, r := range replies {
+		require.Nil(errs[i], "caller %d", i)
+		txIDs[r.TxID] = true
+		e, ok := r.Receipt.Entry(r.Index)
+		require.True(ok, "caller %d", i)
+		require.Equal(uint64(i+1), e.Count, "caller %d reads its own entry", i)
+		if i%2 == 0 {
+			require.Len(r.Receipt.Entries, 1)
+			require.Equal(r.Index, r.Receipt.First)
+		} else {
+			require.Len(r.Receipt.Entries, callers)
+		}
+	}
+	require.Len(txIDs, 1, "the allocations were group-committed into one transaction")
 }

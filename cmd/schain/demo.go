@@ -142,7 +142,10 @@ func runDemo(ctx context.Context, g *globals, n *localnet.Network) error {
 		if err != nil {
 			return err
 		}
-		e := rc.Entries[res.Index]
+		e, ok := rc.Entry(res.Index)
+		if !ok {
+			return fmt.Errorf("receipt of %s has no entry %d", res.TxID, res.Index)
+		}
 		took := time.Since(began)
 		fmt.Fprintf(w, "   %-16s owner %-6s ids [%d, %d) in block %d, %s\n", rk, names[res.Owner], e.Base, e.Base+e.Count, rc.Height, took.Round(time.Millisecond))
 		rep.Allocations = append(rep.Allocations, demoAllocation{Range: rk, Owner: res.Owner, TxID: rc.TxID, Base: e.Base, Count: e.Count, Height: rc.Height, LatencyMs: took.Milliseconds()})
@@ -173,7 +176,11 @@ func runDemo(ctx context.Context, g *globals, n *localnet.Network) error {
 	if err != nil {
 		return err
 	}
-	base := rc.Entries[res.Index].Base
+	e, ok := rc.Entry(res.Index)
+	if !ok {
+		return fmt.Errorf("receipt of %s has no entry %d", res.TxID, res.Index)
+	}
+	base := e.Base
 	content := []byte("hello, pinned writer")
 	sum := sha256.Sum256(content)
 	m := api.PutManifestArgs{Bucket: bucket, Key: "greetings/hello.txt", Size: uint64(len(content)), ContentHash: sum,

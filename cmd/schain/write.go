@@ -77,8 +77,7 @@ node are skipped, never reissued.`,
 func allocatedFields(reply *api.AllocateReply, rangeKey string) []field {
 	rc := reply.Receipt
 	var fs []field
-	if reply.Index < len(rc.Entries) && rc.Entries[reply.Index].Range == rangeKey && rc.TxID == reply.TxID {
-		e := rc.Entries[reply.Index]
+	if e, ok := rc.Entry(reply.Index); ok && e.Range == rangeKey && rc.TxID == reply.TxID {
 		fs = append(fs, field{"base", e.Base}, field{"count", e.Count})
 	}
 	return append(fs, waitedFields(reply.TxID, rc)...)
@@ -141,8 +140,8 @@ hash; otherwise it fails with precondition_failed and the current version.`,
 				}
 				fs := []field{{"txID", reply.TxID}, {"index", reply.Index}, {"pChainHeight", reply.PChainHeight}, {"owner", reply.Owner}}
 				if rc := reply.Receipt; rc != nil {
-					if reply.Index < len(rc.Entries) && rc.Entries[reply.Index].Version != 0 {
-						reply.Version = rc.Entries[reply.Index].Version
+					if e, ok := rc.Entry(reply.Index); ok && e.Version != 0 {
+						reply.Version = e.Version
 						fs = append(fs, field{"version", reply.Version})
 					}
 					fs = append(fs, waitedFields(reply.TxID, rc)...)

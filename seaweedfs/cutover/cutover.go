@@ -218,17 +218,21 @@ func Record(ctx context.Context, c Chain, prefix string, f Floors) (Floors, erro
 		next := cur.Next
 		if next < max(x.want, 1) {
 			// One id at floor want-1 moves the counter to want (or above).
-			rep, err := c.Allocate(ctx, api.AllocateArgs{Range: x.rng, Count: 1, Floor: max(x.want, 1) - 1, Wait: api.WaitAccepted})
+			rep, err := c.Allocate(ctx, api.AllocateArgs{Range: x.rng, Count: 1, Floor: max(x.want, 1) - 1, Wait: api.WaitAccepted, OwnEntry: true})
 			if err != nil {
 				return Floors{}, fmt.Errorf("recording %s >= %d: %w", x.rng, x.want, err)
 			}
 			// The receipt says where the counter is: another node's read
 			// may lag a block behind.
 			rc := rep.Receipt
-			if rc == nil || rc.Status != api.StatusAccepted || rep.Index >= len(rc.Entries) {
+			var e api.ReceiptEntry
+			ok := rc != nil && rc.Status == api.StatusAccepted
+			if ok {
+				e, ok = rc.Entry(rep.Index)
+			}
+			if !ok {
 				return Floors{}, fmt.Errorf("recording %s >= %d: transaction %s not accepted: %+v", x.rng, x.want, rep.TxID, rc)
 			}
-			e := rc.Entries[rep.Index]
 			next = max(next, e.Base+e.Count)
 		}
 		if next < x.want {

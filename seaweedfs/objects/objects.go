@@ -129,7 +129,7 @@ func (e *OrphanedError) Unwrap() error { return e.Err }
 // Put writes size bytes of body as the object key, in the write order,
 // under condition cond.
 func (w *Writer) Put(ctx context.Context, key string, body io.Reader, size int64, cond api.Condition) (*Put, error) {
-	args := api.PutManifestArgs{Bucket: w.cfg.Prefix, Key: key, Size: uint64(size), Wait: api.WaitAccepted, Condition: &cond}
+	args := api.PutManifestArgs{Bucket: w.cfg.Prefix, Key: key, Size: uint64(size), Wait: api.WaitAccepted, Condition: &cond, OwnEntry: true}
 	var a seaweed.Assignment
 	var fids []string
 	if n := (size + int64(w.cfg.ChunkSize) - 1) / int64(w.cfg.ChunkSize); n > 0 {

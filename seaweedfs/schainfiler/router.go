@@ -66,7 +66,7 @@ func (c *RouterChain) Get(ctx context.Context, bucket, key string) (Record, erro
 
 // Put writes at the bucket's owner and waits until accepted.
 func (c *RouterChain) Put(ctx context.Context, bucket string, w Write) (Written, error) {
-	args := api.PutManifestArgs{Bucket: bucket, Key: w.Key, Deleted: w.Deleted, Attributes: w.Attributes, Adopt: w.Adopt, Wait: api.WaitAccepted, ThenGet: w.ThenGet}
+	args := api.PutManifestArgs{Bucket: bucket, Key: w.Key, Deleted: w.Deleted, Attributes: w.Attributes, Adopt: w.Adopt, Wait: api.WaitAccepted, ThenGet: w.ThenGet, OwnEntry: true}
 	for _, ch := range w.Chunks {
 		args.Chunks = append(args.Chunks, api.Chunk{Range: ch.Range, ID: ch.ID, Size: ch.Size})
 		args.Size += ch.Size

@@ -251,6 +251,9 @@ func (s *Service) allocate(r *http.Request, args *api.AllocateArgs, reply *api.A
 			if err != nil {
 				return err
 			}
+			if args.OwnEntry {
+				keepEntry(rc, p.Index)
+			}
 			reply.Receipt = rc
 		}
 		return nil
@@ -265,9 +268,20 @@ func (s *Service) allocate(r *http.Request, args *api.AllocateArgs, reply *api.A
 		if err != nil {
 			return err
 		}
+		if args.OwnEntry {
+			keepEntry(rc, sub.Index)
+		}
 		reply.Receipt = rc
 	}
 	return nil
+}
+
+// keepEntry leaves in an accepted receipt only the entry at index, for a
+// write that asked for its own entry (api.ReceiptReply.First says why).
+func keepEntry(rc *api.ReceiptReply, index int) {
+	if e, ok := rc.Entry(index); ok {
+		rc.Entries, rc.First = []api.ReceiptEntry{e}, index
+	}
 }
 
 // PutManifest commits one manifest of a bucket this node owns: a versioned
@@ -315,10 +329,13 @@ func (s *Service) PutManifest(r *http.Request, args *api.PutManifestArgs, reply 
 	if rc.Status != api.StatusAccepted {
 		return nil
 	}
-	if sub.Index >= len(rc.Entries) {
+	en, ok := rc.Entry(sub.Index)
+	if !ok {
 		return rpcError(fmt.Errorf("receipt of %s has %d entries, the write is entry %d", sub.TxID, len(rc.Entries), sub.Index))
 	}
-	en := rc.Entries[sub.Index]
+	if args.OwnEntry {
+		keepEntry(rc, sub.Index)
+	}
 	if en.Refused != "" {
 		return refused(sub.TxID, sub.Index, en)
 	}
