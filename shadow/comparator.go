@@ -3,6 +3,8 @@ package shadow
 import (
 	"fmt"
 	"time"
+
+	"github.com/s-chain/schain/shadow/legacy"
 )
 
 // rangeState is what the comparator remembers about one range.
@@ -172,17 +174,35 @@ func (c *Comparator) rangeState(d *detector) *rangeState {
 	return rs
 }
 
+// Issued counts ids the legacy issued in an exchange that is no evidence
+// (the run's end cut it off) toward the floors only: they were issued, so
+// S-Chain must start above them.
+func (c *Comparator) Issued(rangeKey string, res legacy.Result) {
+	c.raiseLegacyMax(c.ranges[rangeKey], res)
+}
+
+// raiseLegacyMax raises the highest legacy id seen, over every range and
+// in rs (nil: an untracked range), to res's last id.
+func (c *Comparator) raiseLegacyMax(rs *rangeState, res legacy.Result) {
+	if res.Count == 0 {
+		return
+	}
+	last := res.End() - 1
+	c.legacyMax = max(c.legacyMax, last)
+	if rs != nil {
+		rs.legacyMax = max(rs.legacyMax, last)
+	}
+}
+
 func (c *Comparator) checkLegacyIDs(d *detector, rs *rangeState) {
 	l := d.o.Legacy
 	if !l.ok() || l.Result.Count == 0 {
 		return
 	}
-	last := l.Result.End() - 1
-	c.legacyMax = max(c.legacyMax, last)
+	c.raiseLegacyMax(rs, l.Result)
 	if rs == nil {
 		return
 	}
-	rs.legacyMax = max(rs.legacyMax, last)
 	set := rs.legacy
 	if c.sharedLegacy != nil && !c.ownSpace[d.o.Request.Range] {
 		set = c.sharedLegacy

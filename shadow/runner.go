@@ -249,8 +249,15 @@ func (r *Runner) exchange(ctx context.Context, seq uint64, i int) {
 	cut = cut || r.cutByRun(ctx, wall, obs.SChain.Err)
 
 	if cut {
+		// The run is ending; an exchange it cut off is not evidence, but
+		// what the legacy issued in it bounds the floors all the same.
 		r.abandoned.Add(1)
-		return // the run is ending; an exchange it cut off is not evidence
+		if obs.Legacy.ok() {
+			r.mu.Lock()
+			r.comp.Issued(req.Range, obs.Legacy.Result)
+			r.mu.Unlock()
+		}
+		return
 	}
 	obs.At = r.sides.Now()
 	r.mu.Lock()

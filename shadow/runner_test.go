@@ -274,3 +274,37 @@ func TestRunnerRequestTimeoutIsMissing(t *testing.T) {
 	require.Zero(rep.Counts[KindOutcomeMismatch])
 	require.Zero(rep.Run.Abandoned)
 }
+
+// fixedLegacy issues the same result to every request.
+type fixedLegacy struct{ res legacy.Result }
+
+func (f fixedLegacy) Allocate(context.Context, string, uint64) (legacy.Result, error) {
+	return f.res, nil
+}
+
+// endingSChain ends the run while S-Chain's answer is outstanding.
+type endingSChain struct{ end context.CancelFunc }
+
+func (s endingSChain) Allocate(ctx context.Context, _ string, _, _ uint64) (SChainResult, error) {
+	s.end()
+	<-ctx.Done()
+	return SChainResult{}, ctx.Err()
+}
+
+// TestCutExchangeStillRaisesTheFloors: an exchange the run's end cuts off
+// is no evidence, but ids the legacy issued in it were issued: the cutover
+// floors must stay above them, or S-Chain would hand them out again.
+func TestCutExchangeStillRaisesTheFloors(t *testing.T) {
+	require := require.New(t)
+	ctx, cancel := context.WithCancel(runCtx(t))
+	defer cancel()
+	issued := legacy.Result{First: 3013, Count: 3, Term: 3}
+	cfg := RunConfig{Ranges: RangeKeys("bucket", 1), Workers: 1, Duration: time.Minute, Count: 3, Timeout: time.Second}
+	r, err := NewRunner(Sides{Legacy: fixedLegacy{issued}, SChain: endingSChain{cancel}}, cfg, runnerComparatorConfig())
+	require.NoError(err)
+	r.exchange(ctx, 1, 0)
+	require.Equal(uint64(1), r.abandoned.Load(), "the exchange was cut off")
+	floors := r.Floors(0)
+	require.Greater(floors.Global, issued.End()-1, "the global floor is above what the legacy issued")
+	require.Greater(floors.For(cfg.Ranges[0]), issued.End()-1, "the range's floor too")
+}
