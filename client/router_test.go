@@ -167,8 +167,15 @@ func TestRouterDeadline(t *testing.T) {
 	require.ErrorIs(err, client.ErrNotReady, "the last error is kept")
 	require.Less(time.Since(start), time.Second)
 
-	// A back-off longer than the time left is not slept through.
-	f.Nodes[0].SetInject("allocate", apitest.RPCError(api.CodeMempoolFull, "full", api.RetryData{RetryAfterMs: 5000}))
+	// A back-off longer than the time left is not slept through. Several
+	// answers are queued: the first call's last request, which its
+	// deadline cut off on the client's side, may still reach the node
+	// after this and take one.
+	full := make([]error, 8)
+	for i := range full {
+		full[i] = apitest.RPCError(api.CodeMempoolFull, "full", api.RetryData{RetryAfterMs: 5000})
+	}
+	f.Nodes[0].SetInject("allocate", full...)
 	ctx, cancel = context.WithTimeout(testCtx(t), time.Second)
 	defer cancel()
 	start = time.Now()
