@@ -388,9 +388,10 @@ type ReceiptReply struct {
 }
 
 // Entry is the receipt's entry at index i of the transaction; false if the
-// receipt does not carry it.
+// receipt does not carry it. A negative First (no node sends one) carries
+// nothing, so that i-First cannot overflow into a negative index.
 func (r *ReceiptReply) Entry(i int) (ReceiptEntry, bool) {
-	if i < r.First || i-r.First >= len(r.Entries) {
+	if r.First < 0 || i < r.First || i-r.First >= len(r.Entries) {
 		return ReceiptEntry{}, false
 	}
 	return r.Entries[i-r.First], true

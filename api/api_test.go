@@ -2,6 +2,7 @@ package api_test
 
 import (
 	"encoding/json"
+	"math"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -56,6 +57,15 @@ func TestReceiptEntry(t *testing.T) {
 	require.False(ok)
 	_, ok = (&api.ReceiptReply{}).Entry(0)
 	require.False(ok)
+
+	// A hostile node's first must not make a client index out of range.
+	for _, first := range []int{-1, math.MinInt, math.MaxInt} {
+		bad := &api.ReceiptReply{Entries: []api.ReceiptEntry{{Key: "a"}}, First: first}
+		for _, i := range []int{0, 1, math.MaxInt, -1, math.MinInt} {
+			_, ok := bad.Entry(i)
+			require.Equal(first == math.MaxInt && i == math.MaxInt, ok, "first %d, entry %d", first, i)
+		}
+	}
 
 	raw, err := json.Marshal(own)
 	require.NoError(err)
