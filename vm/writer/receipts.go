@@ -12,6 +12,7 @@ import (
 
 	"github.com/s-chain/schain/api"
 	"github.com/s-chain/schain/state"
+	"github.com/s-chain/schain/vm/chain"
 )
 
 // tracker remembers what happened to transactions this node saw but the
@@ -90,10 +91,31 @@ func (t *tracker) remember(id ids.ID) {
 	}
 }
 
+// acceptedReceipts is how many accepted receipts a writer keeps decoded: a
+// group-committed transaction wakes each of its writes' waiters, and every
+// one asks for the same receipt at once.
+const acceptedReceipts = 64
+
+// acceptedReceipt is an accepted transaction's receipt, decoded once. An
+// accepted receipt never changes, so waiters share its entries; each gets a
+// reply of its own, which it may trim or annotate (entries are never
+// written in place).
+type acceptedReceipt struct {
+	height  uint64
+	entries []api.ReceiptEntry
+}
+
+func (a acceptedReceipt) reply(txID ids.ID) *api.ReceiptReply {
+	return &api.ReceiptReply{TxID: api.ID(txID), Status: api.StatusAccepted, Height: a.height, Entries: a.entries}
+}
+
 // Receipt reports a transaction's status from accepted state, the pending
 // pool and processing blocks, and what this node remembers of rejections and
 // re-pins.
 func (w *Writer) Receipt(txID ids.ID) (*api.ReceiptReply, error) {
+	if a, ok := w.accepted.Get(txID); ok {
+		return a.reply(txID), nil
+	}
 	rc, err := w.chain.State().Receipt(txID)
 	switch {
 	case err == nil:
@@ -105,7 +127,9 @@ func (w *Writer) Receipt(txID ids.ID) (*api.ReceiptReply, error) {
 				Lease: string(e.Lease), Holder: e.Holder, Token: e.Token, ExpiresMs: e.ExpiresMs,
 			}
 		}
-		return &api.ReceiptReply{TxID: api.ID(txID), Status: api.StatusAccepted, Height: rc.Height, Entries: entries}, nil
+		a := acceptedReceipt{height: rc.Height, entries: entries}
+		w.accepted.Put(txID, a)
+		return a.reply(txID), nil
 	case !errors.Is(err, state.ErrNotFound):
 		return nil, err
 	}
@@ -115,10 +139,28 @@ func (w *Writer) Receipt(txID ids.ID) (*api.ReceiptReply, error) {
 	} else if rejected {
 		return &api.ReceiptReply{TxID: api.ID(txID), Status: api.StatusRejected, Error: reason}, nil
 	}
-	if _, carried := w.chain.Processing(txID); carried || w.mempool.Has(txID) {
+	if w.pending(txID) {
 		return &api.ReceiptReply{TxID: api.ID(txID), Status: api.StatusPending}, nil
 	}
 	return &api.ReceiptReply{TxID: api.ID(txID), Status: api.StatusUnknown}, nil
+}
+
+// pending reports whether txID waits in the pool or a processing block.
+func (w *Writer) pending(txID ids.ID) bool {
+	_, carried := w.chain.Processing(txID)
+	return carried || w.mempool.Has(txID)
+}
+
+// decodeAccepted decodes the receipts of b's transactions into the cache
+// when someone on this node waits: each of a group's waiters wakes at the
+// accept and asks for the same receipt at once.
+func (w *Writer) decodeAccepted(b *chain.Block) {
+	if w.waiters.Load() == 0 {
+		return
+	}
+	for _, tx := range b.Txs {
+		_, _ = w.Receipt(tx.ID())
+	}
 }
 
 // ErrWaitTimeout is returned when a wait outlasts the genesis bound.
@@ -131,12 +173,24 @@ func (w *Writer) WaitReceipt(ctx context.Context, txID ids.ID) (*api.ReceiptRepl
 	defer cancel()
 	w.metrics.receiptWaits.Inc()
 	defer w.metrics.receiptWaits.Dec()
+	w.waiters.Add(1)
+	defer w.waiters.Add(-1)
 	waited := false
+	// looked is the transaction whose receipt this wait read: while it
+	// stays in the pool or a processing block, a wake (any block's
+	// decision) needs no state read. Every way out of pending wakes.
+	var looked ids.ID
 	for {
 		changed := w.tracker.wait()
-		rc, err := w.Receipt(txID)
-		if err != nil {
-			return nil, err
+		var rc *api.ReceiptReply
+		if looked == txID && w.pending(txID) {
+			rc = &api.ReceiptReply{TxID: api.ID(txID), Status: api.StatusPending}
+		} else {
+			var err error
+			if rc, err = w.Receipt(txID); err != nil {
+				return nil, err
+			}
+			looked = txID
 		}
 		switch {
 		case rc.ReplacedBy != nil:

@@ -16,6 +16,7 @@ import (
 
 	"github.com/s-chain/schain/errcode"
 
+	"github.com/ava-labs/avalanchego/cache/lru"
 	"github.com/ava-labs/avalanchego/ids"
 	"github.com/ava-labs/avalanchego/utils/logging"
 	"github.com/ava-labs/avalanchego/vms/platformvm/warp"
@@ -121,6 +122,8 @@ type Writer struct {
 	gossip    Gossip // nil without gossip; set before Start
 	clock     clock.Clock
 	tracker   *tracker
+	accepted  *lru.Cache[ids.ID, acceptedReceipt]
+	waiters   atomic.Int64 // receipt waits in progress
 	pools     *pools
 	committer *committer
 	metrics   *metrics
@@ -157,8 +160,9 @@ func New(cfg Config, c Chain, pool *mempool.Mempool, builds Builds) (*Writer, er
 	tracker := newTracker(g.TrackedTxs)
 	w := &Writer{
 		cfg: cfg, genesis: g, chain: c, mempool: pool, builds: builds, metrics: m, clock: cfg.Clock,
-		tracker: tracker,
-		pools:   newPools(g.PoolChunkOrDefault(), g.PoolRanges),
+		tracker:  tracker,
+		accepted: lru.NewCache[ids.ID, acceptedReceipt](acceptedReceipts),
+		pools:    newPools(g.PoolChunkOrDefault(), g.PoolRanges),
 		committer: newCommitter(g, cfg.Clock, m.groups, func() bool {
 			_, processing := c.PreferredProcessing()
 			return processing
@@ -229,6 +233,7 @@ func (w *Writer) Accepted(b *chain.Block, inForce *execute.Membership, changed b
 	w.mempool.Signal()
 	w.metrics.mempoolDepth.Set(float64(w.mempool.Len()))
 	w.committer.accepted() // before the waiters this accept answers count themselves
+	w.decodeAccepted(b)
 	w.tracker.wake()
 }
 
