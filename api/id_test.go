@@ -1,6 +1,7 @@
 package api_test
 
 import (
+	"bytes"
 	"encoding/json"
 	"testing"
 
@@ -41,6 +42,8 @@ func TestIDsWriteAsAvalanchego(t *testing.T) {
 // FuzzID: whatever 32 bytes, the CB58 form is avalanchego's and reads back.
 func FuzzID(f *testing.F) {
 	f.Add(make([]byte, 32))
+	f.Add(append(make([]byte, 5), 0xff, 1, 2))
+	f.Add(bytes.Repeat([]byte{0xff}, 32))
 	f.Fuzz(func(t *testing.T, b []byte) {
 		var id ids.ID
 		copy(id[:], b)
@@ -48,6 +51,48 @@ func FuzzID(f *testing.F) {
 		back, err := api.ParseID(id.String())
 		require.NoError(t, err)
 		require.Equal(t, id, ids.ID(back))
+
+		var node ids.NodeID
+		copy(node[:], b)
+		require.Equal(t, node.String(), api.NodeID(node).String())
+		nodeBack, err := api.ParseNodeID(node.String())
+		require.NoError(t, err)
+		require.Equal(t, node, ids.NodeID(nodeBack))
+	})
+}
+
+// BenchmarkID: writing and reading an ID, which every reply does.
+func BenchmarkID(b *testing.B) {
+	var id api.ID
+	for i := range id {
+		id[i] = byte(i*7 + 3)
+	}
+	s := id.String()
+	b.Run("write", func(b *testing.B) {
+		for b.Loop() {
+			_ = id.String()
+		}
+	})
+	b.Run("read", func(b *testing.B) {
+		for b.Loop() {
+			_, _ = api.ParseID(s)
+		}
+	})
+}
+
+// FuzzParseID: whatever string, an ID reads as avalanchego reads it, or
+// neither reads it.
+func FuzzParseID(f *testing.F) {
+	f.Add(ids.GenerateTestID().String())
+	f.Add("1111111111111111111111111111111111111111111111111")
+	f.Add("11111111111111111111111111111111LpoYY")
+	f.Fuzz(func(t *testing.T, s string) {
+		want, wantErr := ids.FromString(s)
+		got, err := api.ParseID(s)
+		require.Equal(t, wantErr == nil, err == nil, "%q: avalanchego %v, api %v", s, wantErr, err)
+		if err == nil {
+			require.Equal(t, want, ids.ID(got))
+		}
 	})
 }
 
