@@ -118,6 +118,26 @@ func (p Processes) CPUTime(context.Context) (CPUReading, error) {
 	return CPUReading{Used: used}, err
 }
 
+// ProcessesAlone is a CPUSource over processes without their descendants:
+// the S-Chain nodes without their plugins, so that what the node
+// (avalanchego) costs and what the VM costs read apart.
+type ProcessesAlone []int
+
+// CPUTime implements CPUSource.
+func (p ProcessesAlone) CPUTime(context.Context) (CPUReading, error) {
+	used, err := processCPU(p)
+	return CPUReading{Used: used}, err
+}
+
+// NodesAlone is a CPUSource over c's node processes without their plugins.
+func (c *SChainCluster) NodesAlone() ProcessesAlone {
+	var pids ProcessesAlone
+	for _, nd := range c.net.Nodes() {
+		pids = append(pids, nd.PID)
+	}
+	return pids
+}
+
 // MachineCPU is a CPUSource over the whole machine: the CPU time its cores
 // spent busy so far (neither idle nor waiting for I/O), whoever used it.
 // Beside a system's own processes, it shows whether the machine had cores

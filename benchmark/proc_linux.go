@@ -31,6 +31,20 @@ func processTreeCPU(roots []int) (time.Duration, error) {
 	return u.CPU, err
 }
 
+// processCPU sums the user and system CPU time of pids alone, without
+// their descendants; every pid must run.
+func processCPU(pids []int) (time.Duration, error) {
+	var ticks uint64
+	for _, pid := range pids {
+		st, err := readStat(pid)
+		if err != nil {
+			return 0, fmt.Errorf("process %d does not run: %w", pid, err)
+		}
+		ticks += st.ticks
+	}
+	return time.Duration(ticks) * time.Second / clockTicks, nil
+}
+
 // TreeUse is what a process tree uses: CPU time since each process
 // started, and resident memory now.
 type TreeUse struct {

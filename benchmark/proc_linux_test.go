@@ -1,6 +1,7 @@
 package benchmark
 
 import (
+	"context"
 	"os"
 	"os/exec"
 	"syscall"
@@ -40,10 +41,17 @@ func TestProcessTreeCPUCountsDescendants(t *testing.T) {
 	})
 	start, err := processTreeCPU([]int{cmd.Process.Pid})
 	require.NoError(err)
+	alone, err := ProcessesAlone{cmd.Process.Pid}.CPUTime(context.Background())
+	require.NoError(err)
 	require.Eventually(func() bool {
 		used, err := processTreeCPU([]int{cmd.Process.Pid})
-		return err == nil && used-start >= 100*time.Millisecond
+		return err == nil && used-start >= 300*time.Millisecond
 	}, 30*time.Second, 20*time.Millisecond, "the busy grandchild's CPU is counted")
+	after, err := ProcessesAlone{cmd.Process.Pid}.CPUTime(context.Background())
+	require.NoError(err)
+	require.Less(after.Used-alone.Used, 100*time.Millisecond, "alone, the waiting sh: not its busy descendant")
+	_, err = ProcessesAlone{1 << 30}.CPUTime(context.Background())
+	require.ErrorContains(err, "does not run")
 	st, err := readStat(cmd.Process.Pid)
 	require.NoError(err)
 	require.Equal(os.Getpid(), st.ppid)

@@ -18,6 +18,8 @@ var errNoProcessCPU = errors.New("process CPU times are read from /proc (Linux o
 
 func processTreeCPU([]int) (time.Duration, error) { return 0, errNoProcessCPU }
 
+func processCPU([]int) (time.Duration, error) { return 0, errNoProcessCPU }
+
 // TreeUse is what a process tree uses (Linux only).
 type TreeUse struct {
 	CPU       time.Duration `json:"cpu_ns"`

@@ -39,9 +39,11 @@ gateways). Then:
      per store, --rounds rounds of --round-duration per store, interleaved:
      req/s and latency percentiles, and the S-Chain store's PUT throughput
      against the targets (>= 1.0x etcd, >= 0.5x leveldb2);
-     What each store's own processes, the validators, the master and
-     volume server and the whole machine used during the PUT rounds:
-     cores and CPU per PUT;
+     What each store's own processes, the validators (and their nodes
+     alone, without the plugins), the master and volume server and the
+     whole machine used during the PUT rounds: cores and CPU per PUT, and
+     the cores the S-Chain store would need at each target's rate, also
+     with the plugins' CPU left out (a bound no change to the VM beats);
   2. conditional PUTs on the shared stores: --trials trials of four racing
      exclusive creates (If-None-Match: *) through both gateways; how often
      more than one commits.
@@ -160,7 +162,12 @@ func runStoresBench(ctx context.Context, g *globals, o *weedOptions, s storebenc
 	if err != nil {
 		return err
 	}
-	shared := []storebench.Group{{Name: "validators", CPU: validators}, {Name: "master and volume server", CPU: benchmark.Processes(core)}, storebench.Machine()}
+	shared := []storebench.Group{
+		{Name: "validators", CPU: validators},
+		{Name: "nodes", CPU: validators.NodesAlone(), PartOf: "validators"},
+		{Name: "master and volume server", CPU: benchmark.Processes(core)},
+		storebench.Machine(),
+	}
 	rep, err := storebench.Run(ctx, stores, shared, s, g.errOut)
 	if err != nil {
 		return err

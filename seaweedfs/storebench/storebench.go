@@ -67,6 +67,10 @@ type Store struct {
 type Group struct {
 	Name string
 	CPU  benchmark.CPUSource
+	// PartOf names the group this one is a part of (the validators' nodes
+	// without their plugins, of the validators): reported beside it, not
+	// added to a store's total.
+	PartOf string
 }
 
 // Group names in a Result's PutCPU: a store's own processes, and the
@@ -77,7 +81,7 @@ const (
 )
 
 // Machine is the shared group of the whole machine's busy time.
-func Machine() Group { return Group{machineGroup, benchmark.MachineCPU{}} }
+func Machine() Group { return Group{Name: machineGroup, CPU: benchmark.MachineCPU{}} }
 
 // Report is the bench's result.
 type Report struct {
@@ -111,8 +115,9 @@ type Result struct {
 
 // GroupCPU is what one group of processes used during a store's rounds.
 type GroupCPU struct {
-	Group string           `json:"group"`
-	Use   benchmark.CPUUse `json:"use"`
+	Group  string           `json:"group"`
+	PartOf string           `json:"part_of,omitempty"`
+	Use    benchmark.CPUUse `json:"use"`
 }
 
 // Conditional is one shared store's race of exclusive creates.
@@ -156,7 +161,7 @@ func Run(ctx context.Context, stores []Store, shared []Group, s Settings, progre
 			logf("%s round %d/%d (%d of %d): %s for %v", what, slot.Round+1, s.Rounds, k+1, len(stores)*s.Rounds, res.Name, s.RoundDuration)
 			groups := shared
 			if c := stores[slot.System].CPU; c != nil {
-				groups = append([]Group{{ownGroup, c}}, shared...)
+				groups = append([]Group{{Name: ownGroup, CPU: c}}, shared...)
 			}
 			var before []benchmark.CPUReading
 			if !get {
@@ -277,7 +282,7 @@ func (res *Result) addCPU(groups []Group, before, after []benchmark.CPUReading, 
 			}
 		}
 		if use == nil {
-			res.PutCPU = append(res.PutCPU, GroupCPU{Group: g.Name})
+			res.PutCPU = append(res.PutCPU, GroupCPU{Group: g.Name, PartOf: g.PartOf})
 			use = &res.PutCPU[len(res.PutCPU)-1].Use
 		}
 		use.Used += after[i].Used - before[i].Used

@@ -87,6 +87,36 @@ func TestRunCountsDoubleCommits(t *testing.T) {
 	require.Contains(b.String(), "At 0.5x leveldb2's PUT rate")
 }
 
+// TestPartsBoundTheRest: a part of a group (the validators' nodes) is
+// reported beside it, is not added to the store's CPU per PUT, and gives
+// the bound of the store's cost with the rest of its group free.
+func TestPartsBoundTheRest(t *testing.T) {
+	require := require.New(t)
+	use := func(perPut time.Duration) benchmark.CPUUse {
+		return benchmark.CPUUse{Used: 100 * perPut, Wall: time.Second, Requests: 100}
+	}
+	rep := &storebench.Report{
+		Machine: benchmark.Machine{CPUs: 2},
+		Stores: []storebench.Result{
+			{Name: "schain", PutPerSec: 100, PutCPU: []storebench.GroupCPU{
+				{Group: "own processes", Use: use(2 * time.Millisecond)},
+				{Group: "validators", Use: use(6 * time.Millisecond)},
+				{Group: "nodes", PartOf: "validators", Use: use(2 * time.Millisecond)},
+				{Group: "machine", Use: use(9 * time.Millisecond)},
+			}},
+			{Name: "etcd", PutPerSec: 200},
+			{Name: "leveldb2", PutPerSec: 800},
+		},
+	}
+	var b strings.Builder
+	require.NoError(storebench.WriteTables(&b, rep))
+	out := b.String()
+	require.Contains(out, "| schain | nodes (of the validators) | 0.20 | 2.00 ms |")
+	require.Contains(out, "would keep 1.60 cores busy at the CPU per PUT measured here (8.00 ms,", "own processes and validators; not the part, not the machine")
+	require.Contains(out, "Of the validators, the nodes alone counted (the rest free): at 1.0x etcd's PUT rate (200/s), 0.80 cores (4.00 ms per PUT); the machine has 2.")
+	require.Contains(out, "at 0.5x leveldb2's PUT rate (400/s), 1.60 cores (4.00 ms per PUT)")
+}
+
 // ticking is a CPU source whose reading grows by step (and blocks) per read.
 type ticking struct {
 	mu     sync.Mutex
