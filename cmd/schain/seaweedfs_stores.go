@@ -19,7 +19,7 @@ import (
 // filerGroupReturnMs is the genesis groupCommitReturnMs docs/seaweedfs.md
 // gives a chain serving a filer store: a filer's next write reaches the
 // owner later than the default's allocation clients do.
-const filerGroupReturnMs = 120
+const filerGroupReturnMs = 160
 
 func newWeedStoresBenchCmd(g *globals, o *weedOptions) *cobra.Command {
 	s := storebench.DefaultSettings()
@@ -75,7 +75,7 @@ process started is stopped at the end, also on error or Ctrl-C.`,
 	f.IntVar(&s.Trials, "trials", s.Trials, "conditional-PUT trials per shared store")
 	f.Uint64Var(&o.pipelineIntervalMs, "pipeline-interval-ms", 0, "the S-Chain network's block pacing (chain config pipelineIntervalMs; 0: its default)")
 	f.IntVar(&o.validators, "validators", 0, "the S-Chain network's validators (0: the local network's 4; 3 matches etcd's members)")
-	f.Uint64Var(&groupReturnMs, "group-return-ms", filerGroupReturnMs, "the S-Chain genesis groupCommitReturnMs (0: the genesis default; docs/seaweedfs.md says why a filer store's chain takes 120)")
+	f.Uint64Var(&groupReturnMs, "group-return-ms", filerGroupReturnMs, "the S-Chain genesis groupCommitReturnMs (0: the genesis default; docs/seaweedfs.md says why a filer store's chain takes 160)")
 	f.StringVar(&o.profileDir, "profile-dir", "", "write CPU profiles of the S-Chain network's nodes and plugins there, every 10 s (see `schain network start --profile-dir`)")
 	f.StringVar(&out, "out", filepath.Join(defaultBuildDir(), "bench", "seaweedfs-stores"), "directory for the network, the cluster, the report and the tables")
 	return cmd
