@@ -91,16 +91,11 @@ func (u CPUUse) Cores() float64 {
 // its descendants (the VM plugins) that still run, and the first node's
 // accepted height and consensus time.
 func (c *SChainCluster) CPUTime(ctx context.Context) (CPUReading, error) {
-	nodes := c.net.Nodes()
-	pids := make([]int, 0, len(nodes))
-	for _, nd := range nodes {
-		pids = append(pids, nd.PID)
-	}
-	used, err := processTreeCPU(pids)
+	used, err := processTreeCPU(c.NodesAlone())
 	if err != nil {
 		return CPUReading{}, err
 	}
-	nd := nodes[0]
+	nd := c.net.Nodes()[0]
 	m, err := scrapeNode(ctx, nd.URI+"/ext/metrics", c.net.ChainID().String())
 	if err != nil {
 		return CPUReading{}, fmt.Errorf("%s: %w", c.NodeName(nd.NodeID), err)

@@ -153,7 +153,11 @@ func (w *Writer) pending(txID ids.ID) bool {
 
 // decodeAccepted decodes the receipts of b's transactions into the cache
 // when someone on this node waits: each of a group's waiters wakes at the
-// accept and asks for the same receipt at once.
+// accept and asks for the same receipt at once. It runs on the accept's
+// path, before the wake: one read per transaction of the block (from
+// memory when the database cache holds the receipt), where every waiter
+// read it after the wake before; decoded later, the waiters would race to
+// read it.
 func (w *Writer) decodeAccepted(b *chain.Block) {
 	if w.waiters.Load() == 0 {
 		return
