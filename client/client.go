@@ -21,6 +21,8 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"reflect"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -315,9 +317,13 @@ type request struct {
 	ID      uint64 `json:"id"`
 }
 
+// response is one JSON-RPC answer. Result holds a pointer to a nil pointer
+// of the caller's reply type, so that the answer's result is decoded in the
+// same pass as the rest (a result read apart is scanned twice more) and an
+// absent or null result stays nil.
 type response struct {
 	Version string          `json:"jsonrpc"`
-	Result  json.RawMessage `json:"result"`
+	Result  any             `json:"result"`
 	Error   *api.Error      `json:"error"`
 	ID      json.RawMessage `json:"id"`
 }
@@ -403,8 +409,13 @@ func (c *Client) exchange(rctx, ctx context.Context, endpoint, uri, full string,
 // without one is a transport failure; a 2xx body that is not our response
 // is malformed.
 func (c *Client) decode(method, uri string, status int, raw []byte, id uint64, result any) error {
-	var resp response
+	slot := reflect.New(reflect.TypeOf(result)) // *Reply's pointer, nil until a result is read
+	resp := response{Result: slot.Interface()}
 	jsonErr := json.Unmarshal(raw, &resp)
+	var resultErr error
+	if t := (*json.UnmarshalTypeError)(nil); errors.As(jsonErr, &t) && (t.Field == "result" || strings.HasPrefix(t.Field, "result.")) {
+		resultErr, jsonErr = jsonErr, nil // the envelope was read whole
+	}
 	if jsonErr == nil && resp.Error != nil {
 		if string(resp.Error.Data) == "null" {
 			resp.Error.Data = nil
@@ -415,19 +426,20 @@ func (c *Client) decode(method, uri string, status int, raw []byte, id uint64, r
 		return fmt.Errorf("%w: %s at %s: HTTP %d %s: %s", ErrTransport, method, uri, status,
 			http.StatusText(status), snippet(raw))
 	}
+	got := slot.Elem()
 	switch {
 	case jsonErr != nil:
 		return fmt.Errorf("%w: %s at %s: not JSON (%v): %s", ErrMalformedResponse, method, uri, jsonErr, snippet(raw))
 	case resp.Version != "2.0":
 		return fmt.Errorf("%w: %s at %s: jsonrpc version %q, want \"2.0\"", ErrMalformedResponse, method, uri, resp.Version)
-	case string(resp.ID) != fmt.Sprint(id):
+	case string(resp.ID) != strconv.FormatUint(id, 10):
 		return fmt.Errorf("%w: %s at %s: answer id %s, want %d", ErrMalformedResponse, method, uri, resp.ID, id)
-	case len(resp.Result) == 0 || string(resp.Result) == "null":
+	case resultErr != nil:
+		return fmt.Errorf("%w: %s at %s: result: %v", ErrMalformedResponse, method, uri, resultErr)
+	case got.IsNil():
 		return fmt.Errorf("%w: %s at %s: neither result nor error", ErrMalformedResponse, method, uri)
 	}
-	if err := json.Unmarshal(resp.Result, result); err != nil {
-		return fmt.Errorf("%w: %s at %s: result: %v", ErrMalformedResponse, method, uri, err)
-	}
+	reflect.ValueOf(result).Elem().Set(got.Elem())
 	return nil
 }
 
