@@ -19,9 +19,14 @@ const (
 	sigLen    = bls.SignatureLen
 )
 
-func encodeUnsigned(u Unsigned) []byte {
+func encodeUnsigned(u Unsigned) []byte { return appendUnsigned(make([]byte, 0, 256), u) }
+
+// appendUnsigned appends u's canonical encoding to b: Parse encodes into a
+// buffer of the size it expects, so that a large transaction is not
+// copied through growing ones.
+func appendUnsigned(b []byte, u Unsigned) []byte {
 	h := u.Head()
-	w := &wire.Writer{B: make([]byte, 0, 256)}
+	w := &wire.Writer{B: b}
 	w.U16(CodecVersion)
 	w.U8(u.kind())
 	w.U32(h.NetworkID)
@@ -180,7 +185,7 @@ func Parse(b []byte, l Limits) (*Tx, error) {
 	if err := u.verifyEntries(l); err != nil {
 		return nil, err
 	}
-	if !bytes.Equal(encodeUnsigned(u), b[:unsignedEnd]) {
+	if !bytes.Equal(appendUnsigned(make([]byte, 0, unsignedEnd), u), b[:unsignedEnd]) {
 		// Unreachable with the fixed-width format above; kept as the
 		// definition of canonical.
 		return nil, ErrNotCanonical
