@@ -47,16 +47,19 @@ type Driver struct {
 	wg      sync.WaitGroup
 	samples [][]Sample // one slice per client, owned by it until Stop
 	// last holds, per range, the offset of its latest successful completion
-	// (-1 before the first), for progress lines.
-	last []atomic.Int64
+	// (-1 before the first), for progress lines; lastStart the latest start
+	// of a request that succeeded.
+	last, lastStart []atomic.Int64
 }
 
 // Start begins the load; requests are issued until Stop or ctx ends.
 func Start(ctx context.Context, l Load) *Driver {
 	ctx, cancel := context.WithCancel(ctx)
-	d := &Driver{load: l, began: time.Now(), cancel: cancel, samples: make([][]Sample, l.Clients), last: make([]atomic.Int64, len(l.Ranges))}
+	d := &Driver{load: l, began: time.Now(), cancel: cancel, samples: make([][]Sample, l.Clients),
+		last: make([]atomic.Int64, len(l.Ranges)), lastStart: make([]atomic.Int64, len(l.Ranges))}
 	for i := range d.last {
 		d.last[i].Store(-1)
+		d.lastStart[i].Store(-1)
 	}
 	for c := 0; c < l.Clients; c++ {
 		d.wg.Add(1)
@@ -89,7 +92,8 @@ func (d *Driver) client(ctx context.Context, c int) {
 			return
 		}
 		if err == nil {
-			d.last[r].Store(int64(end))
+			storeMax(&d.last[r], end)
+			storeMax(&d.lastStart[r], start)
 			continue
 		}
 		select {
@@ -113,9 +117,23 @@ func (d *Driver) Stop() ([]Sample, time.Duration) {
 	return out, elapsed
 }
 
-// LastSuccess is the offset of range r's latest successful completion
-// (negative before the first).
-func (d *Driver) LastSuccess(r int) time.Duration { return time.Duration(d.last[r].Load()) }
+// SucceededSince reports whether a request of range r that started at or
+// after offset at succeeded. A request that started before at and ended
+// after it does not count: what answered it may have been decided before
+// at.
+func (d *Driver) SucceededSince(r int, at time.Duration) bool {
+	return time.Duration(d.lastStart[r].Load()) >= at
+}
+
+// storeMax raises v to t: clients of one range report out of order.
+func storeMax(v *atomic.Int64, t time.Duration) {
+	for {
+		cur := v.Load()
+		if int64(t) <= cur || v.CompareAndSwap(cur, int64(t)) {
+			return
+		}
+	}
+}
 
 // Allocating counts the ranges with a successful completion in the last
 // window (for progress lines).

@@ -198,7 +198,7 @@ func TestHostsFaults(t *testing.T) {
 	require.NoError(victim.Signal(syscall.SIGSTOP))
 	t.Logf("SIGSTOP %s (%s), owner of %s", victim.NodeID, victim.Addr, rangeKeys[0])
 	dropped := waitDropped(t, ctx, c, victim.NodeID, allowed)
-	moved := waitUntil(allowedMove-time.Since(stopped), func() bool { return alloc.LastSuccess(0) > stoppedAt })
+	moved := waitUntil(allowedMove-time.Since(stopped), func() bool { return alloc.SucceededSince(0, stoppedAt) })
 	time.Sleep(2*round - time.Since(stopped)) // stopped for two rounds at least (a no-op once past)
 	stoppedFor := time.Since(stopped)
 	require.NoError(victim.Signal(syscall.SIGCONT))
