@@ -80,3 +80,28 @@ func BenchmarkDecode(b *testing.B) {
 		}
 	}
 }
+
+// FuzzDecode feeds any answer to decode: it never panics, and it takes a
+// result only from a JSON-RPC 2.0 answer to this request.
+func FuzzDecode(f *testing.F) {
+	f.Add(putReply(f), 200)
+	f.Add([]byte(`{"jsonrpc":"2.0","result":null,"id":7}`), 200)
+	f.Add([]byte(`{"jsonrpc":"2.0","result":{"index":"x"},"id":7}`), 200)
+	f.Add([]byte(`{"jsonrpc":"2.0","error":{"code":-32000,"message":"no"},"id":7}`), 500)
+	f.Add([]byte(`{"jsonrpc":"2.0","result":{"then":{"manifest":null}},"result":{"index":3},"id":7}`), 200)
+	c := &Client{}
+	f.Fuzz(func(t *testing.T, raw []byte, status int) {
+		reply := new(api.PutManifestReply)
+		if err := c.decode("m", "u", status, raw, 7, reply); err != nil {
+			return
+		}
+		var env struct {
+			Version string          `json:"jsonrpc"`
+			ID      json.RawMessage `json:"id"`
+		}
+		require.NoError(t, json.Unmarshal(raw, &env))
+		require.Equal(t, "2.0", env.Version)
+		require.Equal(t, "7", string(env.ID))
+		require.True(t, status >= 200 && status <= 299)
+	})
+}
