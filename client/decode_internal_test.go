@@ -45,8 +45,9 @@ func TestDecodeReadsTheResultWhole(t *testing.T) {
 	}
 	require.NoError(json.Unmarshal(raw, &want))
 
-	// A reply that held an earlier answer holds this one only.
-	got := &api.PutManifestReply{Version: 1, Then: &api.ThenReply{Key: "stale"}}
+	// A reply that held an earlier answer holds this one only, also where
+	// this answer leaves a field out.
+	got := &api.PutManifestReply{Version: 1, Receipt: &api.ReceiptReply{Error: "stale"}, Then: &api.ThenReply{Key: "stale"}}
 	require.NoError(c.decode("m", "u", 200, raw, 7, got))
 	require.Equal(want.Result, *got)
 
