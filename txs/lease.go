@@ -68,6 +68,8 @@ func (t *LeaseTx) Visit(v Visitor) error { return v.Lease(t) }
 func (*LeaseTx) kind() byte              { return kindLease }
 func (t *LeaseTx) entries() int          { return len(t.Entries) }
 
+func (t *LeaseTx) WithHeader(h Header) Unsigned { return &LeaseTx{Header: h, Entries: t.Entries} }
+
 // Ranges returns each entry's range: its owner decides the lease.
 func (t *LeaseTx) Ranges() []string {
 	rs := make([]string, len(t.Entries))

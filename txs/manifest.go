@@ -192,6 +192,9 @@ func (t *ReclaimTx) Visit(v Visitor) error  { return v.Reclaim(t) }
 func (*ReclaimTx) kind() byte               { return kindReclaim }
 func (t *ReclaimTx) entries() int           { return len(t.Entries) }
 
+func (t *ManifestTx) WithHeader(h Header) Unsigned { return &ManifestTx{Header: h, Entries: t.Entries} }
+func (t *ReclaimTx) WithHeader(h Header) Unsigned  { return &ReclaimTx{Header: h, Entries: t.Entries} }
+
 // Ranges returns each manifest's bucket: the range its owner must own.
 func (t *ManifestTx) Ranges() []string {
 	rs := make([]string, len(t.Entries))

@@ -89,6 +89,10 @@ type Unsigned interface {
 	// Ranges lists, in entry order, the range that decides each entry's
 	// owner.
 	Ranges() []string
+	// WithHeader returns the same entries under header h: what an owner
+	// re-signs when the membership its transaction was signed against is
+	// superseded. The entries are shared, not copied.
+	WithHeader(h Header) Unsigned
 	kind() byte
 	entries() int
 	encodeEntries(*wire.Writer)
@@ -141,6 +145,12 @@ func (t *HeartbeatTx) Head() *Header           { return &t.Header }
 func (t *HeartbeatTx) Visit(v Visitor) error   { return v.Heartbeat(t) }
 func (*HeartbeatTx) kind() byte                { return kindHeartbeat }
 func (*HeartbeatTx) entries() int              { return 0 }
+
+func (t *AllocateTx) WithHeader(h Header) Unsigned { return &AllocateTx{Header: h, Entries: t.Entries} }
+func (t *PutManifestTx) WithHeader(h Header) Unsigned {
+	return &PutManifestTx{Header: h, Entries: t.Entries}
+}
+func (*HeartbeatTx) WithHeader(h Header) Unsigned { return &HeartbeatTx{Header: h} }
 
 // Ranges is empty: a heartbeat writes no range.
 func (*HeartbeatTx) Ranges() []string { return nil }

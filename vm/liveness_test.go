@@ -907,3 +907,50 @@ func TestBlockThatMovesRangesWaitsForTheNewOwners(t *testing.T) {
 	require.NoError(err, "the move showed a round before")
 	require.True(b.(*chain.Block).Changed())
 }
+
+// TestMembershipChangeRepinsPendingLease: a lease operation still pending
+// when a new membership comes into force is re-signed like any other write
+// of its owner (a review found the re-signing panicking on a LeaseTx in a
+// background goroutine, killing the VM process), and the holder's call is
+// answered once, by the block that carries the replacement.
+func TestMembershipChangeRepinsPendingLease(t *testing.T) {
+	require := require.New(t)
+	ctx := context.Background()
+	nw := newSilencedNet(t)
+
+	var rk string
+	for k := 0; ; k++ {
+		rk = fmt.Sprintf("lease-repin-%03d", k)
+		if nw.snapshot(0).Owner(rk) == nw.keys[0].NodeID {
+			break
+		}
+	}
+	old, err := nw.vms[0].Writer().Lease(ctx, txs.LeaseEntry{Range: rk, Op: txs.LeaseAcquire, Holder: "shell-a", TTLMs: 10_000})
+	require.NoError(err)
+
+	nw.enterRound(4)
+	b, err := nw.round(0, 10)
+	require.NoError(err)
+	require.Empty(b.Txs, "the stale lease cannot go into a block of the new membership")
+	var replacement ids.ID
+	require.Eventually(func() bool {
+		rc, err := nw.vms[0].Writer().Receipt(old.ID())
+		if err != nil || rc.ReplacedBy == nil {
+			return false
+		}
+		replacement = ids.ID(*rc.ReplacedBy)
+		return nw.vms[0].Mempool().Has(replacement)
+	}, 10*time.Second, 10*time.Millisecond, "the owner re-signs its stale lease")
+	b, err = nw.round(0, 10)
+	require.NoError(err)
+	require.Len(b.Txs, 1)
+	require.Equal(replacement, b.Txs[0].ID())
+	rc, err := nw.vms[0].Writer().WaitReceipt(ctx, old.ID())
+	require.NoError(err)
+	require.Equal("accepted", rc.Status)
+	cur, ok, err := nw.vms[1].Chain().State().Lease(rk)
+	require.NoError(err)
+	require.True(ok)
+	require.Equal("shell-a", cur.Holder)
+	require.Equal(uint64(1), cur.Token, "granted once")
+}

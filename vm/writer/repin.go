@@ -11,14 +11,14 @@ import (
 
 // repinStale runs after a block that put membership e in force is accepted
 // (or after a build skipped stale work). Pending transactions that can never
-// be included any more (see dead) leave the pool. This node's own
-// allocations and manifests are re-signed against the membership now in
-// force where it still owns every range: a clean retry, never a double
-// write, because the old one can never be applied (it was signed against a
-// membership in force, now superseded for good, or it expired). Otherwise
-// their receipt says the owner changed and names the new owner. Heartbeats
-// are not re-signed: the heartbeat loop sends the current one. Signing
-// happens in the background.
+// be included any more (see dead) leave the pool. This node's own writes
+// (allocations, manifests, reclaims, leases: every kind but the heartbeat)
+// are re-signed against the membership now in force where it still owns
+// every range: a clean retry, never a double write, because the old one can
+// never be applied (it was signed against a membership in force, now
+// superseded for good, or it expired). Otherwise their receipt says the
+// owner changed and names the new owner. Heartbeats are not re-signed: the
+// heartbeat loop sends the current one. Signing happens in the background.
 func (w *Writer) repinStale(e *execute.Membership) {
 	last := w.chain.LastAccepted().Block
 	win := window{inForce: e, acceptedRound: w.chain.Round(last.Timestamp), acceptedHeight: last.Height}
@@ -48,20 +48,7 @@ func (w *Writer) repinStale(e *execute.Membership) {
 }
 
 func (w *Writer) repin(ctx context.Context, old *txs.Tx) {
-	tx, err := w.signCurrent(ctx, func(h txs.Header) txs.Unsigned {
-		switch u := old.Unsigned.(type) {
-		case *txs.AllocateTx:
-			return &txs.AllocateTx{Header: h, Entries: u.Entries}
-		case *txs.PutManifestTx:
-			return &txs.PutManifestTx{Header: h, Entries: u.Entries}
-		case *txs.ManifestTx:
-			return &txs.ManifestTx{Header: h, Entries: u.Entries}
-		case *txs.ReclaimTx:
-			return &txs.ReclaimTx{Header: h, Entries: u.Entries}
-		default:
-			panic(fmt.Sprintf("re-pinning a %T", u))
-		}
-	}, old.Unsigned.Ranges())
+	tx, err := w.signCurrent(ctx, old.Unsigned.WithHeader, old.Unsigned.Ranges())
 	if err == nil {
 		err = w.SubmitTx(tx)
 	}
