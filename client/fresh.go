@@ -1,12 +1,15 @@
 package client
 
 import (
+	"cmp"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"math/bits"
+	"slices"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/s-chain/schain/api"
@@ -16,14 +19,25 @@ import (
 // Fresh reads are for decisions that must never go back in time: the
 // bounds of a rollback, a cutover's floors, removing a validator. Any one
 // node may lag behind the chain (paused, partitioned from consensus,
-// restarted from an old copy of its database) while its API answers, and
-// a node cannot always know it lags. So a fresh read asks every endpoint,
-// takes the newest answer (by the node's last accepted block, api.Head) or
-// the largest counter, and refuses unless the nodes that answered hold
-// more than 2/3 of the stake: then they include a validator that signed
-// every final block, and at most a third of the stake can lag unseen.
-// Nodes that say they lag (NotReady: bootstrapping, behind_peers) and
-// nodes too old to say how new their state is do not count.
+// restarted from an old copy of its database) while its API answers, a
+// node cannot always know it lags, and a hostile node may answer anything.
+// So a fresh read asks every endpoint and needs two things:
+//
+//   - a quorum: the nodes that answered hold more than 2/3 of the stake, so
+//     they include a validator that signed every final block (at most a
+//     third of the stake lags unseen);
+//   - a voucher: what it returns, nodes holding more than 1/3 of the stake
+//     vouch for, so at least one of them is honest. A counter or a height
+//     is vouched for by every node that answered at least as much (counters
+//     and heights only go up); a membership view or a receipt only by nodes
+//     that answered the same.
+//
+// Weights come from the caller's own view of the P-chain
+// (RouterConfig.Stake), never from the answers being counted; without one,
+// from the validator set that more than 2/3 of the endpoints report alike.
+// An identity claimed by two endpoints counts for neither. Nodes that say
+// they lag (NotReady: bootstrapping, behind_peers) and nodes too old to say
+// how new their state is do not count.
 //
 // The endpoints given to the Router must hold more than 2/3 of the stake.
 
@@ -49,9 +63,10 @@ type Fresh struct{ *Router }
 // Fresh returns the fresh-read view of r.
 func (r *Router) Fresh() Fresh { return Fresh{r} }
 
-// GetAllocation is the largest next id of the range among nodes holding
-// more than 2/3 of the stake: counters only go up, so it is at least what
-// every one of them had accepted.
+// GetAllocation is the largest next id of the range that nodes holding
+// more than 1/3 of the stake vouch for (each answered at least as much),
+// among answers of nodes holding more than 2/3: counters only go up, so it
+// is at least what some honest node had accepted and at most what one has.
 func (f Fresh) GetAllocation(ctx context.Context, rangeKey string) (*api.AllocationReply, error) {
 	return f.GetAllocationAt(ctx, rangeKey, 0)
 }
@@ -62,34 +77,39 @@ func (f Fresh) GetAllocation(ctx context.Context, rangeKey string) (*api.Allocat
 func (f Fresh) GetAllocationAt(ctx context.Context, rangeKey string, minHeight uint64) (*api.AllocationReply, error) {
 	return quorumRead(ctx, f.Router, func(ctx context.Context, e *endpoint) (*api.AllocationReply, error) {
 		return e.c.GetAllocationAt(ctx, rangeKey, minHeight)
-	}, func(a, b *api.AllocationReply) bool {
-		return a.Next > b.Next || (a.Next == b.Next && a.Head.Newer(b.Head))
-	}, func(a *api.AllocationReply) api.Head { return a.Head })
+	}, byRank(func(a *api.AllocationReply) uint64 { return a.Next }), func(a *api.AllocationReply) api.Head { return a.Head })
 }
 
-// GetMembership is the newest membership view among nodes holding more
-// than 2/3 of the stake.
+// GetMembership is the newest membership view that nodes holding more than
+// 1/3 of the stake answered alike (heads and node IDs aside).
 func (f Fresh) GetMembership(ctx context.Context) (*api.MembershipReply, error) {
 	return quorumRead(ctx, f.Router, func(ctx context.Context, e *endpoint) (*api.MembershipReply, error) {
-		m, err := e.c.GetMembership(ctx)
-		if err == nil {
-			f.stakes.learn(m)
-		}
-		return m, err
-	}, newestOf[*api.MembershipReply], func(a *api.MembershipReply) api.Head { return a.Head })
+		return e.c.GetMembership(ctx)
+	}, bySameContent(func(m *api.MembershipReply) any {
+		c := *m
+		c.Head, c.NodeID = api.Head{}, api.NodeID{}
+		return c
+	}, newestOf[*api.MembershipReply]), func(a *api.MembershipReply) api.Head { return a.Head })
 }
 
-// GetReceipt is the receipt from the newest node among nodes holding more
-// than 2/3 of the stake.
+// GetReceipt is the newest receipt that nodes holding more than 1/3 of the
+// stake answered alike (heads aside): a receipt one node alone calls
+// accepted reads as the others' pending until more accept it.
 func (f Fresh) GetReceipt(ctx context.Context, txID api.ID) (*api.ReceiptReply, error) {
 	return quorumRead(ctx, f.Router, func(ctx context.Context, e *endpoint) (*api.ReceiptReply, error) {
 		return e.c.GetReceipt(ctx, txID)
-	}, newestOf[*api.ReceiptReply], func(a *api.ReceiptReply) api.Head { return a.Head })
+	}, bySameContent(func(rc *api.ReceiptReply) any {
+		c := *rc
+		c.Head = api.Head{}
+		return c
+	}, newestOf[*api.ReceiptReply]), func(a *api.ReceiptReply) api.Head { return a.Head })
 }
 
-// Newest is the newest last accepted block among nodes holding more than
-// 2/3 of the stake that say they are current: a read asking for at least
-// its height (api.AtLeast) from any node answers state no older.
+// Newest is the newest last accepted height that nodes holding more than
+// 1/3 of the stake reached, among nodes holding more than 2/3 that say they
+// are current: a read asking for at least its height (api.AtLeast) from any
+// node answers state no older, and one hostile node cannot push it past
+// what the honest ones accepted.
 func (f Fresh) Newest(ctx context.Context) (api.Head, error) {
 	n, err := quorumRead(ctx, f.Router, func(ctx context.Context, e *endpoint) (*api.NodeReply, error) {
 		n, err := f.learn(ctx, e)
@@ -97,7 +117,7 @@ func (f Fresh) Newest(ctx context.Context) (api.Head, error) {
 			return nil, fmt.Errorf("%w: %s at %s", ErrNotReady, n.NotReady, e.c.URI())
 		}
 		return n, err
-	}, newestOf[*api.NodeReply], func(a *api.NodeReply) api.Head { return a.Head })
+	}, byRank(func(a *api.NodeReply) uint64 { return a.Head.AcceptedHeight }), func(a *api.NodeReply) api.Head { return a.Head })
 	if err != nil {
 		return api.Head{}, err
 	}
@@ -132,17 +152,84 @@ type answer[T any] struct {
 	err error
 }
 
-// quorumRead asks every endpoint that is not sidelined, keeps the best
-// answer (better) among those with a head, and returns it once the nodes
-// that gave one hold more than 2/3 of the stake, waiting freshGrace more
-// for the rest. A refusal every node would answer the same way (invalid
-// parameters, not found) is returned as it is; lagging nodes and
-// unreachable ones are retried with the Router's back-off until the
-// quorum answers or the attempts run out (ErrNoQuorum).
-func quorumRead[T any](ctx context.Context, r *Router, op func(context.Context, *endpoint) (T, error), better func(a, b T) bool, head func(T) api.Head) (T, error) {
+// vote is an answer that counts, with its node's weight.
+type vote[T any] struct {
+	v      T
+	weight uint64
+}
+
+// vouch picks, from answers that count, one that nodes holding more than
+// a third of total vouch for; false if none is.
+type vouch[T any] func(answers []vote[T], total uint64) (T, bool)
+
+// byRank vouches for the answer of the largest rank that answers holding
+// more than a third of the stake reach or pass: the rank of a counter or
+// a height, which only go up, so a node that answered more vouches for
+// every smaller value.
+func byRank[T any](rank func(T) uint64) vouch[T] {
+	return func(answers []vote[T], total uint64) (T, bool) {
+		sorted := slices.Clone(answers)
+		slices.SortStableFunc(sorted, func(a, b vote[T]) int { return cmp.Compare(rank(b.v), rank(a.v)) })
+		var weight uint64
+		for _, a := range sorted {
+			weight += a.weight
+			if moreThanThird(weight, total) {
+				return a.v, true
+			}
+		}
+		var zero T
+		return zero, false
+	}
+}
+
+// bySameContent vouches for the newest answer whose content (key's value,
+// compared as JSON) nodes holding more than a third of the stake answered.
+func bySameContent[T any](key func(T) any, newer func(a, b T) bool) vouch[T] {
+	return func(answers []vote[T], total uint64) (T, bool) {
+		type group struct {
+			weight uint64
+			newest T
+		}
+		groups := map[string]*group{}
+		for _, a := range answers {
+			k, err := json.Marshal(key(a.v))
+			if err != nil {
+				continue
+			}
+			g := groups[string(k)]
+			if g == nil {
+				g = &group{newest: a.v}
+				groups[string(k)] = g
+			}
+			g.weight += a.weight
+			if newer(a.v, g.newest) {
+				g.newest = a.v
+			}
+		}
+		var (
+			best T
+			have bool
+		)
+		for _, k := range slices.Sorted(maps.Keys(groups)) {
+			g := groups[k]
+			if moreThanThird(g.weight, total) && (!have || newer(g.newest, best)) {
+				best, have = g.newest, true
+			}
+		}
+		return best, have
+	}
+}
+
+// quorumRead asks every endpoint that is not sidelined and returns what
+// pick vouches for once the nodes that answered hold more than 2/3 of the
+// stake, waiting freshGrace more for the rest. A refusal every node would
+// answer the same way (invalid parameters, not found) is returned as it
+// is; lagging nodes and unreachable ones are retried with the Router's
+// back-off until the quorum answers or the attempts run out (ErrNoQuorum).
+func quorumRead[T any](ctx context.Context, r *Router, op func(context.Context, *endpoint) (T, error), pick vouch[T], head func(T) api.Head) (T, error) {
 	var zero T
 	for attempt := 1; ; attempt++ {
-		v, err := quorumOnce(ctx, r, op, better, head)
+		v, err := quorumOnce(ctx, r, op, pick, head)
 		if err == nil || !retryable(err) {
 			return v, err
 		}
@@ -155,7 +242,7 @@ func quorumRead[T any](ctx context.Context, r *Router, op func(context.Context, 
 	}
 }
 
-func quorumOnce[T any](ctx context.Context, r *Router, op func(context.Context, *endpoint) (T, error), better func(a, b T) bool, head func(T) api.Head) (T, error) {
+func quorumOnce[T any](ctx context.Context, r *Router, op func(context.Context, *endpoint) (T, error), pick vouch[T], head func(T) api.Head) (T, error) {
 	var zero T
 	st, err := r.stakes.get(ctx, r)
 	if err != nil {
@@ -184,19 +271,17 @@ func quorumOnce[T any](ctx context.Context, r *Router, op func(context.Context, 
 		}()
 	}
 	var (
-		best    T
-		have    bool
-		counted = map[api.NodeID]bool{}
-		weight  uint64
-		grace   <-chan time.Time
-		failed  []string
+		tally  = newTally[T](st, r)
+		grace  <-chan time.Time
+		failed []string
 	)
+collect:
 	for got := 0; got < asked; got++ {
 		var a answer[T]
 		select {
 		case a = <-answers:
 		case <-grace:
-			return best, nil
+			break collect
 		case <-ctx.Done():
 			return zero, ctx.Err()
 		}
@@ -210,23 +295,92 @@ func quorumOnce[T any](ctx context.Context, r *Router, op func(context.Context, 
 			failed = append(failed, fmt.Sprintf("%s names no last accepted block (a node older than fresh reads)", a.e.c.URI()))
 			continue
 		}
-		if !have || better(a.v, best) {
-			best, have = a.v, true
-		}
-		if id, ok := a.e.nodeID(); ok && !counted[id] {
-			counted[id] = true
-			weight += st.weights[id]
-		}
-		if grace == nil && supermajority(weight, st.total) {
+		tally.add(a.e, a.v)
+		if grace == nil && supermajority(tally.weight(), st.total) {
 			t := time.NewTimer(freshGrace)
 			defer t.Stop()
 			grace = t.C
 		}
 	}
-	if have && supermajority(weight, st.total) {
-		return best, nil
+	failed = append(failed, tally.duplicates()...)
+	weight := tally.weight()
+	if !supermajority(weight, st.total) {
+		return zero, fmt.Errorf("%w: %d of %d answered by %d of %d endpoints (%s)", ErrNoQuorum, weight, st.total, tally.nodes(), len(r.nodes), strings.Join(failed, "; "))
 	}
-	return zero, fmt.Errorf("%w: %d of %d answered by %d of %d endpoints (%s)", ErrNoQuorum, weight, st.total, len(counted), len(r.nodes), strings.Join(failed, "; "))
+	v, ok := pick(tally.counted(), st.total)
+	if !ok {
+		return zero, fmt.Errorf("%w: no answer is vouched for by nodes holding more than 1/3 of the stake (%d of %d answered by %d endpoints)", ErrNoQuorum, weight, st.total, tally.nodes())
+	}
+	return v, nil
+}
+
+// tally is the answers of one fresh read by the identity each endpoint
+// claims. An identity two endpoints claim counts for neither: one of them
+// lies, and a lie must not count twice.
+type tally[T any] struct {
+	st      *stake
+	r       *Router
+	byID    map[api.NodeID][]T
+	claimed map[api.NodeID][]string // endpoints claiming each identity
+}
+
+func newTally[T any](st *stake, r *Router) *tally[T] {
+	return &tally[T]{st: st, r: r, byID: map[api.NodeID][]T{}, claimed: map[api.NodeID][]string{}}
+}
+
+func (t *tally[T]) add(e *endpoint, v T) {
+	id, ok := e.nodeID()
+	if !ok {
+		return
+	}
+	t.byID[id] = append(t.byID[id], v)
+	t.claimed[id] = append(t.claimed[id], e.c.URI())
+}
+
+// ids lists the identities that count, in order.
+func (t *tally[T]) ids() []api.NodeID {
+	var out []api.NodeID
+	for _, id := range sortedIDs(t.byID) {
+		if len(t.claimed[id]) == 1 && t.st.weights[id] > 0 {
+			out = append(out, id)
+		}
+	}
+	return out
+}
+
+func (t *tally[T]) weight() uint64 {
+	var w uint64
+	for _, id := range t.ids() {
+		w += t.st.weights[id]
+	}
+	return w
+}
+
+func (t *tally[T]) nodes() int { return len(t.ids()) }
+
+func (t *tally[T]) counted() []vote[T] {
+	var out []vote[T]
+	for _, id := range t.ids() {
+		out = append(out, vote[T]{v: t.byID[id][0], weight: t.st.weights[id]})
+	}
+	return out
+}
+
+// duplicates names the identities claimed by more than one endpoint.
+func (t *tally[T]) duplicates() []string {
+	var out []string
+	for _, id := range sortedIDs(t.claimed) {
+		if uris := t.claimed[id]; len(uris) > 1 {
+			out = append(out, fmt.Sprintf("%s is claimed by %d endpoints (%s): counted for none", id, len(uris), strings.Join(uris, ", ")))
+		}
+	}
+	return out
+}
+
+// moreThanThird is part*3 > total, without overflow.
+func moreThanThird(part, total uint64) bool {
+	ph, pl := bits.Mul64(part, 3)
+	return ph > 0 || pl > total
 }
 
 // supermajority is part*3 > total*2, without overflow.
@@ -234,97 +388,4 @@ func supermajority(part, total uint64) bool {
 	ph, pl := bits.Mul64(part, 3)
 	th, tl := bits.Mul64(total, 2)
 	return ph > th || (ph == th && pl > tl)
-}
-
-// stake is the validators' weights, as the newest membership view read
-// says (its validators: the P-chain set of its P-chain height).
-type stake struct {
-	weights map[api.NodeID]uint64
-	total   uint64
-	head    api.Head
-	at      time.Time
-}
-
-// stakes caches the weights fresh reads count. It is safe for concurrent
-// use.
-type stakes struct {
-	mu  sync.Mutex // guards cur
-	cur *stake
-}
-
-// learn keeps the weights of m if its view is newer than the cached one.
-func (s *stakes) learn(m *api.MembershipReply) {
-	if len(m.Validators) == 0 {
-		return
-	}
-	n := &stake{weights: make(map[api.NodeID]uint64, len(m.Validators)), head: m.Head, at: time.Now()}
-	for _, v := range m.Validators {
-		n.weights[v.NodeID] = v.Weight
-		n.total += v.Weight // no overflow: the P-chain's total fits
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.cur == nil || !s.cur.head.Newer(m.Head) {
-		s.cur = n
-	}
-}
-
-// get returns the cached weights, read again when older than stakeTTL
-// from every endpoint that answers: the newest view among those that
-// answer within freshGrace of the first.
-func (s *stakes) get(ctx context.Context, r *Router) (*stake, error) {
-	s.mu.Lock()
-	cur := s.cur
-	s.mu.Unlock()
-	if cur != nil && time.Since(cur.at) < stakeTTL {
-		return cur, nil
-	}
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	done := make(chan error, len(r.nodes))
-	for _, e := range r.nodes {
-		go func() {
-			m, err := e.c.GetMembership(ctx)
-			r.observe(e, err)
-			if err == nil {
-				s.learn(m)
-			}
-			done <- err
-		}()
-	}
-	var (
-		errs  []error
-		grace <-chan time.Time
-	)
-wait:
-	for range r.nodes {
-		select {
-		case err := <-done:
-			if err != nil {
-				errs = append(errs, err)
-				continue
-			}
-			if grace == nil {
-				t := time.NewTimer(freshGrace)
-				defer t.Stop()
-				grace = t.C
-			}
-		case <-grace:
-			break wait
-		case <-ctx.Done():
-			return nil, ctx.Err()
-		}
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	switch {
-	case s.cur == nil:
-		return nil, fmt.Errorf("reading the validators' stake: %w", errors.Join(errs...))
-	case time.Since(s.cur.at) >= stakeTTL:
-		// Nothing newer answered: the same weights, good for another while.
-		renewed := *s.cur
-		renewed.at = time.Now()
-		s.cur = &renewed
-	}
-	return s.cur, nil
 }

@@ -1,6 +1,7 @@
 package client_test
 
 import (
+	"context"
 	"testing"
 	"time"
 
@@ -87,12 +88,13 @@ func TestFreshReadsNeedAQuorumOfTheStake(t *testing.T) {
 	_, err = fresh.Newest(ctx)
 	require.ErrorIs(err, client.ErrNoQuorum)
 
-	// Node 0 holds most of the stake: it and node 1 are a quorum.
-	f.SetMembership(api.MembershipReply{Validators: []api.ValidatorLiveness{
-		{NodeID: f.Nodes[0].ID, Weight: 10}, {NodeID: f.Nodes[1].ID, Weight: 1},
-		{NodeID: f.Nodes[2].ID, Weight: 1}, {NodeID: f.Nodes[3].ID, Weight: 1},
-	}})
-	weighted, err := client.NewRouter(f.URIs(), f.ChainID.String(), fastRouterConfig())
+	// Node 0 holds most of the stake, by the caller's own view of the
+	// P-chain: it and node 1 are a quorum.
+	cfg := fastRouterConfig()
+	cfg.Stake = func(context.Context) (map[api.NodeID]uint64, error) {
+		return map[api.NodeID]uint64{f.Nodes[0].ID: 10, f.Nodes[1].ID: 1, f.Nodes[2].ID: 1, f.Nodes[3].ID: 1}, nil
+	}
+	weighted, err := client.NewRouter(f.URIs(), f.ChainID.String(), cfg)
 	require.NoError(err)
 	_, err = weighted.Fresh().GetAllocation(ctx, "p/keys/0")
 	require.NoError(err, "11 of 13")

@@ -33,6 +33,11 @@ type RouterConfig struct {
 	// than a request in it, and requests that wait ride the next exchange
 	// together (docs/performance-log.md, "Exchanges in flight").
 	PooledBatches int
+	// Stake, if set, is the caller's own view of the validators' weights,
+	// which fresh reads count (PChainStake reads it from a node's P-chain
+	// API). Nil takes the validator set that more than 2/3 of the
+	// endpoints report alike.
+	Stake StakeView
 }
 
 // DefaultRouterConfig suits a gateway writing a few thousand ranges.

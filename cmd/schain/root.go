@@ -23,8 +23,10 @@ const chainEnv = "SCHAIN_CHAIN_ID"
 
 // globals are the root's persistent flags and the command's output streams.
 type globals struct {
-	rpc     []string
-	chain   string
+	rpc   []string
+	chain string
+	// pchain is the node whose P-chain view weights fresh reads.
+	pchain  string
 	json    bool
 	timeout time.Duration
 	// token and tokenFile give the write token (see resolveToken).
@@ -122,6 +124,7 @@ object per line, one per pass.
 	pf := root.PersistentFlags()
 	pf.StringSliceVar(&g.rpc, "rpc", []string{"http://127.0.0.1:9650"}, "node URIs (comma-separated or repeated)")
 	pf.StringVar(&g.chain, "chain", os.Getenv(chainEnv), "chain ID or alias (default from $"+chainEnv+")")
+	pf.StringVar(&g.pchain, "pchain", "", "node you trust whose P-chain API weighs fresh reads (default: the validator set more than 2/3 of --rpc report alike; validators watch: its P-chain node)")
 	pf.BoolVar(&g.json, "json", false, "machine-readable JSON output")
 	pf.DurationVar(&g.timeout, "timeout", 30*time.Second, "overall deadline of the command, retries and waits included")
 	pf.StringVar(&g.tokenFile, "token-file", "", "file holding the write token (default $"+tokenEnv+", or the local network's token)")
@@ -166,8 +169,9 @@ func requireSubcommand(cmd *cobra.Command) {
 	}
 }
 
-// router builds the client for the API commands from the global flags.
-func (g *globals) router() (*client.Router, error) {
+// router builds the client for the API commands from the global flags,
+// then opts.
+func (g *globals) router(opts ...func(*client.RouterConfig)) (*client.Router, error) {
 	if g.chain == "" {
 		return nil, usageError{fmt.Errorf("--chain is required (or set %s)", chainEnv)}
 	}
@@ -193,6 +197,16 @@ func (g *globals) router() (*client.Router, error) {
 	cfg.Client.Timeout = min(cfg.Client.Timeout, g.timeout)
 	cfg.Client.WaitTimeout = g.timeout
 	cfg.Client.Token = token
+	if g.pchain != "" {
+		pchain := g.pchain
+		if !strings.Contains(pchain, "://") {
+			pchain = "http://" + pchain
+		}
+		cfg.Stake = client.PChainStake(pchain, g.chain, nil)
+	}
+	for _, o := range opts {
+		o(&cfg)
+	}
 	r, err := client.NewRouter(uris, g.chain, cfg)
 	if err != nil {
 		return nil, usageError{err}

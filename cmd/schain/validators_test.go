@@ -76,9 +76,15 @@ func newFakeNetwork(t *testing.T) (*fakeNetwork, map[string]ids.NodeID) {
 	}
 	start := avajson.Uint64(roundMs / 1000)
 	end := avajson.Uint64(f.now.Add(24 * time.Hour).Unix())
+	// On the P-chain too, the live validator holds more than 2/3 of the
+	// stake (fresh reads take their weights from the P-chain).
 	for _, name := range []string{"live", "dead", "fresh"} {
+		w := uint64(100)
+		if name == "live" {
+			w = 500
+		}
 		f.subnet = append(f.subnet, papi.PermissionlessValidator{Staker: papi.Staker{
-			NodeID: n[name], Weight: 100, StartTime: start, EndTime: end, TxID: ids.GenerateTestID(),
+			NodeID: n[name], Weight: avajson.Uint64(w), StartTime: start, EndTime: end, TxID: ids.GenerateTestID(),
 		}})
 	}
 	for _, name := range []string{"live", "dead", "gone", "fresh", "outsider"} {

@@ -8,6 +8,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/s-chain/schain/client"
 	"github.com/s-chain/schain/eviction"
 )
 
@@ -69,7 +70,14 @@ each removal and issues nothing. With --json, one JSON object per pass.`,
 			if interval <= 0 {
 				interval = max(roundLen/3, time.Second)
 			}
-			w := &eviction.Watcher{Policy: policy, Memberships: s.router.Fresh(), Subnet: a, DryRun: dryRun, PassTimeout: g.timeout}
+			// Fresh reads weigh answers by the subnet's P-chain set as the
+			// node the watcher removes through sees it, not as any answer
+			// says.
+			fresh, err := g.router(func(c *client.RouterConfig) { c.Stake = pchainStake(s) })
+			if err != nil {
+				return err
+			}
+			w := &eviction.Watcher{Policy: policy, Memberships: fresh.Fresh(), Subnet: a, DryRun: dryRun, PassTimeout: g.timeout}
 			rep := &watchReporter{g: g, roundLen: roundLen}
 			if !g.json {
 				mode := ""
