@@ -441,6 +441,19 @@ type ManifestArgs struct {
 	Bucket string `json:"bucket"`
 	Key    string `json:"key"`
 	AtLeast
+	OwnerRead
+}
+
+// OwnerRead asks for a read at the bucket's owner. The owner answers a
+// waited write only once it accepted it, so a read there sees every write
+// acknowledged before it, whoever made it, provided the node answering is
+// still the owner and current: with AsOwner set, a node that is not the
+// bucket's owner in its membership answers NotOwner (with the owner), and
+// an owner behind any block that validators holding more than a third of
+// the stake accepted answers NotReady (behind_peers). Older nodes ignore
+// the field.
+type OwnerRead struct {
+	AsOwner bool `json:"asOwner,omitempty"`
 }
 
 // ManifestReply is an accepted manifest: the object's newest record (a

@@ -70,6 +70,7 @@ type ListManifestsArgs struct {
 	Delimiter  string `json:"delimiter,omitempty"`
 	Limit      int    `json:"limit,omitempty"`
 	AtLeast
+	OwnerRead
 }
 
 // ListManifestsReply is one page. While Truncated, the next page is

@@ -220,8 +220,12 @@ func (c *Client) GetManifest(ctx context.Context, bucket, key string) (*api.Mani
 // GetManifestAt is GetManifest from a node that accepted minHeight
 // (NotReady below it).
 func (c *Client) GetManifestAt(ctx context.Context, bucket, key string, minHeight uint64) (*api.ManifestReply, error) {
+	return c.getManifest(ctx, api.ManifestArgs{Bucket: bucket, Key: key, AtLeast: api.AtLeast{MinHeight: minHeight}})
+}
+
+func (c *Client) getManifest(ctx context.Context, args api.ManifestArgs) (*api.ManifestReply, error) {
 	reply := new(api.ManifestReply)
-	return reply, c.call(ctx, "getManifest", api.ManifestArgs{Bucket: bucket, Key: key, AtLeast: api.AtLeast{MinHeight: minHeight}}, reply, false)
+	return reply, c.call(ctx, "getManifest", args, reply, false)
 }
 
 // GetOwner names a range's owner in the membership the node's next block

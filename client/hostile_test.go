@@ -192,3 +192,60 @@ func TestFreshReadsTakeTheCallersStake(t *testing.T) {
 	_, err = r.Fresh().Newest(ctx)
 	require.ErrorIs(err, client.ErrNoQuorum, "1 of 13")
 }
+
+// TestOwnerReadsFollowTheOwner (review item 4): a filer's router caches a
+// bucket's owner; the bucket moves at the same P-chain height; the former
+// owner stopped following the chain and still holds the object another
+// filer deleted. Its plain reads answer the stale object; a read asking
+// for the owner is refused with the new owner named, and the router reads
+// there: the deletion another filer was answered for.
+func TestOwnerReadsFollowTheOwner(t *testing.T) {
+	require := require.New(t)
+	ctx := testCtx(t)
+	f := apitest.New(t, 2)
+	f.SetOwner("b", 0)
+	former := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, err := io.ReadAll(r.Body)
+		require.NoError(err)
+		var req struct {
+			Method string          `json:"method"`
+			ID     json.RawMessage `json:"id"`
+			Params struct {
+				AsOwner bool `json:"asOwner"`
+			} `json:"params"`
+		}
+		require.NoError(json.Unmarshal(body, &req))
+		var out any
+		switch {
+		case req.Method != api.Service+".getManifest":
+			fwd := r.Clone(r.Context())
+			fwd.Body = io.NopCloser(bytes.NewReader(body))
+			f.Nodes[0].Handler().ServeHTTP(w, fwd)
+			return
+		case req.Params.AsOwner:
+			out = map[string]any{"jsonrpc": "2.0", "id": req.ID, "error": map[string]any{
+				"code": api.CodeNotOwner, "message": "not the owner",
+				"data": api.NotOwnerData{Range: "b", Owner: f.Nodes[1].ID, PChainHeight: 7},
+			}}
+		default:
+			out = map[string]any{"jsonrpc": "2.0", "id": req.ID, "result": api.ManifestReply{
+				Head: api.Head{AcceptedHeight: 3}, Manifest: api.Manifest{Bucket: "b", Key: "k"}, Version: 1, Height: 2,
+			}}
+		}
+		w.Header().Set("Content-Type", "application/json")
+		require.NoError(json.NewEncoder(w).Encode(out))
+	}))
+	t.Cleanup(former.Close)
+	uris := f.URIs()
+	uris[0] = former.URL
+	r, err := client.NewRouter(uris, f.ChainID.String(), fastRouterConfig())
+	require.NoError(err)
+	_, err = r.GetOwner(ctx, "b")
+	require.NoError(err)
+	_, err = r.Fresh().Newest(ctx) // learns every endpoint's identity
+	require.NoError(err)
+	f.MoveOwner("b", 1)
+
+	_, err = r.GetManifestAtOwner(ctx, "b", "k")
+	require.ErrorIs(err, client.ErrNotFound, "the new owner's answer, not the former owner's stale object")
+}

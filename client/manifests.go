@@ -55,15 +55,20 @@ func (r *Router) Reclaim(ctx context.Context, args api.ReclaimArgs) (*api.Reclai
 
 // GetManifestAtOwner reads bucket/key at the bucket's owner. An owner
 // answers a write waited for only once it accepted it, so a reader there
-// sees every write acknowledged before its read, whoever made it.
+// sees every write acknowledged before its read, whoever made it. The read
+// asks for the owner (api.OwnerRead): a node that no longer owns the
+// bucket, or an owner its peers are ahead of, refuses, and the read
+// follows the owner the way a write does.
 func (r *Router) GetManifestAtOwner(ctx context.Context, bucket, key string) (*api.ManifestReply, error) {
+	args := api.ManifestArgs{Bucket: bucket, Key: key, OwnerRead: api.OwnerRead{AsOwner: true}}
 	return write(ctx, r, bucket, func(ctx context.Context, e *endpoint) (*api.ManifestReply, error) {
-		return e.c.GetManifest(ctx, bucket, key)
+		return e.c.getManifest(ctx, args)
 	})
 }
 
 // ListManifestsAtOwner lists at the bucket's owner (GetManifestAtOwner).
 func (r *Router) ListManifestsAtOwner(ctx context.Context, args api.ListManifestsArgs) (*api.ListManifestsReply, error) {
+	args.AsOwner = true
 	return write(ctx, r, args.Bucket, func(ctx context.Context, e *endpoint) (*api.ListManifestsReply, error) {
 		return e.c.ListManifests(ctx, args)
 	})

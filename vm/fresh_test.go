@@ -235,3 +235,51 @@ func TestNodeBehindItsPeersAnswersNotReady(t *testing.T) {
 	require.Equal("behind_peers", node.NotReady)
 	require.Equal(last, node.AcceptedHeight)
 }
+
+// TestOwnerReadsRefuseAFormerOrLaggingOwner (review item 4): a filer reads
+// a bucket at its owner, which answers a waited write only once it accepted
+// it, so that every filer reads what another was answered for. That holds
+// only if the node answering is still the owner and current. A read that
+// asks for the owner (asOwner) is refused by a node that is not the
+// bucket's owner in its membership (NotOwner, with the owner, so the client
+// follows it) and by an owner that validators holding more than a third of
+// the stake are ahead of by even one block (behind_peers): a former owner
+// that stopped following the chain must not answer for the bucket. Plain
+// reads keep their bound (rpc.MaxLag).
+func TestOwnerReadsRefuseAFormerOrLaggingOwner(t *testing.T) {
+	require := require.New(t)
+	nw := newNet(t, 4)
+	nw.ready(10)
+	bucket := nw.rangeOf(0, "owned")
+	asOwner := api.ManifestArgs{Bucket: bucket, Key: "k", OwnerRead: api.OwnerRead{AsOwner: true}}
+
+	e := rpcCall(t, nw.server(1), "getManifest", asOwner, nil)
+	require.NotNil(e, "a node that is not the owner answered an owner read")
+	require.Equal(api.CodeNotOwner, e.Code, e.Message)
+	var hint api.NotOwnerData
+	require.NoError(json.Unmarshal(e.Data, &hint))
+	require.Equal(api.NodeID(nw.keys[0].NodeID), hint.Owner)
+	list := api.ListManifestsArgs{Bucket: bucket, OwnerRead: api.OwnerRead{AsOwner: true}}
+	e = rpcCall(t, nw.server(1), "listManifests", list, nil)
+	require.NotNil(e)
+	require.Equal(api.CodeNotOwner, e.Code, e.Message)
+	e = rpcCall(t, nw.server(1), "getManifest", api.ManifestArgs{Bucket: bucket, Key: "k"}, nil)
+	require.Equal(api.CodeNotFound, e.Code, "a plain read answers anywhere")
+
+	owner, url := nw.vms[0], nw.server(0)
+	e = rpcCall(t, url, "getManifest", asOwner, nil)
+	require.Equal(api.CodeNotFound, e.Code, "the owner answers")
+	last := owner.Chain().LastAccepted().Block.Height
+	require.Eventually(func() bool {
+		nw.pushFrom(owner, 1, last)
+		nw.pushFrom(owner, 2, last)
+		h, ok := owner.Certifier().PeersHeight()
+		return ok && h == last
+	}, 10*time.Second, 10*time.Millisecond)
+	nw.pushFrom(owner, 1, last+1)
+	nw.pushFrom(owner, 2, last+1)
+	require.Equal("behind_peers", notReadyReason(t, rpcCall(t, url, "getManifest", asOwner, nil)))
+	require.Equal("behind_peers", notReadyReason(t, rpcCall(t, url, "listManifests", list, nil)))
+	e = rpcCall(t, url, "getManifest", api.ManifestArgs{Bucket: bucket, Key: "k"}, nil)
+	require.Equal(api.CodeNotFound, e.Code, "a plain read one block behind still answers")
+}

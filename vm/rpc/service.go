@@ -658,10 +658,13 @@ func (s *Service) GetAllocation(_ *http.Request, args *api.RangeArgs, reply *api
 
 // GetManifest reads an object's newest accepted manifest (a tombstone for
 // a deleted object), with its version and attributes.
-func (s *Service) GetManifest(_ *http.Request, args *api.ManifestArgs, reply *api.ManifestReply) error {
+func (s *Service) GetManifest(r *http.Request, args *api.ManifestArgs, reply *api.ManifestReply) error {
 	head, err := s.s.fresh.head(args.MinHeight)
 	if err != nil {
 		return rpcError(err)
+	}
+	if err := s.ownerRead(r, args.OwnerRead, args.Bucket, head); err != nil {
+		return err
 	}
 	o, err := s.s.reads.State().Object(args.Bucket, args.Key)
 	if errors.Is(err, state.ErrNotFound) {
@@ -675,6 +678,33 @@ func (s *Service) GetManifest(_ *http.Request, args *api.ManifestArgs, reply *ap
 	return nil
 }
 
+// ownerRead refuses, as its answer, a read that asks for the bucket's owner (api.OwnerRead)
+// where the answer could miss a write the owner acknowledged: at a node
+// that is not the owner in the membership its next block has (NotOwner,
+// naming the owner), and at an owner that validators holding more than a
+// third of the stake are ahead of by even one block (a former owner that
+// stopped following the chain believes it still owns the bucket; its
+// peers' pushed signatures say otherwise).
+func (s *Service) ownerRead(r *http.Request, o api.OwnerRead, bucket string, head api.Head) error {
+	if !o.AsOwner {
+		return nil
+	}
+	if err := txs.VerifyBucket(bucket, s.s.cfg.Genesis.TxLimits); err != nil {
+		return invalidParams(err)
+	}
+	e, err := s.s.reads.Snapshot(r.Context())
+	if err != nil {
+		return rpcError(err)
+	}
+	if owner := e.Owner(bucket); owner != s.s.cfg.NodeID {
+		return rpcError(&execute.NotOwnerError{Range: bucket, Signer: s.s.cfg.NodeID, Owner: owner, PChainHeight: e.Height()})
+	}
+	if peers, ok := s.s.fresh.peers.PeersHeight(); ok && peers > head.AcceptedHeight {
+		return rpcError(&lagError{fmt.Errorf("%w: an owner read (last accepted height %d, validators with more than a third of the stake at %d)", ErrBehindPeers, head.AcceptedHeight, peers), head.AcceptedHeight})
+	}
+	return nil
+}
+
 func manifestReply(o *state.Object) api.ManifestReply {
 	return api.ManifestReply{Manifest: apiManifest(o.Manifest), Version: o.Version, Height: o.Height, Attributes: o.Attributes}
 }
@@ -684,7 +714,7 @@ var ErrBadListing = errcode.New(errcode.InvalidParams, "bad_listing", "rpc: a li
 
 // ListManifests reads one page of a bucket's live objects in key order
 // from accepted state.
-func (s *Service) ListManifests(_ *http.Request, args *api.ListManifestsArgs, reply *api.ListManifestsReply) error {
+func (s *Service) ListManifests(r *http.Request, args *api.ListManifestsArgs, reply *api.ListManifestsReply) error {
 	l := s.s.cfg.Genesis.TxLimits
 	if err := txs.VerifyBucket(args.Bucket, l); err != nil {
 		return invalidParams(err)
@@ -701,6 +731,9 @@ func (s *Service) ListManifests(_ *http.Request, args *api.ListManifestsArgs, re
 	head, err := s.s.fresh.head(args.MinHeight)
 	if err != nil {
 		return rpcError(err)
+	}
+	if err := s.ownerRead(r, args.OwnerRead, args.Bucket, head); err != nil {
+		return err
 	}
 	page, err := s.s.reads.ListObjects(state.ObjectQuery{
 		Bucket: args.Bucket, Prefix: args.Prefix, StartAfter: args.StartAfter, Delimiter: args.Delimiter,
