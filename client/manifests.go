@@ -61,7 +61,7 @@ func (r *Router) Reclaim(ctx context.Context, args api.ReclaimArgs) (*api.Reclai
 // follows the owner the way a write does.
 func (r *Router) GetManifestAtOwner(ctx context.Context, bucket, key string) (*api.ManifestReply, error) {
 	args := api.ManifestArgs{Bucket: bucket, Key: key, OwnerRead: api.OwnerRead{AsOwner: true}}
-	return write(ctx, r, bucket, func(ctx context.Context, e *endpoint) (*api.ManifestReply, error) {
+	return atOwner(ctx, r, bucket, false, func(ctx context.Context, e *endpoint) (*api.ManifestReply, error) {
 		return e.c.getManifest(ctx, args)
 	})
 }
@@ -69,7 +69,7 @@ func (r *Router) GetManifestAtOwner(ctx context.Context, bucket, key string) (*a
 // ListManifestsAtOwner lists at the bucket's owner (GetManifestAtOwner).
 func (r *Router) ListManifestsAtOwner(ctx context.Context, args api.ListManifestsArgs) (*api.ListManifestsReply, error) {
 	args.AsOwner = true
-	return write(ctx, r, args.Bucket, func(ctx context.Context, e *endpoint) (*api.ListManifestsReply, error) {
+	return atOwner(ctx, r, args.Bucket, false, func(ctx context.Context, e *endpoint) (*api.ListManifestsReply, error) {
 		return e.c.ListManifests(ctx, args)
 	})
 }

@@ -33,6 +33,14 @@ type RouterConfig struct {
 	// than a request in it, and requests that wait ride the next exchange
 	// together (docs/performance-log.md, "Exchanges in flight").
 	PooledBatches int
+	// FailoverSlack is added to the liveness failover bound, (K+1) rounds
+	// of the chain's membership, to give how long a write keeps retrying
+	// while its range's owner is unreachable or not ready: the ranges of a
+	// dead owner move only after that bound, and until the dead validator
+	// leaves the P-chain set its proposer slots (5 s each in avalanchego's
+	// proposer VM) can delay the block that moves them. Retry.MaxAttempts
+	// alone would give up before the move.
+	FailoverSlack time.Duration
 	// Stake, if set, is the caller's own view of the validators' weights,
 	// which fresh reads count (PChainStake reads it from a node's P-chain
 	// API). Nil takes the validator set that more than 2/3 of the
@@ -42,7 +50,7 @@ type RouterConfig struct {
 
 // DefaultRouterConfig suits a gateway writing a few thousand ranges.
 func DefaultRouterConfig() RouterConfig {
-	return RouterConfig{Client: DefaultConfig(), Retry: DefaultRetry(), MaxHops: 3, OwnerCacheSize: 4096}
+	return RouterConfig{Client: DefaultConfig(), Retry: DefaultRetry(), MaxHops: 3, OwnerCacheSize: 4096, FailoverSlack: DefaultFailoverSlack}
 }
 
 // Verify checks every bound.
@@ -53,8 +61,8 @@ func (c RouterConfig) Verify() error {
 	if err := c.Retry.Verify(); err != nil {
 		return err
 	}
-	if c.MaxHops < 1 || c.OwnerCacheSize < 0 || c.PooledBatches < 0 {
-		return fmt.Errorf("%w: MaxHops %d, OwnerCacheSize %d, PooledBatches %d", errBadRouterConfig, c.MaxHops, c.OwnerCacheSize, c.PooledBatches)
+	if c.MaxHops < 1 || c.OwnerCacheSize < 0 || c.PooledBatches < 0 || c.FailoverSlack < 0 {
+		return fmt.Errorf("%w: MaxHops %d, OwnerCacheSize %d, PooledBatches %d, FailoverSlack %v", errBadRouterConfig, c.MaxHops, c.OwnerCacheSize, c.PooledBatches, c.FailoverSlack)
 	}
 	return nil
 }
@@ -100,6 +108,7 @@ type Router struct {
 	owners  *ownerCache
 	next    atomic.Uint64 // read rotation
 	stakes  stakes        // the validators' weights fresh reads count
+	bound   failoverBound // how long a write waits for its owner's ranges to move
 }
 
 // NewRouter returns a Router over the nodes at nodeURIs, all serving chainID.
@@ -562,11 +571,24 @@ func readAny[T any](ctx context.Context, r *Router, op func(context.Context, *en
 // transient failures. A transport failure or NotReady re-resolves the owner
 // before the next attempt, since both may mean the membership moved on.
 func write[T any](ctx context.Context, r *Router, rangeKey string, op func(context.Context, *endpoint) (T, error)) (T, error) {
+	return atOwner(ctx, r, rangeKey, true, op)
+}
+
+// atOwner sends op to rangeKey's owner, following NotOwner hints and
+// retrying what is transient. With waitForMove, an owner that cannot be
+// reached or is not ready is waited out up to the failover bound (its
+// ranges move by then), past Retry.MaxAttempts: what a write needs. A read
+// at the owner gives up after MaxAttempts instead, and its caller reads
+// elsewhere.
+func atOwner[T any](ctx context.Context, r *Router, rangeKey string, waitForMove bool, op func(context.Context, *endpoint) (T, error)) (T, error) {
 	var (
 		zero   T
 		target *endpoint
 		hops   int
 		last   error
+		// ownerDownSince is when the owner was first found unreachable
+		// or not ready: from then on the write waits for the move.
+		ownerDownSince time.Time
 	)
 	for attempt := 1; ; {
 		var (
@@ -607,8 +629,16 @@ func write[T any](ctx context.Context, r *Router, rangeKey string, op func(conte
 			return zero, withLast(ctx, err, last)
 		}
 		last = err
+		if ownerDown(err) && ownerDownSince.IsZero() {
+			ownerDownSince = time.Now()
+		}
 		if attempt >= r.cfg.Retry.MaxAttempts {
-			return zero, fmt.Errorf("gave up after %d attempts: %w", attempt, err)
+			if !waitForMove || !ownerDown(err) {
+				return zero, fmt.Errorf("gave up after %d attempts: %w", attempt, err)
+			}
+			if bound := r.bound.get(ctx, r); time.Since(ownerDownSince) >= bound {
+				return zero, fmt.Errorf("gave up after %d attempts and the failover bound (%v: the owner's ranges did not move): %w", attempt, bound, err)
+			}
 		}
 		if errors.Is(err, ErrTransport) || errors.Is(err, ErrNotReady) || errors.Is(err, ErrNotOwner) {
 			r.owners.forget(rangeKey)

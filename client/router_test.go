@@ -205,14 +205,19 @@ func TestRouterReadsSkipDeadNodes(t *testing.T) {
 	f := apitest.New(t, 3)
 	f.Nodes[0].Close()
 	f.Nodes[1].Close()
-	r := newRouter(t, f)
+	cfg := fastRouterConfig()
+	cfg.FailoverSlack = 50 * time.Millisecond
+	r, err := client.NewRouter(f.URIs(), f.ChainID.String(), cfg)
+	require.NoError(err)
 	for range 5 {
 		e, err := r.GetMembership(testCtx(t))
 		require.NoError(err)
 		require.Equal(f.Nodes[2].ID, e.NodeID)
 	}
-	// Writes to a dead owner fail (no other node may write its range).
-	_, err := r.Allocate(testCtx(t), api.AllocateArgs{Range: "owned-by-dead-node-0", Count: 1})
+	// Writes to a dead owner fail once the failover bound has passed
+	// without a move (no other node may write its range).
+	f.SetMembership(api.MembershipReply{RoundDurationMs: 10, LivenessRounds: 1})
+	_, err = r.Allocate(testCtx(t), api.AllocateArgs{Range: "owned-by-dead-node-0", Count: 1})
 	require.ErrorIs(err, client.ErrTransport)
 }
 
