@@ -33,7 +33,7 @@ func checkKV(h History, opts Options) (kvFindings, error) {
 	if res == porcupine.Ok {
 		return f, nil
 	}
-	illegal, undecided := decideKeys(model, ops, info, opts.Timeout)
+	illegal, undecided := decideKeys(model, ops, info, res, opts.Timeout)
 	f.undecided = undecided
 	idx := indexKeys(h)
 	for _, k := range illegal {
@@ -48,14 +48,16 @@ func checkKV(h History, opts Options) (kvFindings, error) {
 }
 
 // kvOperations converts what porcupine checks: the single-key operations
-// that answered, or may have taken effect. Reads that did not answer and
-// operations that certainly failed constrain nothing.
+// that answered, or may have taken effect. Reads that did not answer,
+// operations that certainly failed and unobservable uncertain puts
+// constrain nothing.
 func kvOperations(h History) []porcupine.Operation {
 	clients := clientIndex(h)
 	open := openReturn(h)
+	skip := unobservable(h)
 	var out []porcupine.Operation
 	for _, op := range h {
-		if !isKVKeyed(op.Input) {
+		if !isKVKeyed(op.Input) || skip[op.ID] {
 			continue
 		}
 		p, ok := toPorcupine(op, clients[op.Client], open)
@@ -123,8 +125,9 @@ func openReturn(h History) int64 {
 }
 
 // decideKeys sorts the keys porcupine did not linearize into illegal and
-// undecided (timed out), each in key order.
-func decideKeys(model porcupine.Model, ops []porcupine.Operation, info porcupine.LinearizationInfo, timeout time.Duration) (illegal, undecided []string) {
+// undecided (timed out), each in key order. Without a timeout every such
+// key is illegal; with one, each is checked again on its own to tell.
+func decideKeys(model porcupine.Model, ops []porcupine.Operation, info porcupine.LinearizationInfo, res porcupine.CheckResult, timeout time.Duration) (illegal, undecided []string) {
 	parts := partitionByKey(ops)
 	partials := info.PartialLinearizations()
 	for i, part := range parts {
@@ -132,6 +135,10 @@ func decideKeys(model porcupine.Model, ops []porcupine.Operation, info porcupine
 			continue
 		}
 		k := kvKey(part[0].Input.(Input))
+		if res == porcupine.Illegal && timeout == 0 {
+			illegal = append(illegal, k)
+			continue
+		}
 		switch porcupine.CheckOperationsTimeout(model, part, timeout) {
 		case porcupine.Illegal:
 			illegal = append(illegal, k)

@@ -8,7 +8,8 @@ import (
 
 // keyIndex holds, per key, what the explanations and the list rule look at.
 type keyIndex struct {
-	// writes may have taken effect: acknowledged as applied, or open.
+	// writes may have taken effect: acknowledged as applied, or open; by
+	// call time, as acked.
 	writes map[string][]Operation
 	// acked were acknowledged as applied.
 	acked map[string][]Operation
@@ -38,11 +39,17 @@ func indexKeys(h History) keyIndex {
 	for _, op := range h {
 		idx.add(op)
 	}
-	for k := range idx.writes {
+	for k, ws := range idx.writes {
 		idx.keys = append(idx.keys, k)
+		byCall(ws)
+		byCall(idx.acked[k])
 	}
 	sort.Strings(idx.keys)
 	return idx
+}
+
+func byCall(ops []Operation) {
+	sort.SliceStable(ops, func(i, j int) bool { return ops[i].Call < ops[j].Call })
 }
 
 func (idx *keyIndex) add(op Operation) {
@@ -147,7 +154,7 @@ func (idx keyIndex) sources(key string, obs observation, ret int64) []Operation 
 // invoked.
 func (idx keyIndex) replaced(key string, src Operation, obs observation, call int64) (Operation, bool) {
 	for _, o := range idx.acked[key] {
-		if !produces(o, obs) && src.end() < o.Call && o.Return < call {
+		if !produces(o, obs) && src.before(o) && o.Return < call {
 			return o, true
 		}
 	}

@@ -2,6 +2,7 @@ package history
 
 import (
 	"fmt"
+	"math"
 	"strings"
 )
 
@@ -76,7 +77,7 @@ func (idx keyIndex) mustAppear(k string, l Operation) ([]Operation, bool) {
 	var ws []Operation
 	for _, w := range idx.writes[k] {
 		if w.Call > l.Return {
-			continue
+			break // by call time
 		}
 		if w.end() >= l.Call {
 			return nil, false
@@ -95,18 +96,16 @@ func (idx keyIndex) mustAppear(k string, l Operation) ([]Operation, bool) {
 	return last, true
 }
 
-// lastWrites are the writes no other write of ws certainly follows.
+// lastWrites are the writes no other write of ws certainly follows: those
+// that may end after the last of them is invoked.
 func lastWrites(ws []Operation) []Operation {
+	lastCall := int64(math.MinInt64)
+	for _, w := range ws {
+		lastCall = max(lastCall, w.Call)
+	}
 	var out []Operation
 	for _, w := range ws {
-		followed := false
-		for _, v := range ws {
-			if w.before(v) {
-				followed = true
-				break
-			}
-		}
-		if !followed {
+		if w.end() >= lastCall {
 			out = append(out, w)
 		}
 	}
