@@ -15,7 +15,16 @@
 // unknown (a timeout, a connection lost after sending). An operation never
 // completed counts as Info. The checkers give an Info operation an open
 // return time: it may take effect at any moment after its invocation, or
-// never.
+// never. Times are compared across clients, so every client of one history
+// reads the same clock (one process's monotonic clock).
+//
+// Check runs every checker over a history:
+//
+//	rec := history.NewRecorder(clock)
+//	h := rec.Invoke(client, history.Put{Key: k, Value: v})
+//	reply, err := store.Put(ctx, k, v)
+//	// then h.Ok(history.WriteResult{...}), h.Fail(err) or h.Info(err)
+//	rep, err := history.Check(rec.History(), history.Options{VisualizationDir: dir})
 //
 // # The model and what each checker proves
 //
@@ -37,7 +46,13 @@
 // write that completed after the source; a lost write is such an overwrite
 // that no read ever observed. Other failures are reported as
 // non-linearizable, and the failing keys' history is written out as
-// porcupine's HTML visualisation.
+// porcupine's HTML visualisation (Options.VisualizationDir, named in
+// Report.Visualization). Uncertain puts whose value no read returned, on a
+// key where only gets, puts and unapplied deletes can follow them, are left
+// out of porcupine's search: they change no verdict (see unobservable), and
+// an uncertain operation, which never returns, would otherwise be
+// concurrent with everything after it. With Options.Timeout, keys porcupine
+// does not decide in time are listed in Report.Undecided, not passed.
 //
 // Lists (by prefix) span keys and get their own rule, not porcupine's. For
 // every list it proves (1) no phantom: each returned entry was written with

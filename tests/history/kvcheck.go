@@ -29,11 +29,10 @@ func checkKV(h History, opts Options) (kvFindings, error) {
 		return f, nil
 	}
 	model := kvModel()
-	res, info := porcupine.CheckOperationsVerbose(model, ops, opts.Timeout)
-	if res == porcupine.Ok {
+	if porcupine.CheckOperationsTimeout(model, ops, opts.Timeout) == porcupine.Ok {
 		return f, nil
 	}
-	illegal, undecided := decideKeys(model, ops, info, res, opts.Timeout)
+	illegal, undecided := decideKeys(model, ops, opts.Timeout)
 	f.undecided = undecided
 	idx := indexKeys(h)
 	for _, k := range illegal {
@@ -124,21 +123,12 @@ func openReturn(h History) int64 {
 	return last + 1
 }
 
-// decideKeys sorts the keys porcupine did not linearize into illegal and
-// undecided (timed out), each in key order. Without a timeout every such
-// key is illegal; with one, each is checked again on its own to tell.
-func decideKeys(model porcupine.Model, ops []porcupine.Operation, info porcupine.LinearizationInfo, res porcupine.CheckResult, timeout time.Duration) (illegal, undecided []string) {
-	parts := partitionByKey(ops)
-	partials := info.PartialLinearizations()
-	for i, part := range parts {
-		if complete(partials[i], len(part)) {
-			continue
-		}
+// decideKeys checks each key on its own (porcupine stops at the first
+// failure) and sorts those it did not linearize into illegal and undecided
+// (timed out), each in key order.
+func decideKeys(model porcupine.Model, ops []porcupine.Operation, timeout time.Duration) (illegal, undecided []string) {
+	for _, part := range partitionByKey(ops) {
 		k := kvKey(part[0].Input.(Input))
-		if res == porcupine.Illegal && timeout == 0 {
-			illegal = append(illegal, k)
-			continue
-		}
 		switch porcupine.CheckOperationsTimeout(model, part, timeout) {
 		case porcupine.Illegal:
 			illegal = append(illegal, k)
@@ -147,17 +137,6 @@ func decideKeys(model porcupine.Model, ops []porcupine.Operation, info porcupine
 		}
 	}
 	return illegal, undecided
-}
-
-// complete reports whether one of a partition's partial linearizations
-// holds all its n operations.
-func complete(partials [][]int, n int) bool {
-	for _, p := range partials {
-		if len(p) == n {
-			return true
-		}
-	}
-	return false
 }
 
 // visualize writes porcupine's HTML for the illegal keys' operations only.

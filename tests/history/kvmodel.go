@@ -97,7 +97,7 @@ func kvStep(s kvState, in Input, out kvOutput) []interface{} {
 	}
 	var next []interface{}
 	for _, holds := range conditionHolds(s, in) {
-		if out.Known && out.Write.Applied != holds {
+		if !answerFits(in, out, holds) {
 			continue
 		}
 		if !holds {
@@ -109,6 +109,16 @@ func kvStep(s kvState, in Input, out kvOutput) []interface{} {
 		}
 	}
 	return next
+}
+
+// answerFits reports whether a write's answer fits whether its condition
+// held. A delete of an absent key changes nothing whatever it answers (the
+// store answers it with version 0).
+func answerFits(in Input, out kvOutput, holds bool) bool {
+	if _, del := in.(Delete); del && !holds {
+		return true
+	}
+	return !out.Known || out.Write.Applied == holds
 }
 
 // stepGet: the answer must be the key's state; a reported version pins an

@@ -73,8 +73,8 @@ type GetResult struct {
 }
 
 // WriteResult answers a put or a delete: Applied tells whether the write took
-// effect (false: a condition failed, or a delete found nothing); Version is
-// the key's new version (0: not reported).
+// effect (false: a condition failed; a delete of an absent key may answer
+// either); Version is the key's new version (0: not reported).
 type WriteResult struct {
 	Applied bool
 	Version uint64
@@ -93,8 +93,9 @@ type Allocation struct{ Base, Count uint64 }
 type CounterValue struct{ Next uint64 }
 
 // Grant answers an Acquire or a Renew that was granted: Holder holds the
-// lease with fencing Token from GrantMs (the deciding block's time) until
-// ExpiresMs, exclusive. A refusal (held, lost) is a Fail.
+// lease with fencing Token from GrantMs (the deciding block's time:
+// api.LeaseReply's ExpiresMs less the TTL asked for) until ExpiresMs,
+// exclusive (state.Lease.Held). A refusal (held, lost) is a Fail.
 type Grant struct {
 	Holder             string
 	Token              uint64

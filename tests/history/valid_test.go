@@ -74,6 +74,7 @@ func TestCheckerPassesValidHistories(t *testing.T) {
 				s.ok(1, Get{"k"}, found("b", 2<<24))
 				s.ok(1, Delete{"k"}, applied(3<<24))
 				s.ok(1, Delete{"k"}, WriteResult{})
+				s.ok(1, Delete{"k"}, WriteResult{Applied: true})
 				s.ok(0, PutIfVersion{"k", "d", 2 << 24}, WriteResult{})
 				s.ok(0, PutIfAbsent{"k", "e"}, applied(4<<24))
 				s.ok(1, Get{"k"}, found("e", 4<<24))
