@@ -10,8 +10,10 @@ type Options struct {
 	// VisualizationDir, if set, receives porcupine's HTML visualisation of
 	// the non-linearizable keys (the fault tests pass build/history/<test>).
 	VisualizationDir string
-	// Timeout bounds porcupine's search (0: none); keys it leaves
-	// undecided are listed in the report, not counted as anomalies.
+	// Timeout bounds each of porcupine's searches (0: none): one over the
+	// whole history, then, only if that one does not pass, one per key.
+	// Keys left undecided are listed in the report, not counted as
+	// anomalies.
 	Timeout time.Duration
 	// CounterStart is each counter's first id (default 0).
 	CounterStart map[string]uint64
