@@ -3,6 +3,7 @@ module github.com/s-chain/schain
 go 1.25.8
 
 require (
+	github.com/anishathalye/porcupine v1.3.1
 	github.com/ava-labs/avalanchego v1.14.2
 	github.com/gorilla/rpc v1.2.0
 	github.com/hashicorp/go-hclog v1.6.2
