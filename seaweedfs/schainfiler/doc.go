@@ -11,7 +11,9 @@
 //
 //   - An entry at dir/name is the manifest (bucket, dir + "\x00" + name):
 //     a directory's entries are one key range, in name order, and a
-//     subdirectory's are not in it. The filer's encoded entry is the
+//     subdirectory's are not in it; a directory or name containing NUL is
+//     refused (ErrNULInPath), since its key would be another path's. The
+//     filer's encoded entry is the
 //     manifest's attributes (opaque, at most txLimits.maxAttributeBytes).
 //     Its chunks whose keys S-Chain allocated (the masters run the schain
 //     sequencer with key_prefix as schain_prefix) are the manifest's

@@ -19,6 +19,11 @@ var (
 	ErrTooLarge = errors.New("schainfiler: larger than the chain's limits")
 	// ErrBadPath: a path that is not UTF-8 (manifest keys are).
 	ErrBadPath = errors.New("schainfiler: the path is not UTF-8")
+	// ErrNULInPath: a directory or name containing NUL (0x00). NUL ends a
+	// directory in the store's keys (Key), so /d/"a\x00b" and /d"\x00a"/b
+	// would be one manifest; such paths are refused, as SeaweedFS's mongodb
+	// store refuses them.
+	ErrNULInPath = errors.New("schainfiler: the path contains NUL (0x00), which the store's keys use to end a directory")
 	// ErrKvNotFound: no KV value at that key.
 	ErrKvNotFound = errors.New("schainfiler: no KV value")
 
@@ -145,6 +150,9 @@ func pathOf(dir, name string) string {
 func Key(dir, name string) string { return dir + separator + name }
 
 func (s *Store) key(dir, name string) (string, error) {
+	if err := noNUL(dir, name); err != nil {
+		return "", err
+	}
 	k := Key(dir, name)
 	switch {
 	case !utf8.ValidString(k):
@@ -153,6 +161,15 @@ func (s *Store) key(dir, name string) (string, error) {
 		return "", fmt.Errorf("%w: the path %s is %d bytes, the chain's txLimits.maxKeyLen %d", ErrTooLarge, pathOf(dir, name), len(k)-1, s.cfg.MaxKeyLen)
 	}
 	return k, nil
+}
+
+// noNUL refuses a directory or name containing NUL (ErrNULInPath): the
+// key of dir/name would then be another path's too.
+func noNUL(dir, name string) error {
+	if strings.Contains(dir, separator) || strings.Contains(name, separator) {
+		return fmt.Errorf("%w: %q (hint: rename it without NUL; it could not be told apart from another path)", ErrNULInPath, pathOf(dir, name))
+	}
+	return nil
 }
 
 // FileChunk is one chunk of an entry as the filer has it.
@@ -261,6 +278,9 @@ func (s *Store) Find(ctx context.Context, dir, name string) ([]byte, error) {
 func (s *Store) List(ctx context.Context, dir, start string, includeStart bool, limit int64, prefix string, each func(name string, encoded []byte) (bool, error)) (string, error) {
 	base, err := s.key(dir, "")
 	if err != nil {
+		return "", err
+	}
+	if err := noNUL(dir, prefix); err != nil {
 		return "", err
 	}
 	last := ""

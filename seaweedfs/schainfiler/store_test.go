@@ -347,3 +347,32 @@ func TestCallsCountTheExchanges(t *testing.T) {
 	require.NoError(s.Delete(ctx, "/d", "a"))
 	require.Equal(schainfiler.Calls{Gets: 3, Puts: 3, Lists: 1}, s.Calls())
 }
+
+// TestNULInAPathIsRefused: NUL ends a directory in the store's keys, so
+// /d/"a\0b" and /d"\0a"/b would be one manifest (issue 46, item 6). Both
+// are refused by name before anything is read or written, and neither
+// overwrites the other.
+func TestNULInAPathIsRefused(t *testing.T) {
+	require := require.New(t)
+	ctx := context.Background()
+	c := newChain()
+	s := store(t, c, schainfiler.DefaultConfig("filer"))
+	require.ErrorIs(s.Put(ctx, "/d", "a\x00b", []byte("first"), nil, false), schainfiler.ErrNULInPath)
+	err := s.Put(ctx, "/d\x00a", "b", []byte("second"), nil, false)
+	require.ErrorIs(err, schainfiler.ErrNULInPath)
+	require.Contains(err.Error(), "hint", "the refusal says what to do")
+	require.Empty(c.writes, "nothing written")
+
+	_, err = s.Find(ctx, "/d", "a\x00b")
+	require.ErrorIs(err, schainfiler.ErrNULInPath)
+	require.ErrorIs(s.Delete(ctx, "/d\x00a", "b"), schainfiler.ErrNULInPath)
+	_, err = s.List(ctx, "/d\x00a", "", false, 10, "", func(string, []byte) (bool, error) { return true, nil })
+	require.ErrorIs(err, schainfiler.ErrNULInPath)
+	_, err = s.List(ctx, "/d", "", false, 10, "a\x00", func(string, []byte) (bool, error) { return true, nil })
+	require.ErrorIs(err, schainfiler.ErrNULInPath, "a prefix with NUL names no entry of /d")
+	require.ErrorIs(s.DeleteChildren(ctx, "/d\x00a"), schainfiler.ErrNULInPath)
+
+	// Paths without NUL are stored as before.
+	require.NoError(s.Put(ctx, "/d", "a b", []byte("e"), nil, false))
+	require.Equal("/d\x00a b", c.writes[0].Key)
+}
