@@ -206,10 +206,10 @@ const DirectAPI = "127.0.0.1:0"
 const TokenName = "localnet"
 
 // TokenRanges is the scope of the network's token: every range, and, named
-// since no wildcard stands for them, every SeaweedFS prefix's floor and
-// volume ranges (the local network is its operator's, who runs cutovers
-// and benchmarks with one token).
-var TokenRanges = []string{"*", "*/floor/*", "*/volumes"}
+// since no wildcard stands for them, every SeaweedFS prefix's floor,
+// volume and key-band ranges (the local network is its operator's, who
+// runs cutovers and benchmarks with one token).
+var TokenRanges = []string{"*", "*/floor/*", "*/volumes", "*/keys/*"}
 
 // TokenFile is the file, in the network directory, holding the network's
 // write token.

@@ -58,17 +58,18 @@ func scopedConfig(t *testing.T) (gw, masters, cutover string, cc config.ChainCon
 
 // TestScopedTokenCannotBreakACluster: a token for prod-eu1/* cannot move
 // the counters a SeaweedFS cluster's safety rests on: one allocation on
-// <prefix>/volumes with a huge floor would stop new volume ids forever
-// (counters only go up), one on <prefix>/floor/keys would pass the cutover
-// guard without a cutover. Each refusal names the missing scope.
+// <prefix>/volumes or on a key band <prefix>/keys/<n> with a huge floor
+// would stop new volume ids or file keys forever (counters only go up; issue
+// 46, item 3), one on <prefix>/floor/keys would pass the cutover guard
+// without a cutover. Each refusal names the missing scope.
 func TestScopedTokenCannotBreakACluster(t *testing.T) {
 	require := require.New(t)
 	gw, masters, cutover, cc := scopedConfig(t)
 	an := newAuthNet(t, 2, cc)
 	an.ready(10)
 
-	for _, rk := range []string{"prod-eu1/volumes", "prod-eu1/floor/keys", "prod-eu1/floor/volumes"} {
-		e, _ := authCall(t, an.ownerURL(rk), bearerOf(gw), "allocate", api.AllocateArgs{Range: rk, Count: 1, Floor: math.MaxUint64 / 2}, nil)
+	for _, rk := range []string{"prod-eu1/volumes", "prod-eu1/floor/keys", "prod-eu1/floor/volumes", "prod-eu1/keys/0", "prod-eu1/keys/7"} {
+		e, _ := authCall(t, an.ownerURL(rk), bearerOf(gw), "allocate", api.AllocateArgs{Range: rk, Count: 1, Floor: math.MaxUint64 - 1}, nil)
 		d := forbidden(t, e)
 		require.Equal(api.ScopeRange, d.Reason, rk)
 		require.Equal(rk, d.Range, "the refusal names the range")
@@ -94,7 +95,7 @@ func TestScopedTokenCannotBreakACluster(t *testing.T) {
 
 	// What each was given works.
 	for _, w := range []struct{ tok, rk string }{
-		{gw, "prod-eu1/photos"}, {gw, "prod-eu1/keys/0"},
+		{gw, "prod-eu1/photos"},
 		{masters, "prod-eu1/keys/3"}, {masters, "prod-eu1/volumes"},
 		{cutover, "prod-eu1/floor/keys"},
 	} {

@@ -72,10 +72,10 @@ revoke a token by removing its entry and restarting.
 The token may call --methods (comma-separated JSON-RPC names; "*" for every
 write method, future ones included) on the ranges --ranges covers
 (comma-separated patterns: "a/b" that range, "a/*" every range below a/,
-"*" every range). A "*" never stands for a SeaweedFS prefix's floor or
-volume ranges (a segment named floor or volumes): name them, as the
-cutover tool's token does ("prod-eu1/floor/*") and the masters' token does
-("prod-eu1/keys/*,prod-eu1/volumes"). A call outside the scope is refused
+"*" every range). A "*" never stands for a SeaweedFS prefix's floor,
+key-band or volume ranges (a segment named floor, keys or volumes): name
+them, as the cutover tool's token does ("prod-eu1/floor/*") and the
+masters' token does ("prod-eu1/keys/*,prod-eu1/volumes"). A call outside the scope is refused
 with code -32019 naming what is missing (exit code 10).
 
 Keep the token secret: give it to clients with --token-file FILE or

@@ -19,6 +19,9 @@ type Record struct {
 	Version    uint64
 	Deleted    bool
 	Attributes []byte
+	// Chunks are the chunks bound to the manifest (Get fills them; a
+	// listing does not).
+	Chunks []Chunk
 }
 
 // Chunk names stored bytes by the S-Chain range and id their key came

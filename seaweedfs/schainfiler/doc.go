@@ -11,13 +11,17 @@
 //
 //   - An entry at dir/name is the manifest (bucket, dir + "\x00" + name):
 //     a directory's entries are one key range, in name order, and a
-//     subdirectory's are not in it. The filer's encoded entry is the
-//     manifest's attributes (opaque, at most txLimits.maxAttributeBytes).
+//     subdirectory's are not in it; a directory or name containing NUL is
+//     refused (ErrNULInPath), since its key would be another path's. The
+//     filer's encoded entry is the manifest's attributes (opaque, at most
+//     txLimits.maxAttributeBytes).
 //     Its chunks whose keys S-Chain allocated (the masters run the schain
 //     sequencer with key_prefix as schain_prefix) are the manifest's
 //     chunks, bound to it; they move with the entry (a rename, a multipart
 //     completion adopts them), and an overwrite or deletion releases what
-//     it drops.
+//     it drops. Of more chunks than a manifest binds, the first
+//     txLimits.maxChunks are bound, and a write that would unbind one the
+//     entry still names is refused (ErrTooManyChunks; keepBound).
 //   - A deletion is a tombstone; listing skips tombstones.
 //   - A directory listing is a listManifests page of the directory's range.
 //   - The filer's KV calls are manifests of the reserved bucket

@@ -61,7 +61,11 @@ func (c *RouterChain) Get(ctx context.Context, bucket, key string) (Record, erro
 	if err != nil {
 		return Record{}, err
 	}
-	return Record{Key: key, Version: m.Version, Deleted: m.Manifest.Deleted, Attributes: m.Attributes}, nil
+	rec := Record{Key: key, Version: m.Version, Deleted: m.Manifest.Deleted, Attributes: m.Attributes}
+	for _, ch := range m.Manifest.Chunks {
+		rec.Chunks = append(rec.Chunks, Chunk{Range: ch.Range, ID: ch.ID, Size: ch.Size})
+	}
+	return rec, nil
 }
 
 // Put writes at the bucket's owner and waits until accepted.

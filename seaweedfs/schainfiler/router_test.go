@@ -7,6 +7,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/s-chain/schain/api"
 	"github.com/s-chain/schain/apitest"
 	"github.com/s-chain/schain/client"
 	"github.com/s-chain/schain/seaweedfs/schainfiler"
@@ -101,4 +102,20 @@ func TestPutReadsThenGetAtTheOwner(t *testing.T) {
 	w, err = c.Put(ctx, "b", schainfiler.Write{Key: "dir\x00c", Attributes: []byte("c")})
 	require.NoError(err)
 	require.Nil(w.Then, "not asked")
+}
+
+// TestGetReadsTheBoundChunks: a read brings back the chunks bound to the
+// manifest, which a write of more chunks than a manifest binds must keep
+// (TestGrowthPastMaxChunksKeepsItsChunks).
+func TestGetReadsTheBoundChunks(t *testing.T) {
+	require := require.New(t)
+	_, c, ctx := ownedBucket(t)
+	_, err := c.R.Allocate(ctx, api.AllocateArgs{Range: "b/keys/0", Count: 2})
+	require.NoError(err)
+	chunks := []schainfiler.Chunk{{Range: "b/keys/0", ID: 0, Size: 5}, {Range: "b/keys/0", ID: 1, Size: 7}}
+	_, err = c.Put(ctx, "b", schainfiler.Write{Key: "k", Attributes: []byte("v"), Chunks: chunks})
+	require.NoError(err)
+	rec, err := c.Get(ctx, "b", "k")
+	require.NoError(err)
+	require.Equal(chunks, rec.Chunks)
 }

@@ -19,6 +19,14 @@ var (
 	ErrTooLarge = errors.New("schainfiler: larger than the chain's limits")
 	// ErrBadPath: a path that is not UTF-8 (manifest keys are).
 	ErrBadPath = errors.New("schainfiler: the path is not UTF-8")
+	// ErrNULInPath: a directory or name containing NUL (0x00). NUL ends a
+	// directory in the store's keys (Key), so /d/"a\x00b" and /d"\x00a"/b
+	// would be one manifest; such paths are refused, as SeaweedFS's mongodb
+	// store refuses them.
+	ErrNULInPath = errors.New("schainfiler: the path contains NUL (0x00), which the store's keys use to end a directory")
+	// ErrTooManyChunks: an entry of more chunks than a manifest may bind
+	// (txLimits.maxChunks) whose write would unbind a chunk it still names.
+	ErrTooManyChunks = errors.New("schainfiler: more chunks than a manifest binds, and the write would release one the entry still names")
 	// ErrKvNotFound: no KV value at that key.
 	ErrKvNotFound = errors.New("schainfiler: no KV value")
 
@@ -145,6 +153,9 @@ func pathOf(dir, name string) string {
 func Key(dir, name string) string { return dir + separator + name }
 
 func (s *Store) key(dir, name string) (string, error) {
+	if err := noNUL(dir, name); err != nil {
+		return "", err
+	}
 	k := Key(dir, name)
 	switch {
 	case !utf8.ValidString(k):
@@ -153,6 +164,15 @@ func (s *Store) key(dir, name string) (string, error) {
 		return "", fmt.Errorf("%w: the path %s is %d bytes, the chain's txLimits.maxKeyLen %d", ErrTooLarge, pathOf(dir, name), len(k)-1, s.cfg.MaxKeyLen)
 	}
 	return k, nil
+}
+
+// noNUL refuses a directory or name containing NUL (ErrNULInPath): the
+// key of dir/name would then be another path's too.
+func noNUL(dir, name string) error {
+	if strings.Contains(dir, separator) || strings.Contains(name, separator) {
+		return fmt.Errorf("%w: %q (hint: rename it without NUL; it could not be told apart from another path)", ErrNULInPath, pathOf(dir, name))
+	}
+	return nil
 }
 
 // FileChunk is one chunk of an entry as the filer has it.
@@ -172,9 +192,12 @@ func (s *Store) Put(ctx context.Context, dir, name string, encoded []byte, chunk
 		return fmt.Errorf("%w: the entry %s/%s encodes to %d bytes, the chain's txLimits.maxAttributeBytes %d", ErrTooLarge, dir, name, len(encoded), s.cfg.MaxAttributeBytes)
 	}
 	w := Write{Key: k, Attributes: encoded, Adopt: true}
+	var all []Chunk
 	if !hardLinked { // a hard link's chunks belong to its KV record
-		w.Chunks = s.bindable(chunks)
+		all = s.bindable(chunks)
 	}
+	w.Chunks = all
+	over := len(all) > s.cfg.MaxChunks
 	path := pathOf(dir, name)
 	d := dirReadOf(ctx, path)
 	if d != nil {
@@ -182,11 +205,71 @@ func (s *Store) Put(ctx context.Context, dir, name string, encoded []byte, chunk
 			d = nil
 		}
 	}
-	written, err := s.write(ctx, path, w)
-	if d != nil && err == nil && written.Then != nil {
-		d.answer(*written.Then)
+	for attempt := 1; ; attempt++ {
+		if over {
+			if err := s.keepBound(ctx, path, all, &w); err != nil {
+				return err
+			}
+		}
+		written, err := s.write(ctx, path, w)
+		if over && attempt < maxRebinds && errors.Is(err, ErrPreconditionFailed) && guardOf(ctx, path) == nil {
+			continue // another write of the entry came between: read its chunks again
+		}
+		if d != nil && err == nil && written.Then != nil {
+			d.answer(*written.Then)
+		}
+		return err
 	}
-	return err
+}
+
+// maxRebinds bounds the attempts of a write of more chunks than a manifest
+// binds against other writes of the same entry.
+const maxRebinds = 8
+
+// keepBound sets w up for an entry of more chunks (all) than a manifest
+// binds: it binds the first maxChunks, and only if that keeps every chunk
+// the entry's manifest holds and still names, since a write releases the
+// chunks it does not name. SeaweedFS appends an entry's new chunks, so the
+// chunks bound before are among the first; a rename writes the same list,
+// so the new entry adopts the very chunks the old one held, and deleting
+// the old one releases none. Otherwise the write is refused
+// (ErrTooManyChunks): it would release a chunk still in use. The write is
+// conditional on the version read (unless a guard already makes it
+// conditional), so that no other write changes the bound chunks in
+// between.
+func (s *Store) keepBound(ctx context.Context, path string, all []Chunk, w *Write) error {
+	w.Chunks = all[:s.cfg.MaxChunks]
+	rec, err := s.chain.Get(ctx, s.cfg.Bucket, w.Key)
+	switch {
+	case errors.Is(err, ErrNotFound):
+		rec = Record{Deleted: true}
+	case err != nil:
+		return fmt.Errorf("schainfiler: reading the chunks %s holds: %w", path, err)
+	}
+	w.IfAbsent, w.IfVersion = rec.Deleted, 0
+	if rec.Deleted {
+		return nil
+	}
+	w.IfVersion = rec.Version
+	type ref struct {
+		rng string
+		id  uint64
+	}
+	named := make(map[ref]bool, len(all))
+	for _, ch := range all {
+		named[ref{ch.Range, ch.ID}] = true
+	}
+	kept := make(map[ref]bool, len(w.Chunks))
+	for _, ch := range w.Chunks {
+		kept[ref{ch.Range, ch.ID}] = true
+	}
+	for _, ch := range rec.Chunks {
+		if r := (ref{ch.Range, ch.ID}); named[r] && !kept[r] {
+			return fmt.Errorf("%w: %s names %d chunks, a manifest binds at most %d (txLimits.maxChunks), and its chunk %s/%d, bound now, is not among the first %d (hint: raise txLimits.maxChunks in the genesis, or write the entry with its chunks in their order, new ones after)",
+				ErrTooManyChunks, path, len(all), s.cfg.MaxChunks, ch.Range, ch.ID, s.cfg.MaxChunks)
+		}
+	}
+	return nil
 }
 
 // dirKey is the key of directory dir's own entry ("" for the root, which
@@ -261,6 +344,9 @@ func (s *Store) Find(ctx context.Context, dir, name string) ([]byte, error) {
 func (s *Store) List(ctx context.Context, dir, start string, includeStart bool, limit int64, prefix string, each func(name string, encoded []byte) (bool, error)) (string, error) {
 	base, err := s.key(dir, "")
 	if err != nil {
+		return "", err
+	}
+	if err := noNUL(dir, prefix); err != nil {
 		return "", err
 	}
 	last := ""
@@ -349,9 +435,9 @@ func (s *Store) DeleteChildren(ctx context.Context, dir string) error {
 }
 
 // bindable maps an entry's chunks to S-Chain chunks: those whose file ids
-// parse and have bytes, once each. None when the masters' keys do not come
-// from S-Chain, or when there are more than a manifest may name (the
-// chunks then stay in the attributes only).
+// parse and have bytes, once each, in the entry's order. None when the
+// masters' keys do not come from S-Chain. There may be more than a
+// manifest binds (keepBound).
 func (s *Store) bindable(chunks []FileChunk) []Chunk {
 	if s.cfg.KeyPrefix == "" {
 		return nil
@@ -370,9 +456,6 @@ func (s *Store) bindable(chunks []FileChunk) []Chunk {
 		seen[ch] = true
 		ch.Size = c.Size
 		out = append(out, ch)
-	}
-	if len(out) > s.cfg.MaxChunks {
-		return nil
 	}
 	return out
 }

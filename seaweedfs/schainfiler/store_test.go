@@ -3,6 +3,7 @@ package schainfiler_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
 	"sort"
 	"strings"
@@ -21,6 +22,9 @@ type chain struct {
 	records map[string]schainfiler.Record // bucket + "\n" + key
 	writes  []schainfiler.Write
 	seq     uint64
+	// released are the chunks the chain released: an overwrite's or a
+	// deletion's chunks the object no longer names (Range and ID only).
+	released []schainfiler.Chunk
 	// noThen: a chain that does not answer Write.ThenGet (an older node).
 	noThen bool
 }
@@ -48,8 +52,9 @@ func (c *chain) Put(_ context.Context, bucket string, w schainfiler.Write) (scha
 	case w.Deleted && !live:
 		return schainfiler.Written{}, nil
 	}
+	c.bind(bucket, w, cur, live)
 	c.seq++
-	c.records[bucket+"\n"+w.Key] = schainfiler.Record{Key: w.Key, Version: c.seq, Deleted: w.Deleted, Attributes: w.Attributes}
+	c.records[bucket+"\n"+w.Key] = schainfiler.Record{Key: w.Key, Version: c.seq, Deleted: w.Deleted, Attributes: w.Attributes, Chunks: w.Chunks}
 	c.writes = append(c.writes, w)
 	out := schainfiler.Written{Version: c.seq}
 	if w.ThenGet != "" && !c.noThen {
@@ -60,6 +65,32 @@ func (c *chain) Put(_ context.Context, bucket string, w schainfiler.Write) (scha
 		out.Then = &r
 	}
 	return out, nil
+}
+
+// bind is the chain's rule for the chunks of w, which replaces cur (live
+// or not): a chunk another live object holds moves to w's (w adopts), and
+// the chunks cur held that w does not name are released.
+func (c *chain) bind(bucket string, w schainfiler.Write, cur schainfiler.Record, live bool) {
+	ref := func(ch schainfiler.Chunk) schainfiler.Chunk { return schainfiler.Chunk{Range: ch.Range, ID: ch.ID} }
+	named := map[schainfiler.Chunk]bool{}
+	for _, ch := range w.Chunks {
+		named[ref(ch)] = true
+	}
+	for k, r := range c.records {
+		if k == bucket+"\n"+w.Key || r.Deleted {
+			continue
+		}
+		r.Chunks = slices.DeleteFunc(slices.Clone(r.Chunks), func(ch schainfiler.Chunk) bool { return named[ref(ch)] })
+		c.records[k] = r
+	}
+	if !live {
+		return
+	}
+	for _, ch := range cur.Chunks {
+		if !named[ref(ch)] {
+			c.released = append(c.released, ref(ch))
+		}
+	}
 }
 
 func (c *chain) List(_ context.Context, bucket, prefix, startAfter string, limit int) (schainfiler.Page, error) {
@@ -302,7 +333,8 @@ func TestChunksBoundWhereTheirKeysCameFromSChain(t *testing.T) {
 		many[i].FileID = "1,0" + string(rune('1'+i)) + "00000001"
 	}
 	require.NoError(s.Put(ctx, "/", "many", []byte("e"), many, false))
-	require.Empty(c.writes[len(c.writes)-1].Chunks, "more chunks than a manifest may name: none bound")
+	require.Equal([]schainfiler.Chunk{{Range: "weed/keys/0", ID: 1, Size: 1}, {Range: "weed/keys/0", ID: 2, Size: 1}, {Range: "weed/keys/0", ID: 3, Size: 1}}, c.writes[len(c.writes)-1].Chunks,
+		"more chunks than a manifest may name: the first it may (TestGrowthPastMaxChunksKeepsItsChunks)")
 
 	plain := store(t, c, schainfiler.DefaultConfig("filer"))
 	require.NoError(plain.Put(ctx, "/", "f", []byte("e"), chunks, false))
@@ -346,4 +378,160 @@ func TestCallsCountTheExchanges(t *testing.T) {
 	require.NoError(err)
 	require.NoError(s.Delete(ctx, "/d", "a"))
 	require.Equal(schainfiler.Calls{Gets: 3, Puts: 3, Lists: 1}, s.Calls())
+}
+
+// TestNULInAPathIsRefused: NUL ends a directory in the store's keys, so
+// /d/"a\0b" and /d"\0a"/b would be one manifest (issue 46, item 6). Both
+// are refused by name before anything is read or written, and neither
+// overwrites the other.
+func TestNULInAPathIsRefused(t *testing.T) {
+	require := require.New(t)
+	ctx := context.Background()
+	c := newChain()
+	s := store(t, c, schainfiler.DefaultConfig("filer"))
+	require.ErrorIs(s.Put(ctx, "/d", "a\x00b", []byte("first"), nil, false), schainfiler.ErrNULInPath)
+	err := s.Put(ctx, "/d\x00a", "b", []byte("second"), nil, false)
+	require.ErrorIs(err, schainfiler.ErrNULInPath)
+	require.Contains(err.Error(), "hint", "the refusal says what to do")
+	require.Empty(c.writes, "nothing written")
+
+	_, err = s.Find(ctx, "/d", "a\x00b")
+	require.ErrorIs(err, schainfiler.ErrNULInPath)
+	require.ErrorIs(s.Delete(ctx, "/d\x00a", "b"), schainfiler.ErrNULInPath)
+	_, err = s.List(ctx, "/d\x00a", "", false, 10, "", func(string, []byte) (bool, error) { return true, nil })
+	require.ErrorIs(err, schainfiler.ErrNULInPath)
+	_, err = s.List(ctx, "/d", "", false, 10, "a\x00", func(string, []byte) (bool, error) { return true, nil })
+	require.ErrorIs(err, schainfiler.ErrNULInPath, "a prefix with NUL names no entry of /d")
+	require.ErrorIs(s.DeleteChildren(ctx, "/d\x00a"), schainfiler.ErrNULInPath)
+
+	// Paths without NUL are stored as before.
+	require.NoError(s.Put(ctx, "/d", "a b", []byte("e"), nil, false))
+	require.Equal("/d\x00a b", c.writes[0].Key)
+}
+
+// TestGrowthPastMaxChunksKeepsItsChunks (issue 46, item 7): an entry whose
+// chunks were bound grows past maxChunks. The store must not then bind
+// none of them, which has the chain release the chunks the entry still
+// uses (a blob store deletes released chunks, and a released chunk can
+// never be bound again). It keeps binding the first maxChunks, which are
+// the ones it bound (SeaweedFS appends an entry's new chunks); a rename
+// moves the same ones; only chunks the entry no longer names are released.
+// A write that would unbind a chunk the entry still names (new chunks
+// before bound ones) is refused with ErrTooManyChunks and changes nothing.
+func TestGrowthPastMaxChunksKeepsItsChunks(t *testing.T) {
+	require := require.New(t)
+	ctx := context.Background()
+	c := newChain()
+	cfg := schainfiler.DefaultConfig("weed")
+	cfg.KeyPrefix, cfg.VolumeBand, cfg.MaxChunks, cfg.ReclaimEvery = "weed", 4, 3, 0
+	s := store(t, c, cfg)
+	chunk := func(ids ...int) []schainfiler.FileChunk {
+		out := make([]schainfiler.FileChunk, 0, len(ids))
+		for _, id := range ids {
+			out = append(out, schainfiler.FileChunk{FileID: fmt.Sprintf("1,%x%08x", id, 7), Size: 10})
+		}
+		return out
+	}
+	bound := func(dir, name string) []uint64 {
+		r, err := c.Get(ctx, "weed", schainfiler.Key(dir, name))
+		require.NoError(err)
+		var out []uint64
+		for _, ch := range r.Chunks {
+			out = append(out, ch.ID)
+		}
+		return out
+	}
+	releasedIDs := func() []uint64 {
+		var out []uint64
+		for _, ch := range c.released {
+			out = append(out, ch.ID)
+		}
+		return out
+	}
+
+	require.NoError(s.Put(ctx, "/d", "f", []byte("e"), chunk(1, 2), false))
+	require.Equal([]uint64{1, 2}, bound("/d", "f"))
+	require.NoError(s.Put(ctx, "/d", "f", []byte("e"), chunk(1, 2, 3, 4), false))
+	require.Empty(c.released, "growing past maxChunks released chunks the entry still names")
+	require.Equal([]uint64{1, 2, 3}, bound("/d", "f"), "the chunks it bound stay bound, and as many more as fit")
+	require.NoError(s.Put(ctx, "/d", "f", []byte("e"), chunk(1, 2, 3, 4, 5), false))
+	require.Empty(c.released)
+
+	// A rename (the filer writes the new entry, then deletes the old one)
+	// moves the bound chunks: deleting the old entry releases none.
+	require.NoError(s.Put(ctx, "/d", "g", []byte("e"), chunk(1, 2, 3, 4, 5), false))
+	require.NoError(s.Delete(ctx, "/d", "f"))
+	require.Empty(c.released, "a rename released chunks the new entry names")
+	require.Equal([]uint64{1, 2, 3}, bound("/d", "g"))
+
+	// What the entry no longer names is released, as before.
+	require.NoError(s.Put(ctx, "/d", "g", []byte("e"), chunk(1), false))
+	require.Equal([]uint64{2, 3}, releasedIDs())
+
+	// New chunks ahead of bound ones: binding the first maxChunks would
+	// unbind a chunk still named, so the write is refused by name, and the
+	// entry stays as it was.
+	c.released = nil
+	require.NoError(s.Put(ctx, "/d", "h", []byte("old"), chunk(6, 7), false))
+	err := s.Put(ctx, "/d", "h", []byte("new"), chunk(8, 9, 6, 7), false)
+	require.ErrorIs(err, schainfiler.ErrTooManyChunks)
+	require.Contains(err.Error(), "hint")
+	require.Empty(c.released)
+	got, err := s.Find(ctx, "/d", "h")
+	require.NoError(err)
+	require.Equal([]byte("old"), got)
+	require.Equal([]uint64{6, 7}, bound("/d", "h"))
+
+	// An entry that never had bound chunks binds the first maxChunks.
+	require.NoError(s.Put(ctx, "/d", "big", []byte("e"), chunk(10, 11, 12, 13), false))
+	require.Equal([]uint64{10, 11, 12}, bound("/d", "big"))
+	require.Empty(c.released)
+}
+
+// interleaved is a chain on which another filer's write lands right
+// before the store's next write.
+type interleaved struct {
+	*chain
+	once   sync.Once
+	before schainfiler.Write
+}
+
+func (c *interleaved) Put(ctx context.Context, bucket string, w schainfiler.Write) (schainfiler.Written, error) {
+	c.once.Do(func() { _, _ = c.chain.Put(ctx, bucket, c.before) })
+	return c.chain.Put(ctx, bucket, w)
+}
+
+// TestGrowthPastMaxChunksRereadsAfterAnotherWrite: the chunks a write of
+// more chunks than a manifest binds keeps are read, and the write is
+// conditional on that read: when another filer's write of the entry comes
+// in between and binds other chunks the entry names, the store reads them
+// again and keeps them rather than releasing them.
+func TestGrowthPastMaxChunksRereadsAfterAnotherWrite(t *testing.T) {
+	require := require.New(t)
+	ctx := context.Background()
+	c := newChain()
+	cfg := schainfiler.DefaultConfig("weed")
+	cfg.KeyPrefix, cfg.VolumeBand, cfg.MaxChunks, cfg.ReclaimEvery = "weed", 4, 3, 0
+	chunk := func(id uint64) schainfiler.Chunk { return schainfiler.Chunk{Range: "weed/keys/0", ID: id, Size: 10} }
+	fc := func(ids ...uint64) []schainfiler.FileChunk {
+		out := make([]schainfiler.FileChunk, 0, len(ids))
+		for _, id := range ids {
+			out = append(out, schainfiler.FileChunk{FileID: fmt.Sprintf("1,%x%08x", id, 7), Size: 10})
+		}
+		return out
+	}
+	s0 := store(t, c, cfg)
+	require.NoError(s0.Put(ctx, "/d", "f", []byte("e"), fc(1, 2), false))
+	// Between the store's read and its write, another filer binds 5 to the
+	// entry, which the store's write names last.
+	other := &interleaved{chain: c, before: schainfiler.Write{Key: schainfiler.Key("/d", "f"), Attributes: []byte("other"), Chunks: []schainfiler.Chunk{chunk(1), chunk(5)}, Adopt: true}}
+	s, err := schainfiler.New(cfg, other)
+	require.NoError(err)
+	t.Cleanup(s.Close)
+	err = s.Put(ctx, "/d", "f", []byte("e"), fc(1, 2, 3, 5), false)
+	require.ErrorIs(err, schainfiler.ErrTooManyChunks, "5 is bound now and not among the first three: refused, not released")
+	require.Equal([]schainfiler.Chunk{{Range: "weed/keys/0", ID: 2}}, c.released, "only what the other write dropped")
+	r, err := c.Get(ctx, "weed", schainfiler.Key("/d", "f"))
+	require.NoError(err)
+	require.Equal([]schainfiler.Chunk{chunk(1), chunk(5)}, r.Chunks)
 }

@@ -104,7 +104,7 @@ type WriteToken struct {
 	// range is its bucket): "a/b" that range, "a/*" every range below a/,
 	// "*" every range; a "*" never stands for a guarded segment
 	// (GuardedSegments), which a pattern must name ("prod-eu1/volumes",
-	// "prod-eu1/floor/*"). See Scope.
+	// "prod-eu1/keys/*", "prod-eu1/floor/*"). See Scope.
 	Ranges []string `json:"ranges,omitempty"`
 	// Methods are the write methods the token may call, by their JSON-RPC
 	// names ("allocate", "allocateBatch", "putManifest"; "*" for every

@@ -9,12 +9,14 @@ import (
 
 // GuardedSegments are the range segments a wildcard never stands for: a
 // SeaweedFS prefix's cutover floors (<prefix>/floor/keys,
-// <prefix>/floor/volumes) and its volume ids (<prefix>/volumes). One
-// allocation with a huge floor on one of them stops a cluster for good
-// (counters only go up), and one on a floor passes the cutover guard
-// without a cutover, so only a token that names them may write them:
-// "prod-eu1/volumes", "prod-eu1/floor/*".
-var GuardedSegments = []string{"floor", "volumes"}
+// <prefix>/floor/volumes), its volume ids (<prefix>/volumes) and the key
+// bands its masters reserve file keys from (<prefix>/keys/<band>,
+// schainseq.KeyRange). One allocation with a huge floor on one of them
+// stops a cluster for good (counters only go up: no master can reserve
+// volume ids or keys in that band again), and one on a floor passes the
+// cutover guard without a cutover, so only a token that names them may
+// write them: "prod-eu1/volumes", "prod-eu1/keys/*", "prod-eu1/floor/*".
+var GuardedSegments = []string{"floor", "keys", "volumes"}
 
 // EveryMethod in a token's methods allows every write method, future ones
 // included.
@@ -76,7 +78,7 @@ func (s Scope) Covers(rangeKey string) bool {
 
 // matches is one pattern against a range's segments. A "*" stands for a
 // guarded segment only below one the pattern names: "a/floor/*" covers
-// a/floor/volumes, "a/*" covers neither.
+// a/floor/volumes, "a/keys/*" covers a/keys/0, "a/*" covers none of them.
 func matches(pattern, segs []string) bool {
 	named := false
 	for i, p := range pattern {

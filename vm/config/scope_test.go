@@ -18,11 +18,12 @@ func TestScopeCovers(t *testing.T) {
 		out    []string
 	}{
 		{[]string{"prod-eu1/*"},
-			[]string{"prod-eu1/photos", "prod-eu1/keys/3", "prod-eu1/a/b/c"},
-			[]string{"prod-eu1", "prod-eu2/photos", "prod-eu1/volumes", "prod-eu1/floor/keys", "prod-eu1/floor/volumes", "prod-eu1/x/floor/y", "photos"}},
+			[]string{"prod-eu1/photos", "prod-eu1/a/b/c"},
+			[]string{"prod-eu1", "prod-eu2/photos", "prod-eu1/volumes", "prod-eu1/keys/0", "prod-eu1/keys/3", "prod-eu1/keys", "prod-eu1/floor/keys", "prod-eu1/floor/volumes", "prod-eu1/x/floor/y", "photos"}},
 		{[]string{"photos"}, []string{"photos"}, []string{"photos/x", "photo", "x/photos"}},
-		{[]string{"*"}, []string{"photos", "a/b/c"}, []string{"volumes", "a/volumes", "a/floor/keys"}},
-		{[]string{"prod-eu1/keys/*", "prod-eu1/volumes"}, []string{"prod-eu1/keys/0", "prod-eu1/volumes"}, []string{"prod-eu1/photos", "prod-eu1/floor/keys", "prod-eu1/keys"}},
+		{[]string{"*"}, []string{"photos", "a/b/c"}, []string{"volumes", "a/volumes", "a/floor/keys", "a/keys/0", "keys"}},
+		{[]string{"prod-eu1/keys/*", "prod-eu1/volumes"}, []string{"prod-eu1/keys/0", "prod-eu1/keys/4095", "prod-eu1/volumes"}, []string{"prod-eu1/photos", "prod-eu1/floor/keys", "prod-eu1/keys", "prod-eu2/keys/0"}},
+		{[]string{"*/keys/*"}, []string{"a/keys/0"}, []string{"a/floor/keys", "a/volumes", "a/b"}},
 		{[]string{"prod-eu1/floor/*"}, []string{"prod-eu1/floor/keys", "prod-eu1/floor/volumes"}, []string{"prod-eu1/volumes", "prod-eu1/keys/0"}},
 		{[]string{"*/floor/*", "*/volumes"}, []string{"a/floor/keys", "b/volumes"}, []string{"a/keys/0", "a/b/volumes", "volumes", "floor/x/floor/keys"}},
 		{[]string{"*/photos"}, []string{"a/photos"}, []string{"a/b/photos", "photos", "floor/photos"}},

@@ -32,6 +32,21 @@ type LeaseError struct {
 	Outcome state.LeaseOutcome
 	Lease   state.Lease
 	TxID    ids.ID
+	// Backdated, when set, is why the owner answers a grant or renewal
+	// the chain decided as lost: its block was dated too far behind the
+	// owner's clock (writer.LeaseAnswer). Lease is then the decided grant.
+	Backdated *Backdated
+}
+
+// Backdated is a lease grant or renewal whose block time lies too far
+// behind the owner's clock for the holder to count it as held: a block's
+// time is bounded below only by its parent's, so a proposer may date it
+// back to an idle chain's last block.
+type Backdated struct {
+	// BlockMs is the deciding block's time, AskedMs the owner's clock when
+	// the request arrived, ClockMs when the answer was built, SkewMs the
+	// genesis's maxTimeSkewMs (unix ms, ms).
+	BlockMs, AskedMs, ClockMs, SkewMs uint64
 }
 
 func (e *LeaseError) sentinel() *errcode.Error {
@@ -42,6 +57,14 @@ func (e *LeaseError) sentinel() *errcode.Error {
 }
 
 func (e *LeaseError) Error() string {
+	if b := e.Backdated; b != nil {
+		if e.Lease.ExpiresMs <= b.ClockMs {
+			return fmt.Sprintf("%s: range %q: the block that decided it (time %d ms) gave holder %q (token %d) an expiry of %d ms, already past at this owner's clock (%d ms): it is not held (hint: the block was dated behind the clock; acquire the lease afresh)",
+				e.sentinel(), e.Range, b.BlockMs, e.Lease.Holder, e.Lease.Token, e.Lease.ExpiresMs, b.ClockMs)
+		}
+		return fmt.Sprintf("%s: range %q: the block that decided it is dated %d ms, more than maxTimeSkewMs (%d) before this owner received the request (%d ms): a holder counting its TTL from its request would outlive the chain's expiry (%d ms), so it is not answered as held (hint: renew it again, holder %q token %d, or acquire it afresh once it expired)",
+			e.sentinel(), e.Range, b.BlockMs, b.SkewMs, b.AskedMs, e.Lease.ExpiresMs, e.Lease.Holder, e.Lease.Token)
+	}
 	if e.Lease.Holder == "" {
 		return fmt.Sprintf("%s: range %q: nobody holds it", e.sentinel(), e.Range)
 	}

@@ -38,6 +38,8 @@ type Writes interface {
 	PoolHolds(rangeKey string, count uint64) bool
 	PutManifest(ctx context.Context, m txs.Manifest) (*txs.Tx, error)
 	Lease(ctx context.Context, e txs.LeaseEntry) (*txs.Tx, error)
+	LeaseAsked() uint64
+	LeaseAnswer(asked uint64, rangeKey string, grant state.Lease, txID ids.ID, blockMs uint64) error
 	WriteManifest(ctx context.Context, e txs.ManifestEntry) (writer.Submitted, error)
 	Reclaim(ctx context.Context, chunks []txs.ChunkRef) (*txs.Tx, error)
 	ManifestsActive() error
@@ -448,6 +450,7 @@ func (s *Service) lease(r *http.Request, op txs.LeaseOp, args *api.LeaseArgs, re
 	if err := s.s.gate.covers(r, args.Range); err != nil {
 		return err
 	}
+	asked := s.s.writes.LeaseAsked()
 	tx, err := s.s.writes.Lease(r.Context(), en)
 	if err != nil {
 		return rpcError(err)
@@ -464,6 +467,18 @@ func (s *Service) lease(r *http.Request, op txs.LeaseOp, args *api.LeaseArgs, re
 	case state.LeaseHeld, state.LeaseLost:
 		return rpcError(&execute.LeaseError{Range: e.Range, Outcome: outcome, TxID: ids.ID(rc.TxID),
 			Lease: state.Lease{Holder: e.Holder, Token: e.Token, ExpiresMs: e.ExpiresMs}})
+	}
+	if op != txs.LeaseRelease {
+		// A grant or renewal dated too far behind this node's clock is
+		// not answered as held (writer.LeaseAnswer).
+		b, err := s.s.reads.AcceptedAt(rc.Height)
+		if err != nil {
+			return rpcError(err)
+		}
+		grant := state.Lease{Holder: e.Holder, Token: e.Token, ExpiresMs: e.ExpiresMs}
+		if err := s.s.writes.LeaseAnswer(asked, e.Range, grant, ids.ID(rc.TxID), b.Timestamp); err != nil {
+			return rpcError(err)
+		}
 	}
 	*reply = api.LeaseReply{TxID: rc.TxID, Height: rc.Height, Range: e.Range, Outcome: string(e.Lease), Holder: e.Holder, Token: e.Token, ExpiresMs: e.ExpiresMs}
 	return nil

@@ -69,7 +69,9 @@ func (w *writes) WriteManifest(context.Context, txs.ManifestEntry) (writer.Submi
 func (w *writes) Reclaim(context.Context, []txs.ChunkRef) (*txs.Tx, error) {
 	return nil, writer.ErrShuttingDown
 }
-func (w *writes) ManifestsActive() error { return nil }
+func (w *writes) ManifestsActive() error                                        { return nil }
+func (w *writes) LeaseAsked() uint64                                            { return 0 }
+func (w *writes) LeaseAnswer(uint64, string, state.Lease, ids.ID, uint64) error { return nil }
 func (w *writes) Lease(context.Context, txs.LeaseEntry) (*txs.Tx, error) {
 	return nil, writer.ErrShuttingDown
 }

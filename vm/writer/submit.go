@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/ava-labs/avalanchego/ids"
 
 	"github.com/s-chain/schain/state"
 	"github.com/s-chain/schain/txs"
@@ -150,6 +151,33 @@ func (w *Writer) Lease(ctx context.Context, e txs.LeaseEntry) (*txs.Tx, error) {
 	return w.signOwn(ctx, func(h txs.Header) txs.Unsigned {
 		return &txs.LeaseTx{Header: h, Entries: []txs.LeaseEntry{e}}
 	}, []string{e.Range})
+}
+
+// LeaseAsked is this node's clock (unix ms) when a lease request arrives:
+// what LeaseAnswer measures the block that decides it against.
+func (w *Writer) LeaseAsked() uint64 { return uint64(max(w.clock.Now().UnixMilli(), 0)) }
+
+// LeaseAnswer checks grant, a grant or renewal of rangeKey the chain
+// decided in transaction txID, in a block of time blockMs, for a request
+// that arrived at asked (LeaseAsked). A block's time is bounded below only
+// by its parent's, so a proposer may date a block back to an idle chain's
+// last one, and the grant then expires earlier than its holder, counting
+// TTL from its request less the chain's clock skew, believes: another
+// holder may be granted the lease while it still counts it as its own.
+// The owner never answers such a grant as held: one whose block is dated
+// more than maxTimeSkewMs before the request arrived (no honest proposer
+// dates a block so: it builds it after the request, by a clock within the
+// skew), or whose expiry is already past by this node's clock, is answered
+// as lost (execute.LeaseError with Backdated), naming the grant the chain
+// holds. Execution is untouched: every validator decided the block alike.
+func (w *Writer) LeaseAnswer(asked uint64, rangeKey string, grant state.Lease, txID ids.ID, blockMs uint64) error {
+	now := w.LeaseAsked()
+	skew := w.genesis.MaxTimeSkewMs
+	if grant.ExpiresMs > now && blockMs+skew >= asked {
+		return nil
+	}
+	return &execute.LeaseError{Range: rangeKey, Outcome: state.LeaseLost, TxID: txID, Lease: grant,
+		Backdated: &execute.Backdated{BlockMs: blockMs, AskedMs: asked, ClockMs: now, SkewMs: skew}}
 }
 
 // leaseSettled refuses what accepted state already decides (see Lease).
