@@ -516,6 +516,11 @@ type ValidatorLiveness struct {
 	// the newest round with an accepted heartbeat (absent: none yet).
 	FirstSeen     *uint64 `json:"firstSeen,omitempty"`
 	LastHeartbeat *uint64 `json:"lastHeartbeat,omitempty"`
+	// RoundsOut counts the consecutive rounds that had a block in which it
+	// was not a member (upgrades.removalsHeight); RemovalDecided is the
+	// round in which the chain decided to remove it from the P-chain set.
+	RoundsOut      uint64  `json:"roundsOut,omitempty"`
+	RemovalDecided *uint64 `json:"removalDecided,omitempty"`
 }
 
 // NodeReply identifies the node behind an endpoint, so a client can route

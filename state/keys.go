@@ -24,9 +24,12 @@ const (
 	tagObject       byte = 'v'
 	tagChunk        byte = 'k'
 	tagReleased     byte = 'g'
+	tagRemoval      byte = 'R'
 )
 
 func livenessKey(nodeID ids.NodeID) []byte { return append([]byte{tagLiveness}, nodeID[:]...) }
+
+func removalKey(nodeID ids.NodeID) []byte { return append([]byte{tagRemoval}, nodeID[:]...) }
 
 func counterKey(rangeKey string) []byte {
 	return append([]byte{tagCounter}, rangeKey...)

@@ -94,6 +94,14 @@ type LivenessUpdate struct {
 	Record Liveness
 }
 
+// RemovalUpdate records (or, with Delete, deletes) a validator's removal
+// decision.
+type RemovalUpdate struct {
+	NodeID  ids.NodeID
+	Removal Removal
+	Delete  bool
+}
+
 // CounterUpdate sets a range's next unissued id.
 type CounterUpdate struct {
 	Range string
@@ -144,12 +152,23 @@ func (l *Layer) Apply(c *Changes) error {
 
 // Freeze records m as the membership in force from this block on, with the
 // first-seen records of validators new to the chain.
-func (l *Layer) Freeze(m *Membership, seen []LivenessUpdate) error {
+func (l *Layer) Freeze(m *Membership, seen []LivenessUpdate, removals ...RemovalUpdate) error {
 	if err := l.writable(); err != nil {
 		return err
 	}
 	if err := l.putLiveness(seen); err != nil {
 		return err
+	}
+	for _, u := range removals {
+		if u.Delete {
+			if err := l.del(removalKey(u.NodeID)); err != nil {
+				return err
+			}
+			continue
+		}
+		if err := l.put(removalKey(u.NodeID), encodeRemoval(u.Removal)); err != nil {
+			return err
+		}
 	}
 	b, err := encodeMembership(m)
 	if err != nil {

@@ -230,25 +230,47 @@ type Liveness struct {
 	// only if HasHeartbeat.
 	Heartbeat    uint64 `json:"heartbeat"`
 	HasHeartbeat bool   `json:"hasHeartbeat"`
+	// Out counts the consecutive rounds that had a block in which the
+	// validator was not a member (execute.Rules.Removals; 0 before it).
+	Out uint64 `json:"out,omitempty"`
 }
 
-const livenessVersion byte = 1
+// Liveness encodings: version 1 as first written; version 2 appends Out,
+// and is written only while Out is not zero, so records written before
+// the removals change keep their bytes.
+const (
+	livenessVersion    byte = 1
+	livenessVersionOut byte = 2
+)
 
 func encodeLiveness(l Liveness) []byte {
 	w := &wire.Writer{}
-	w.U8(livenessVersion)
+	if l.Out == 0 {
+		w.U8(livenessVersion)
+	} else {
+		w.U8(livenessVersionOut)
+	}
 	w.U64(l.FirstSeen)
 	w.U64(l.Heartbeat)
 	w.Bool(l.HasHeartbeat)
+	if l.Out != 0 {
+		w.U64(l.Out)
+	}
 	return w.B
 }
 
 func decodeLiveness(b []byte) (Liveness, error) {
 	r := &wire.Reader{B: b}
-	if v := r.U8(); r.Err == nil && v != livenessVersion {
+	v := r.U8()
+	if r.Err == nil && v != livenessVersion && v != livenessVersionOut {
 		return Liveness{}, fmt.Errorf("%w: liveness version %d", ErrCorrupt, v)
 	}
 	l := Liveness{FirstSeen: r.U64(), Heartbeat: r.U64(), HasHeartbeat: r.Bool()}
+	if v == livenessVersionOut {
+		if l.Out = r.U64(); r.Err == nil && l.Out == 0 {
+			return Liveness{}, fmt.Errorf("%w: liveness record of version 2 with Out 0", ErrCorrupt)
+		}
+	}
 	if err := r.Done(); err != nil {
 		return Liveness{}, fmt.Errorf("%w: liveness record: %w", ErrCorrupt, err)
 	}
@@ -350,4 +372,41 @@ func decodeMembership(b []byte) (*Membership, error) {
 		return nil, fmt.Errorf("%w: membership record: %w", ErrCorrupt, err)
 	}
 	return m, nil
+}
+
+// Removal is the chain's decision to remove a validator from the P-chain
+// set (execute.Rules.Removals): it was out of the membership for the
+// genesis's removalRounds rounds that had blocks. The record stays while
+// the validator is out of the set, so that it can be readmitted; it is
+// deleted when the validator is a member again.
+type Removal struct {
+	// Round is the liveness round of the block that decided it, and
+	// PChainHeight the P-chain height of that block's set.
+	Round        uint64 `json:"round"`
+	PChainHeight uint64 `json:"pChainHeight"`
+	// Weight is the validator's weight in that set.
+	Weight uint64 `json:"weight"`
+}
+
+const removalVersion byte = 1
+
+func encodeRemoval(r Removal) []byte {
+	w := &wire.Writer{}
+	w.U8(removalVersion)
+	w.U64(r.Round)
+	w.U64(r.PChainHeight)
+	w.U64(r.Weight)
+	return w.B
+}
+
+func decodeRemoval(b []byte) (Removal, error) {
+	r := &wire.Reader{B: b}
+	if v := r.U8(); r.Err == nil && v != removalVersion {
+		return Removal{}, fmt.Errorf("%w: removal version %d", ErrCorrupt, v)
+	}
+	rm := Removal{Round: r.U64(), PChainHeight: r.U64(), Weight: r.U64()}
+	if err := r.Done(); err != nil {
+		return Removal{}, fmt.Errorf("%w: removal record: %w", ErrCorrupt, err)
+	}
+	return rm, nil
 }

@@ -57,6 +57,9 @@ type Reader interface {
 	// Liveness is a validator's liveness record; ok is false if the chain
 	// never recorded it.
 	Liveness(nodeID ids.NodeID) (rec Liveness, ok bool, err error)
+	// Removal is the chain's decision to remove a validator from the
+	// P-chain set; ok is false if there is none.
+	Removal(nodeID ids.NodeID) (r Removal, ok bool, err error)
 	// Membership is the frozen membership of the newest liveness round, or
 	// ErrNotFound before the first block with a P-chain context.
 	Membership() (*Membership, error)
@@ -353,6 +356,18 @@ func (v view) Liveness(nodeID ids.NodeID) (Liveness, bool, error) {
 	}
 	rec, err := decodeLiveness(b)
 	return rec, err == nil, err
+}
+
+func (v view) Removal(nodeID ids.NodeID) (Removal, bool, error) {
+	b, err := v.db.Get(removalKey(nodeID))
+	if errors.Is(err, database.ErrNotFound) {
+		return Removal{}, false, nil
+	}
+	if err != nil {
+		return Removal{}, false, err
+	}
+	r, err := decodeRemoval(b)
+	return r, err == nil, err
 }
 
 func (v view) Membership() (*Membership, error) {

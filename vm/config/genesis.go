@@ -70,6 +70,13 @@ type Genesis struct {
 	// replay index to the transactions of the last few rounds; a
 	// transaction not included in time is re-signed by its owner.
 	TxLifetimeRounds uint64 `json:"txLifetimeRounds"`
+	// RemovalRounds (M) is how many consecutive rounds that had a block a
+	// validator must be out of the membership before the chain decides to
+	// remove it from the P-chain set (upgrades.removalsHeight; 0: never).
+	// A removal decided at most K+1+M rounds after a validator's death.
+	RemovalRounds uint64 `json:"removalRounds"`
+	// MinValidators is the fewest validators a removal may leave.
+	MinValidators uint64 `json:"minValidators"`
 	// PoolChunk is how many ids one reservation of a node's id pool takes
 	// (pooled allocations, see writer.Writer.AllocatePooled; 0: 65536, or
 	// txLimits.maxCount if lower), and PoolRanges how many ranges a node
@@ -95,7 +102,8 @@ func (g *Genesis) PoolChunkOrDefault() uint64 {
 
 // Liveness is the membership rule for execution.
 func (g *Genesis) Liveness() execute.Liveness {
-	return execute.Liveness{RoundMs: g.RoundDurationMs, K: g.LivenessRounds, TxLifetime: g.TxLifetimeRounds}
+	return execute.Liveness{RoundMs: g.RoundDurationMs, K: g.LivenessRounds, TxLifetime: g.TxLifetimeRounds,
+		Removal: execute.Removal{Rounds: g.RemovalRounds, MinValidators: g.MinValidators}}
 }
 
 // DefaultGenesis is what an empty JSON object means.
@@ -116,6 +124,8 @@ func DefaultGenesis() Genesis {
 		RoundDurationMs:       30_000,
 		LivenessRounds:        2,
 		TxLifetimeRounds:      2,
+		RemovalRounds:         2,
+		MinValidators:         2,
 		PoolRanges:            1024,
 	}
 }
@@ -193,6 +203,8 @@ func (g *Genesis) Verify() error {
 		return fmt.Errorf("%w: poolChunk %d must be 0 (default) or in [4, txLimits.maxCount=%d], and poolRanges positive", ErrBadGenesis, g.PoolChunk, g.TxLimits.MaxCount)
 	case g.LivenessRounds < 1:
 		return fmt.Errorf("%w: livenessRounds must be at least 1 (a heartbeat must outlive the round it was sent in)", ErrBadGenesis)
+	case g.MinValidators < 1:
+		return fmt.Errorf("%w: minValidators must be at least 1 (a removal must never leave the chain without validators)", ErrBadGenesis)
 	case g.TxLifetimeRounds < 1:
 		return fmt.Errorf("%w: txLifetimeRounds must be at least 1 (a transaction signed at the end of a round must be able to land in the next)", ErrBadGenesis)
 	}

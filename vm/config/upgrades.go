@@ -31,6 +31,10 @@ type Upgrades struct {
 	// preconditions, chunks bound to one live object and released lists;
 	// PutManifestTx is refused from here on (docs/rules.md, Manifests).
 	ManifestsHeight *uint64 `json:"manifestsHeight,omitempty"`
+	// RemovalsHeight: the chain counts each validator's rounds out of the
+	// membership and decides the removal of dead ones (removalRounds,
+	// minValidators; docs/validators.md).
+	RemovalsHeight *uint64 `json:"removalsHeight,omitempty"`
 }
 
 // Rules is what the schedule says for the block at height.
@@ -39,6 +43,7 @@ func (u Upgrades) Rules(height uint64) execute.Rules {
 		LivenessGaps: active(u.LivenessGapsHeight, height),
 		Leases:       active(u.LeasesHeight, height),
 		Manifests:    active(u.ManifestsHeight, height),
+		Removals:     active(u.RemovalsHeight, height),
 	}
 }
 

@@ -35,11 +35,11 @@ func TestUpgradesApplyFromTheirHeight(t *testing.T) {
 	require.NoError(err)
 	require.False(g.Upgrades.Rules(99).LivenessGaps)
 	require.True(g.Upgrades.Rules(100).LivenessGaps)
-	require.Equal([]string{"leasesHeight=never", "livenessGapsHeight=100", "manifestsHeight=never"}, g.Upgrades.Schedule())
+	require.Equal([]string{"leasesHeight=never", "livenessGapsHeight=100", "manifestsHeight=never", "removalsHeight=never"}, g.Upgrades.Schedule())
 
 	old, err := config.ParseGenesis([]byte(`{}`))
 	require.NoError(err)
-	require.Equal([]string{"leasesHeight=never", "livenessGapsHeight=never", "manifestsHeight=never"}, old.Upgrades.Schedule(), "a genesis written before a change never runs it by itself")
+	require.Equal([]string{"leasesHeight=never", "livenessGapsHeight=never", "manifestsHeight=never", "removalsHeight=never"}, old.Upgrades.Schedule(), "a genesis written before a change never runs it by itself")
 
 	_, err = config.ParseGenesis([]byte(`{"upgrades": {"livenessGapHeight": 1}}`))
 	require.ErrorIs(err, config.ErrBadGenesis, "a misspelt upgrade is refused, not ignored")

@@ -309,7 +309,7 @@ func Open(l *state.Layer, c *Context) error {
 		return err
 	}
 	if o.Opened {
-		if err := l.Freeze(o.Membership, o.Seen); err != nil {
+		if err := l.Freeze(o.Membership, o.Seen, o.Removals...); err != nil {
 			return err
 		}
 	}

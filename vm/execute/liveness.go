@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"slices"
 
+	"github.com/ava-labs/avalanchego/ids"
+
 	"github.com/s-chain/schain/errcode"
 
 	"github.com/s-chain/schain/pinning"
@@ -37,6 +39,9 @@ type Liveness struct {
 	// (txs.Header.Round) a transaction other than a heartbeat stays valid.
 	// The replay index only needs the transactions of these rounds.
 	TxLifetime uint64
+	// Removal decides the removal of validators long out of the
+	// membership (Rules.Removals).
+	Removal Removal
 }
 
 // Round is the liveness round of a block timestamp.
@@ -121,6 +126,10 @@ type Opening struct {
 	// Changed: the block puts other members (or another P-chain height) in
 	// force, so work pinned to the parent's membership is dead.
 	Changed bool
+	// Removals are the removal decisions the block takes or cancels
+	// (Rules.Removals, at the opening of a new round); the liveness
+	// records whose count of rounds out changes are in Seen.
+	Removals []state.RemovalUpdate
 }
 
 // OpenMembership returns the membership a block of liveness round round,
@@ -159,6 +168,7 @@ func OpenMembership(r state.Reader, v *ValidatorSet, round uint64, l Liveness, r
 		seen    []state.LivenessUpdate
 	)
 	all := v.Members()
+	recs := make(map[ids.NodeID]state.Liveness, len(all))
 	for _, mb := range all {
 		rec, ok, err := r.Liveness(mb.NodeID)
 		if err != nil {
@@ -168,6 +178,7 @@ func OpenMembership(r state.Reader, v *ValidatorSet, round uint64, l Liveness, r
 			rec = state.Liveness{FirstSeen: round}
 			seen = append(seen, state.LivenessUpdate{NodeID: mb.NodeID, Record: rec})
 		}
+		recs[mb.NodeID] = rec
 		if live(rec) {
 			members = append(members, mb)
 		}
@@ -187,7 +198,15 @@ func OpenMembership(r state.Reader, v *ValidatorSet, round uint64, l Liveness, r
 			changed = true
 		}
 	}
-	return Opening{Membership: m, Opened: true, Seen: seen, Changed: changed}, nil
+	o := Opening{Membership: m, Opened: true, Seen: seen, Changed: changed}
+	if rules.Removals && (prev == nil || prev.Round != round) {
+		outs, removals, err := l.Removal.removals(r, v, m, recs)
+		if err != nil {
+			return Opening{}, err
+		}
+		o.Seen, o.Removals = append(o.Seen, outs...), removals
+	}
+	return o, nil
 }
 
 // fallback is the membership of a round in which no validator is live: no

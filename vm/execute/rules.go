@@ -24,4 +24,9 @@ type Rules struct {
 	// preconditions, chunks bound to one live object, released lists)
 	// replace PutManifestTx.
 	Manifests bool
+	// Removals: each new round's opening counts the rounds every
+	// validator of the P-chain set has been out of the membership, and
+	// decides the removal of those out for Liveness.Removal.Rounds
+	// (state.Removal), as an L1's validator manager.
+	Removals bool
 }

@@ -870,6 +870,14 @@ func (s *Service) membership(r *http.Request, minHeight uint64, reply *api.Membe
 			if rec.HasHeartbeat {
 				vl.LastHeartbeat = &rec.Heartbeat
 			}
+			vl.RoundsOut = rec.Out
+		}
+		rm, decided, err := accepted.Removal(val.NodeID)
+		if err != nil {
+			return rpcError(err)
+		}
+		if decided {
+			vl.RemovalDecided = &rm.Round
 		}
 		reply.Validators = append(reply.Validators, vl)
 	}
