@@ -59,7 +59,7 @@ e2e-ops: $(NODE) $(PLUGIN) $(SCHAIN) weed
 
 ## e2e-weed: SeaweedFS (build/weed) on S-Chain: leader kills in stock and schain mode, shadow then cutover, a validator kill (logs of a failed test stay under build/e2e-weed)
 e2e-weed: $(NODE) $(PLUGIN) weed
-	$(GO) test -tags e2e -count=1 -timeout 20m -v ./seaweedfs/e2e/
+	$(GO) test -tags e2e -count=1 -timeout 20m -v ./tests/seaweedfs/
 
 lint: fmt vet staticcheck alerts
 
@@ -80,14 +80,14 @@ fmt:
 # never breaks them unnoticed.
 vet:
 	$(GO) vet $(PKGS)
-	$(GO) vet -tags e2e ./tests/... ./seaweedfs/e2e/
+	$(GO) vet -tags e2e ./tests/...
 
 $(STATICCHECK):
 	GOBIN=$(BIN) $(GO) install honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION)
 
 staticcheck: $(STATICCHECK)
 	$(STATICCHECK) $(PKGS)
-	$(STATICCHECK) -tags e2e ./tests/... ./seaweedfs/e2e/
+	$(STATICCHECK) -tags e2e ./tests/...
 
 $(BENCHSTAT):
 	GOBIN=$(BIN) $(GO) install golang.org/x/perf/cmd/benchstat@$(BENCHSTAT_VERSION)

@@ -15,9 +15,9 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/s-chain/schain/benchmark"
-	"github.com/s-chain/schain/localnet"
-	"github.com/s-chain/schain/shadow/legacyraft"
+	"github.com/s-chain/schain/tests/framework/localnet"
+	"github.com/s-chain/schain/tools/benchmark"
+	"github.com/s-chain/schain/tools/shadow/legacyraft"
 	vmconfig "github.com/s-chain/schain/vm/config"
 )
 

@@ -11,10 +11,10 @@ import (
 
 	"github.com/ava-labs/avalanchego/ids"
 
-	"github.com/s-chain/schain/avanet"
-	"github.com/s-chain/schain/benchmark"
-	"github.com/s-chain/schain/internal/hosts"
-	"github.com/s-chain/schain/localnet"
+	"github.com/s-chain/schain/tests/framework/avanet"
+	"github.com/s-chain/schain/tests/framework/hosts"
+	"github.com/s-chain/schain/tests/framework/localnet"
+	"github.com/s-chain/schain/tools/benchmark"
 	"github.com/s-chain/schain/vm"
 	vmconfig "github.com/s-chain/schain/vm/config"
 )
@@ -53,7 +53,7 @@ func (h hostedNetwork) KillNode(ctx context.Context, id ids.NodeID) error {
 }
 
 // startHostsTargets starts the bench's systems with every node on a host
-// of its own (network namespaces, package internal/hosts): the S-Chain
+// of its own (network namespaces, package tests/framework/hosts): the S-Chain
 // validators as a plain avalanchego network with S-Chain deployed on it
 // (schain deploy's two runs, the nodes configured between them), and each
 // legacy mode's three processes; every host's link, and the machine's (the

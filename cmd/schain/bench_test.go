@@ -12,9 +12,9 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/s-chain/schain/benchmark"
-	"github.com/s-chain/schain/benchmark/benchmarktest"
-	"github.com/s-chain/schain/shadow/legacyraft"
+	"github.com/s-chain/schain/tools/benchmark"
+	"github.com/s-chain/schain/tools/benchmark/benchmarktest"
+	"github.com/s-chain/schain/tools/shadow/legacyraft"
 )
 
 // TestBenchCommandWithFakes runs the bench command end to end on in-process

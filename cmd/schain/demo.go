@@ -13,7 +13,7 @@ import (
 
 	"github.com/s-chain/schain/api"
 	"github.com/s-chain/schain/client"
-	"github.com/s-chain/schain/localnet"
+	"github.com/s-chain/schain/tests/framework/localnet"
 )
 
 func newDemoCmd(g *globals) *cobra.Command {

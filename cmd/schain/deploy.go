@@ -14,8 +14,8 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/s-chain/schain/client"
-	"github.com/s-chain/schain/deploy"
-	"github.com/s-chain/schain/subnet"
+	"github.com/s-chain/schain/operator/deploy"
+	"github.com/s-chain/schain/operator/subnet"
 	"github.com/s-chain/schain/vm"
 )
 

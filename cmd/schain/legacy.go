@@ -7,7 +7,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/s-chain/schain/shadow/legacyraft"
+	"github.com/s-chain/schain/tools/shadow/legacyraft"
 )
 
 var errPeerSyntax = errors.New("--peers wants id=raftAddr=httpAddr")
@@ -31,7 +31,7 @@ func newLegacyServeCmd(g *globals) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "serve [--id ID] [--dir DIR] [--bind ADDR] [--http ADDR] [--peers id=raft=http,...] [--mode M]",
 		Short: "Serve one legacy allocator node until SIGINT/SIGTERM",
-		Long: `Serve one node of the legacy raft allocator (package shadow/legacyraft):
+		Long: `Serve one node of the legacy raft allocator (package tools/shadow/legacyraft):
 raft on --bind (group g of --mode slots on port+g), its HTTP API on --http.
 Every address must be on 127.0.0.1 or in 198.18.0.0/15 (the benchmarking
 range: hosts made on this machine). Without --peers the node is a cluster of

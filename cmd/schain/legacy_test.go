@@ -9,8 +9,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/s-chain/schain/shadow/legacyraft"
-	"github.com/s-chain/schain/shadow/legacyraft/legacyrafttest"
+	"github.com/s-chain/schain/tools/shadow/legacyraft"
+	"github.com/s-chain/schain/tools/shadow/legacyraft/legacyrafttest"
 )
 
 // TestLegacyServe runs `schain legacy serve` in-process as a 1-node cluster,

@@ -13,7 +13,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/s-chain/schain/client"
-	"github.com/s-chain/schain/localnet"
+	"github.com/s-chain/schain/tests/framework/localnet"
 )
 
 // buildDirEnv overrides where binaries and network data live.

@@ -20,10 +20,10 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/s-chain/schain/api"
-	"github.com/s-chain/schain/apitest"
-	"github.com/s-chain/schain/benchmark"
-	"github.com/s-chain/schain/benchmark/benchmarktest"
 	"github.com/s-chain/schain/seaweedfs/schainseq"
+	"github.com/s-chain/schain/tests/framework/apitest"
+	"github.com/s-chain/schain/tools/benchmark"
+	"github.com/s-chain/schain/tools/benchmark/benchmarktest"
 	"github.com/s-chain/schain/vm"
 )
 

@@ -13,7 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/s-chain/schain/api"
-	"github.com/s-chain/schain/apitest"
+	"github.com/s-chain/schain/tests/framework/apitest"
 )
 
 // run executes the command line in-process and returns exit code and output.

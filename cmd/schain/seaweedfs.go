@@ -16,13 +16,13 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/s-chain/schain/client"
-	"github.com/s-chain/schain/localnet"
-	"github.com/s-chain/schain/seaweedfs/cluster"
-	"github.com/s-chain/schain/seaweedfs/cutover"
-	"github.com/s-chain/schain/seaweedfs/pairs"
+	"github.com/s-chain/schain/operator/cutover"
+	"github.com/s-chain/schain/operator/pairs"
+	"github.com/s-chain/schain/operator/shadow"
 	"github.com/s-chain/schain/seaweedfs/schainseq"
-	"github.com/s-chain/schain/seaweedfs/workload"
-	"github.com/s-chain/schain/shadow"
+	"github.com/s-chain/schain/tests/framework/localnet"
+	"github.com/s-chain/schain/tests/framework/seaweedfs/cluster"
+	"github.com/s-chain/schain/tools/seaweedfs/workload"
 )
 
 // networkMarker, in a cluster directory, says that `seaweedfs up` started

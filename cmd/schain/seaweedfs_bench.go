@@ -12,10 +12,10 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/s-chain/schain/benchmark"
-	"github.com/s-chain/schain/localnet"
-	"github.com/s-chain/schain/seaweedfs/cluster"
-	"github.com/s-chain/schain/seaweedfs/weedbench"
+	"github.com/s-chain/schain/tests/framework/localnet"
+	"github.com/s-chain/schain/tests/framework/seaweedfs/cluster"
+	"github.com/s-chain/schain/tools/benchmark"
+	"github.com/s-chain/schain/tools/seaweedfs/weedbench"
 	vmconfig "github.com/s-chain/schain/vm/config"
 )
 

@@ -10,10 +10,10 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/s-chain/schain/benchmark"
-	"github.com/s-chain/schain/localnet"
-	"github.com/s-chain/schain/seaweedfs/cluster"
-	"github.com/s-chain/schain/seaweedfs/storebench"
+	"github.com/s-chain/schain/tests/framework/localnet"
+	"github.com/s-chain/schain/tests/framework/seaweedfs/cluster"
+	"github.com/s-chain/schain/tools/benchmark"
+	"github.com/s-chain/schain/tools/seaweedfs/storebench"
 )
 
 // filerGroupReturnMs is the genesis groupCommitReturnMs docs/seaweedfs.md

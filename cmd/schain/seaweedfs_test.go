@@ -9,8 +9,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/s-chain/schain/apitest"
 	"github.com/s-chain/schain/seaweedfs/schainseq"
+	"github.com/s-chain/schain/tests/framework/apitest"
 	vmconfig "github.com/s-chain/schain/vm/config"
 )
 

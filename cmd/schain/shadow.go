@@ -15,13 +15,13 @@ import (
 	"github.com/schollz/progressbar/v3"
 	"github.com/spf13/cobra"
 
-	"github.com/s-chain/schain/localnet"
-	"github.com/s-chain/schain/shadow"
-	"github.com/s-chain/schain/shadow/legacy"
-	"github.com/s-chain/schain/shadow/legacyraft"
-	"github.com/s-chain/schain/shadow/plot"
-	"github.com/s-chain/schain/shadow/schainrpc"
-	"github.com/s-chain/schain/shadow/seaweed"
+	"github.com/s-chain/schain/operator/shadow"
+	"github.com/s-chain/schain/operator/shadow/legacy"
+	"github.com/s-chain/schain/operator/shadow/schainrpc"
+	"github.com/s-chain/schain/operator/shadow/seaweed"
+	"github.com/s-chain/schain/tests/framework/localnet"
+	"github.com/s-chain/schain/tools/shadow/legacyraft"
+	"github.com/s-chain/schain/tools/shadow/plot"
 )
 
 // errGateClosed ends a shadow run whose cutover gate is not READY.

@@ -13,8 +13,8 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/s-chain/schain/benchmark"
-	"github.com/s-chain/schain/localnet"
+	"github.com/s-chain/schain/tests/framework/localnet"
+	"github.com/s-chain/schain/tools/benchmark"
 )
 
 // sizingPhase is one window of the sizing run and what each node used in it.

@@ -10,7 +10,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/s-chain/schain/localnet"
+	"github.com/s-chain/schain/tests/framework/localnet"
 	"github.com/s-chain/schain/vm/config"
 )
 

@@ -14,10 +14,10 @@ import (
 
 	"github.com/s-chain/schain/api"
 	"github.com/s-chain/schain/client"
-	"github.com/s-chain/schain/deploy"
-	"github.com/s-chain/schain/eviction"
-	"github.com/s-chain/schain/localnet"
-	"github.com/s-chain/schain/subnet"
+	"github.com/s-chain/schain/operator/deploy"
+	"github.com/s-chain/schain/operator/eviction"
+	"github.com/s-chain/schain/operator/subnet"
+	"github.com/s-chain/schain/tests/framework/localnet"
 )
 
 // keyFileEnv names the environment variable holding the path of the subnet

@@ -10,8 +10,8 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/s-chain/schain/client"
-	"github.com/s-chain/schain/eviction"
-	"github.com/s-chain/schain/subnet"
+	"github.com/s-chain/schain/operator/eviction"
+	"github.com/s-chain/schain/operator/subnet"
 )
 
 // changeReport is the --json output of remove and add.

@@ -24,8 +24,8 @@ import (
 	papi "github.com/ava-labs/avalanchego/vms/platformvm/api"
 
 	"github.com/s-chain/schain/api"
-	"github.com/s-chain/schain/apitest"
-	"github.com/s-chain/schain/subnet"
+	"github.com/s-chain/schain/operator/subnet"
+	"github.com/s-chain/schain/tests/framework/apitest"
 )
 
 // fakeNetwork is one node serving S-Chain's getMembership and getNode, the

@@ -8,7 +8,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/s-chain/schain/eviction"
+	"github.com/s-chain/schain/operator/eviction"
 )
 
 func newValidatorsWatchCmd(g *globals, vf *validatorsFlags) *cobra.Command {

@@ -14,7 +14,7 @@ import (
 	"github.com/s-chain/schain/certificate"
 	"github.com/s-chain/schain/client"
 	"github.com/s-chain/schain/finality"
-	"github.com/s-chain/schain/subnet"
+	"github.com/s-chain/schain/operator/subnet"
 )
 
 func newVerifyCmd(g *globals) *cobra.Command {

@@ -11,8 +11,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/s-chain/schain/benchmark"
-	"github.com/s-chain/schain/shadow/legacyraft"
+	"github.com/s-chain/schain/tools/benchmark"
+	"github.com/s-chain/schain/tools/shadow/legacyraft"
 )
 
 // TestG_Bench runs a small `schain bench` on the e2e network and a legacy
