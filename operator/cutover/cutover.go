@@ -32,8 +32,8 @@ import (
 
 	"github.com/s-chain/schain/api"
 	"github.com/s-chain/schain/client"
+	"github.com/s-chain/schain/operator/shadow/seaweed"
 	"github.com/s-chain/schain/seaweedfs/schainseq"
-	"github.com/s-chain/schain/tests/framework/seaweedfs/cluster"
 )
 
 // Bounds are the highest ids a side issued, and where they were seen.
@@ -351,7 +351,7 @@ func RollbackSequencer(f Floors) map[string]string {
 func getJSON(ctx context.Context, url string, out any) error {
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
-	body, err := cluster.Get(ctx, url)
+	body, err := seaweed.Get(ctx, url)
 	if err != nil {
 		return err
 	}

@@ -7,8 +7,32 @@ import (
 	"strings"
 
 	"github.com/s-chain/schain/operator/pairs"
-	"github.com/s-chain/schain/tests/framework/seaweedfs/cluster"
+	"github.com/s-chain/schain/seaweedfs/schainseq"
 )
+
+// Cluster is what a switch drives of a SeaweedFS cluster: the masters'
+// and a volume server's HTTP addresses, the directories the masters write
+// the shadow's pairs to, and stopping and restarting the masters with
+// another sequencer. An operator's own cluster can satisfy it; the local
+// test cluster (tests/framework/seaweedfs/cluster) does.
+type Cluster interface {
+	// MasterAddrs are the masters' HTTP addresses (host:port).
+	MasterAddrs() []string
+	// VolumeAddr is a volume server's HTTP address.
+	VolumeAddr() string
+	// PairsDirs are where the masters write the shadow's pairs.
+	PairsDirs() []string
+	// StopMasters stops every master.
+	StopMasters(ctx context.Context) error
+	// RestartMasters starts the stopped masters with the sequencer named
+	// (schainseq.TypeSChain or SequencerStock) and the extra
+	// [master.sequencer] keys, and returns the leader's address.
+	RestartMasters(ctx context.Context, sequencer string, extra map[string]string) (string, error)
+}
+
+// SequencerStock names SeaweedFS's own sequencer (raft) for
+// Cluster.RestartMasters.
+const SequencerStock = "raft"
 
 // Options of a switch.
 type Options struct {
@@ -35,7 +59,7 @@ func (o Options) printf(format string, args ...any) {
 // out and not yet written), records the floors on S-Chain, and starts the
 // masters in schain mode. Clients see a leader election and the masters'
 // warm-up, as after a leader failover.
-func ToSChain(ctx context.Context, c *cluster.Cluster, chain Chain, o Options) (Floors, error) {
+func ToSChain(ctx context.Context, c Cluster, chain Chain, o Options) (Floors, error) {
 	b, err := FromCluster(ctx, c.MasterAddrs())
 	if err != nil {
 		return Floors{}, fmt.Errorf("reading the cluster's state: %w", err)
@@ -64,7 +88,7 @@ func ToSChain(ctx context.Context, c *cluster.Cluster, chain Chain, o Options) (
 	}
 	o.printf("recorded on S-Chain: every file key >= %d, every volume id >= %d (%s, %s)", got.FileKey, got.VolumeID,
 		"floor/keys", "floor/volumes")
-	leader, err := c.SwitchMode(ctx, cluster.ModeSChain, nil)
+	leader, err := c.RestartMasters(ctx, schainseq.TypeSChain, nil)
 	if err != nil {
 		return got, err
 	}
@@ -77,7 +101,7 @@ func ToSChain(ctx context.Context, c *cluster.Cluster, chain Chain, o Options) (
 // starts the masters in raft mode with file_key_floor and volume_id_floor
 // above them, so that the stock sequencer never reissues an S-Chain id
 // (keys handed out and not yet written included). It returns the floors.
-func ToStock(ctx context.Context, c *cluster.Cluster, chain Chain, o Options) (Floors, error) {
+func ToStock(ctx context.Context, c Cluster, chain Chain, o Options) (Floors, error) {
 	o.printf("stopping the masters: S-Chain reservations stop being handed out")
 	if err := c.StopMasters(ctx); err != nil {
 		return Floors{}, err
@@ -95,7 +119,7 @@ func ToStock(ctx context.Context, c *cluster.Cluster, chain Chain, o Options) (F
 	b.Raise(final)
 	f := Plan(b, o.Margins)
 	o.printf("S-Chain bounds: file key %d, volume id %d, from:\n  %s", b.MaxFileKey, b.MaxVolumeID, strings.Join(b.Sources, "\n  "))
-	leader, err := c.SwitchMode(ctx, cluster.ModeRaft, RollbackSequencer(f))
+	leader, err := c.RestartMasters(ctx, SequencerStock, RollbackSequencer(f))
 	if err != nil {
 		return f, err
 	}

@@ -632,7 +632,7 @@ func (c *Cluster) waitVolumeServer(ctx context.Context) error {
 			listed := 0
 			for _, m := range masters {
 				var body []byte
-				body, err = Get(ctx, "http://"+m+"/dir/status")
+				body, err = seaweed.Get(ctx, "http://"+m+"/dir/status")
 				if err != nil || !strings.Contains(string(body), want) {
 					last = m + ": " + string(body)
 					break
@@ -708,6 +708,12 @@ func (c *Cluster) StopMasters(ctx context.Context) error {
 		errs = append(errs, m.stop(ctx))
 	}
 	return errors.Join(errs...)
+}
+
+// RestartMasters is SwitchMode by the sequencer's name: what a cutover
+// drives (cutover.Cluster).
+func (c *Cluster) RestartMasters(ctx context.Context, sequencer string, extra map[string]string) (string, error) {
+	return c.SwitchMode(ctx, Mode(sequencer), extra)
 }
 
 // SwitchMode writes the masters' config for mode (with the given extra

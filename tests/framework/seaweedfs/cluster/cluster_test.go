@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/s-chain/schain/operator/cutover"
 )
 
 // TestProcessFoundInAStateFileIsOursOnlyIfItRunsOurCommand: `down` must
@@ -84,3 +86,6 @@ func TestRaftlessLayout(t *testing.T) {
 	}
 	require.False(t, ModeSChain.Leaderless())
 }
+
+// The local cluster is one a cutover can switch.
+var _ cutover.Cluster = (*Cluster)(nil)

@@ -16,6 +16,7 @@ import (
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
 
+	"github.com/s-chain/schain/operator/shadow/seaweed"
 	"github.com/s-chain/schain/seaweedfs/schainseq"
 	"github.com/s-chain/schain/tests/framework/ports"
 )
@@ -341,7 +342,7 @@ func (c *Cluster) waitListed(ctx context.Context, addr string) error {
 			return err
 		}
 		for _, m := range masters {
-			body, err := Get(ctx, "http://"+m+"/dir/status")
+			body, err := seaweed.Get(ctx, "http://"+m+"/dir/status")
 			if err != nil {
 				return err
 			}
@@ -365,8 +366,8 @@ func (c *Cluster) waitAnswers(ctx context.Context, s *service, url string) error
 			return err
 		}
 		conn.Close()
-		_, err = Get(ctx, url)
-		var status *statusError
+		_, err = seaweed.Get(ctx, url)
+		var status *seaweed.StatusError
 		if errors.As(err, &status) {
 			return nil // it answers
 		}

@@ -8,7 +8,13 @@ import (
 	"net/url"
 	"slices"
 	"strconv"
+	"time"
+
+	"github.com/s-chain/schain/operator/shadow/seaweed"
 )
+
+// httpClient asks the leader to grow volumes (seaweed.Get reads statuses).
+var httpClient = &http.Client{Timeout: 10 * time.Second}
 
 // Volumes lists the volume ids the leader's topology knows, sorted.
 func (c *Cluster) Volumes(ctx context.Context) ([]uint32, error) {
@@ -16,7 +22,7 @@ func (c *Cluster) Volumes(ctx context.Context) ([]uint32, error) {
 	if err != nil {
 		return nil, err
 	}
-	body, err := Get(ctx, "http://"+leader+"/vol/status")
+	body, err := seaweed.Get(ctx, "http://"+leader+"/vol/status")
 	if err != nil {
 		return nil, err
 	}

@@ -1,4 +1,4 @@
-package cluster
+package seaweed
 
 import (
 	"context"
@@ -31,18 +31,18 @@ func Get(ctx context.Context, url string) ([]byte, error) {
 		return nil, err
 	}
 	if resp.StatusCode != http.StatusOK {
-		return body, &statusError{url: url, code: resp.StatusCode, body: body}
+		return body, &StatusError{url: url, code: resp.StatusCode, body: body}
 	}
 	return body, nil
 }
 
-// statusError is an answer other than 200.
-type statusError struct {
+// StatusError is an answer other than 200 to Get.
+type StatusError struct {
 	url  string
 	code int
 	body []byte
 }
 
-func (e *statusError) Error() string {
+func (e *StatusError) Error() string {
 	return fmt.Sprintf("GET %s: HTTP %d: %.200s", e.url, e.code, e.body)
 }
