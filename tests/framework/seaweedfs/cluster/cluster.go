@@ -25,12 +25,12 @@ import (
 	"path/filepath"
 	"runtime"
 	"slices"
-	"sort"
 	"strconv"
 	"strings"
 	"sync"
 	"time"
 
+	"github.com/s-chain/schain/operator/cutover"
 	"github.com/s-chain/schain/operator/shadow/seaweed"
 	"github.com/s-chain/schain/seaweedfs/schainseq"
 	"github.com/s-chain/schain/tests/framework/ports"
@@ -87,12 +87,7 @@ func ParseMode(s string) (Mode, error) {
 
 // SChain is how the masters reach S-Chain (modes schain and
 // schain-shadow).
-type SChain struct {
-	URIs      []string `json:"uris"`
-	Chain     string   `json:"chain"`
-	TokenFile string   `json:"token_file"`
-	Prefix    string   `json:"prefix"`
-}
+type SChain = cutover.SChain
 
 // Host is where a process runs: the address it binds and announces, and
 // the prefix that runs a program there (ip netns exec <host>).
@@ -376,28 +371,10 @@ func leaderlessMasterEnv(cpus, masters int, set string) []string {
 	return []string{"GOMAXPROCS=" + strconv.Itoa(max(1, cpus/masters))}
 }
 
-// MasterToml renders the [master.sequencer] table of a mode.
+// MasterToml renders the [master.sequencer] table of a mode
+// (cutover.MasterToml).
 func MasterToml(mode Mode, sc SChain, extra map[string]string) string {
-	var b strings.Builder
-	b.WriteString("# Written by schain (seaweedfs/cluster): the masters' sequencer.\n[master.sequencer]\n")
-	fmt.Fprintf(&b, "type = %q\n", mode)
-	if mode != ModeRaft {
-		fmt.Fprintf(&b, "schain_rpc = %q\n", strings.Join(sc.URIs, ","))
-		fmt.Fprintf(&b, "schain_chain = %q\n", sc.Chain)
-		fmt.Fprintf(&b, "schain_token_file = %q\n", sc.TokenFile)
-		if sc.Prefix != "" {
-			fmt.Fprintf(&b, "schain_prefix = %q\n", sc.Prefix)
-		}
-	}
-	keys := make([]string, 0, len(extra))
-	for k := range extra {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	for _, k := range keys {
-		fmt.Fprintf(&b, "%s = %q\n", k, extra[k])
-	}
-	return b.String()
+	return cutover.MasterToml(string(mode), sc, extra)
 }
 
 func (c *Cluster) writeMasterConfig() error {
