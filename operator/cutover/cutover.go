@@ -15,6 +15,10 @@
 // could have issued, and the volume range): committed reservations count,
 // whether handed out or not. They become the stock master's file_key_floor
 // and volume_id_floor.
+//
+// Who it is for: operators. It is a library of the operator's tools and ships in
+// the schain binary (cmd/schain); it links no test harness and no tools
+// (tests/layout).
 package cutover
 
 import (

@@ -19,6 +19,10 @@
 // (its path names the chain ID): the run stops there with the lines each
 // node lacks until its peers report it tracking the subnet, and the next
 // run creates the chain.
+//
+// Who it is for: operators. It is a library of the operator's tools and ships in
+// the schain binary (cmd/schain); it links no test harness and no tools
+// (tests/layout).
 package deploy
 
 import (

@@ -18,6 +18,10 @@
 // still out: so the watcher reads the newest view of nodes holding more
 // than 2/3 of the stake (the client's fresh reads), and never acts on a
 // view older than one it already saw.
+//
+// Who it is for: operators. It is a library of the operator's tools and ships in
+// the schain binary (cmd/schain); it links no test harness and no tools
+// (tests/layout).
 package eviction
 
 import (

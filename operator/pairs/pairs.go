@@ -11,6 +11,10 @@
 // range's mirrors being sent first in first out), the processes by time. Mirrors dropped by a full queue are not pairs: they are
 // counted (ShadowState.Dropped) and reported beside the comparison, and the
 // legacy maximum used for cutover floors includes them.
+//
+// Who it is for: operators. It is a library of the operator's tools and ships in
+// the schain binary (cmd/schain); it links no test harness and no tools
+// (tests/layout).
 package pairs
 
 import (

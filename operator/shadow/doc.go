@@ -26,4 +26,8 @@
 //   - Floors are highest legacy id seen + 1 + margin, reissued ids included;
 //     SeaweedFS keys share one key space, so Floors.Global is the safe choice
 //     there (Config.LegacySharedKeySpace also tracks reissues across ranges).
+//
+// Who it is for: operators. It is a library of the operator's tools and ships in
+// the schain binary (cmd/schain); it links no test harness and no tools
+// (tests/layout).
 package shadow

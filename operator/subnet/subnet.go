@@ -22,6 +22,10 @@
 // the node registered on the primary network) and removed with
 // RemoveSubnetValidatorTx. An L1's validators are managed by its validator
 // manager contract instead, which the checks name.
+//
+// Who it is for: operators. It is a library of the operator's tools and ships in
+// the schain binary (cmd/schain); it links no test harness and no tools
+// (tests/layout).
 package subnet
 
 import (

@@ -7,6 +7,9 @@
 // asks: keys never issued twice, every acknowledged upload intact, uploads
 // on volumes of live owners never failing, and a shadow → cutover path on
 // live traffic. Run with `make e2e` (part of `make test`).
+//
+// Who it is for: the project's developers: end-to-end tests (make e2e and
+// its parts), not shipped.
 package e2e
 
 import (

@@ -15,4 +15,7 @@
 //     systems, and a failover phase per system that kills one node mid-run.
 //   - the systems (legacy.go, schain.go): start, drive, kill and stop a real
 //     3-process legacy cluster and a real 3-node local S-Chain network.
+//
+// Who it is for: the project's developers. It is a tool (tools/: benchmarks,
+// workloads, stand-ins, plots): nothing that ships links it (tests/layout).
 package benchmark

@@ -6,6 +6,10 @@
 // that the comparator in package shadow, the embedded raft implementation in
 // package legacyraft and any future client of a real SeaweedFS master agree on
 // one vocabulary without importing each other.
+//
+// Who it is for: operators. It is a library of the operator's tools and ships in
+// the schain binary (cmd/schain); it links no test harness and no tools
+// (tests/layout).
 package legacy
 
 import "context"

@@ -1,5 +1,9 @@
 // Package schainrpc is the S-Chain side of a shadow run: allocations sent to
 // each range's owner through the JSON-RPC client, reported once accepted.
+//
+// Who it is for: operators. It is a library of the operator's tools and ships in
+// the schain binary (cmd/schain); it links no test harness and no tools
+// (tests/layout).
 package schainrpc
 
 import (

@@ -35,4 +35,8 @@
 //     heartbeats (gRPC), i.e. from real uploads, so this package implements
 //     no legacy.WriteReporter; keys assigned but never written are what a
 //     leader change reissues.
+//
+// Who it is for: operators. It is a library of the operator's tools and ships in
+// the schain binary (cmd/schain); it links no test harness and no tools
+// (tests/layout).
 package seaweed

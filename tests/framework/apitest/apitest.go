@@ -27,6 +27,9 @@
 //
 // It records every allocation it answered (Issued), so that a test can
 // check that no id was issued twice (CheckUnique).
+//
+// Who it is for: the project's tests. It is test harness (tests/framework):
+// nothing that ships links it (tests/layout).
 package apitest
 
 import (

@@ -8,6 +8,9 @@
 // Unlike tmpnet it assumes no 127.0.0.1: a node binds and announces its
 // host's address on avalanchego's usual ports, and runs through its host's
 // command prefix (ip netns exec).
+//
+// Who it is for: the project's tests. It is test harness (tests/framework):
+// nothing that ships links it (tests/layout).
 package avanet
 
 import (

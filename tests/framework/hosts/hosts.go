@@ -9,6 +9,9 @@
 // number, so that Close removes them all and Sweep removes what a killed
 // run left. It needs root, iproute2 and iptables (EnsureTools installs
 // Debian's iptables if missing); Available says whether this machine can.
+//
+// Who it is for: the project's tests. It is test harness (tests/framework):
+// nothing that ships links it (tests/layout).
 package hosts
 
 import (

@@ -2,6 +2,9 @@
 // 127.0.0.1 (tmpnet processes), a subnet validated by all of them, and one
 // S-Chain chain on it. `schain network start|stop|status`, `make run` and
 // the e2e tests use it.
+//
+// Who it is for: the project's tests. It is test harness (tests/framework):
+// nothing that ships links it (tests/layout).
 package localnet
 
 import (

@@ -11,6 +11,9 @@
 // random start so that parallel pickers rarely meet. It is not a
 // reservation: start the processes promptly. A caller in this process
 // keeps the listeners instead (Listen).
+//
+// Who it is for: the project's tests. It is test harness (tests/framework):
+// nothing that ships links it (tests/layout).
 package ports
 
 import (

@@ -1,6 +1,9 @@
 // Package benchmarktest provides an in-process fake benchmark.Cluster, so
 // that the load generator, the runner and the bench command are tested
 // without starting processes or a network.
+//
+// Who it is for: the project's developers. It is a tool (tools/: benchmarks,
+// workloads, stand-ins, plots): nothing that ships links it (tests/layout).
 package benchmarktest
 
 import (

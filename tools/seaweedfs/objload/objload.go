@@ -7,6 +7,9 @@
 //
 // The end-to-end tests drive it with a real S3 client; the benchmark with
 // S3's unsigned HTTP form (S3), and filers with Filer.
+//
+// Who it is for: the project's developers. It is a tool (tools/: benchmarks,
+// workloads, stand-ins, plots): nothing that ships links it (tests/layout).
 package objload
 
 import (

@@ -18,6 +18,9 @@
 //     is a double commit, the design's first invariant broken.
 //
 // The statistics are package benchmark's; the S3 requests objload's.
+//
+// Who it is for: the project's developers. It is a tool (tools/: benchmarks,
+// workloads, stand-ins, plots): nothing that ships links it (tests/layout).
 package storebench
 
 import (

@@ -23,6 +23,9 @@
 //
 // The load generator and statistics are package benchmark's; the uploads and
 // their checks are package workload's.
+//
+// Who it is for: the project's developers. It is a tool (tools/: benchmarks,
+// workloads, stand-ins, plots): nothing that ships links it (tests/layout).
 package weedbench
 
 import (

@@ -7,6 +7,9 @@
 //
 // The end-to-end tests, the demo and the benchmark run it against clusters
 // in each sequencer mode and through master and validator kills.
+//
+// Who it is for: the project's developers. It is a tool (tools/: benchmarks,
+// workloads, stand-ins, plots): nothing that ships links it (tests/layout).
 package workload
 
 import (

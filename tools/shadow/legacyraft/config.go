@@ -7,6 +7,9 @@
 // (and therefore its reissue after a leader change), ModeReplicated keeps the
 // counter in the raft FSM, and ModeSlots partitions ranges over 256 hash slots
 // mapped onto several raft groups, following slot_metadata_layer.md.
+//
+// Who it is for: the project's developers. It is a tool (tools/: benchmarks,
+// workloads, stand-ins, plots): nothing that ships links it (tests/layout).
 package legacyraft
 
 import (

@@ -3,6 +3,9 @@
 // observation time. It reads only the report (bounded: at most 257 latency
 // buckets per side and 512 window points), so plotting costs the same for a
 // minute's run as for a month's.
+//
+// Who it is for: the project's developers. It is a tool (tools/: benchmarks,
+// workloads, stand-ins, plots): nothing that ships links it (tests/layout).
 package plot
 
 import (

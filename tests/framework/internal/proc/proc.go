@@ -2,6 +2,9 @@
 // its output appended to a log file, started through an optional prefix
 // (ip netns exec <host>), dying with this process, and signalled, stopped
 // or killed with a wait for the exit.
+//
+// Who it is for: the project's tests. It is test harness (tests/framework):
+// nothing that ships links it (tests/layout).
 package proc
 
 import (

@@ -3,6 +3,9 @@
 // waits until every node answers, stops it after them however they end,
 // and prints the tail of each node's chain log when a test failed (the
 // logs stay under the network's directory).
+//
+// Who it is for: the project's tests. It is test harness (tests/framework):
+// nothing that ships links it (tests/layout).
 package localnettest
 
 import (

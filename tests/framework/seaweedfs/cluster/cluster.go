@@ -11,6 +11,9 @@
 // cluster.json, so that another process (`schain seaweedfs down`) can find
 // and stop it. Masters can be restarted in another mode on the same ports
 // and data: that is how a cutover or a rollback switches a cluster.
+//
+// Who it is for: the project's tests. It is test harness (tests/framework):
+// nothing that ships links it (tests/layout).
 package cluster
 
 import (

@@ -18,6 +18,9 @@
 // outcome the client cannot know (a wait that ran out, a node lost after
 // sending) answers ErrCommitUnknown with the transaction to poll: those
 // blobs are not orphans yet.
+//
+// Who it is for: the project's tests. It is test harness (tests/framework):
+// nothing that ships links it (tests/layout).
 package objects
 
 import (

@@ -1,6 +1,9 @@
 // Package legacyrafttest runs an N-node legacyraft cluster in one process for
 // tests: raft over InmemTransport with partitions, in-memory stores that
 // survive a kill (like a disk), and each node's HTTP API on 127.0.0.1.
+//
+// Who it is for: the project's developers. It is a tool (tools/: benchmarks,
+// workloads, stand-ins, plots): nothing that ships links it (tests/layout).
 package legacyrafttest
 
 import (
