@@ -45,20 +45,21 @@ func newSeaweedFSCmd(g *Globals) *cobra.Command {
 	o := &WeedOptions{}
 	cmd := &cobra.Command{
 		Use:   "seaweedfs",
-		Short: "SeaweedFS on S-Chain: a local cluster, its shadow, cutover and rollback",
+		Short: "SeaweedFS on S-Chain: a cluster's shadow, cutover and rollback (schain-dev: a local cluster)",
 		Long: `SeaweedFS on S-Chain. build/weed (make weed) is SeaweedFS with the S-Chain
 patch: master.toml [master.sequencer] type "schain-shadow" mirrors every
 allocation to S-Chain, type "schain" takes file keys and volume ids from
-S-Chain. These commands run a local cluster (3 masters with hashicorp raft
-and a volume server on 127.0.0.1) and move a cluster between the modes:
+S-Chain. These commands move a cluster between the modes; schain-dev also
+runs a local cluster (3 masters with hashicorp raft and a volume server on
+127.0.0.1):
 
-  up        start the cluster (and the local S-Chain network if needed)
-  demo      upload files, read them back, say where each id came from
-  shadow    compare the shadow's recorded pairs: report, plots, cutover gate
+  shadow    compare the shadow's recorded pairs: report, cutover gate
   cutover   floors above every legacy id on S-Chain, masters to schain mode
   rollback  floors above every S-Chain id, masters back to stock (raft)
-  status    processes, leader, mode, recorded floors
-  down      stop the cluster (and the network up started)
+  up        (schain-dev) start the local cluster (and the local S-Chain network if needed)
+  demo      (schain-dev) upload files, read them back, say where each id came from
+  status    (schain-dev) processes, leader, mode, recorded floors
+  down      (schain-dev) stop the local cluster (and the network up started)
 
 On your own cluster, cutover and rollback take --masters or --volume-servers
 and print the master.toml to install instead of restarting anything (see the

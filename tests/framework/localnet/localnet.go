@@ -38,7 +38,7 @@ const SubnetName = "schain"
 
 var (
 	// ErrNoNetwork means no network was started under the root directory.
-	ErrNoNetwork = errors.New("localnet: no network (start one with `schain network start` or `make run`)")
+	ErrNoNetwork = errors.New("localnet: no network (start one with `schain-dev network start` or `make run`)")
 	// ErrMissingBinary means the node or plugin binary was not built.
 	ErrMissingBinary = errors.New("localnet: binary missing (run `make build`)")
 	// ErrNodeCount means Config.Nodes is outside [1, MaxNodes].

@@ -263,5 +263,5 @@ func ownerKeyLine(n *localnet.Network) string {
 	if _, err := n.OwnerKey(); err != nil {
 		return "unknown (" + err.Error() + ")"
 	}
-	return n.OwnerKeyPath() + " (schain validators remove|add|watch use it for this chain)"
+	return n.OwnerKeyPath() + " (schain-dev validators remove|add|watch use it for this chain; schain: --key-file)"
 }

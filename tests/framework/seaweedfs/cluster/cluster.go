@@ -70,7 +70,7 @@ const StateFile = "cluster.json"
 
 var (
 	// ErrNoCluster: the directory holds no cluster.
-	ErrNoCluster = errors.New("no SeaweedFS cluster here (start one with `schain seaweedfs up`)")
+	ErrNoCluster = errors.New("no SeaweedFS cluster here (start one with `schain-dev seaweedfs up`)")
 	// ErrNoLeader: the masters agree on no leader.
 	ErrNoLeader = errors.New("the masters agree on no leader")
 	// ErrCPULimit: Config.MasterMilliCPUs could not be applied.
@@ -135,7 +135,7 @@ type Config struct {
 	// Filer starts a filer (its store in the cluster directory) on the
 	// masters, and S3 an S3 gateway on the filer (S3 implies Filer).
 	Filer, S3 bool
-	// Detach makes the processes outlive this one (`schain seaweedfs up`);
+	// Detach makes the processes outlive this one (`schain-dev seaweedfs up`);
 	// otherwise they die with it (tests, benchmarks).
 	Detach bool
 	// Progress receives human-readable progress lines.
