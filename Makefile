@@ -64,7 +64,7 @@ e2e-ops: $(NODE) $(PLUGIN) $(SCHAIN) $(SCHAIN_DEV) weed
 	$(GO) test -tags e2e -count=1 -p 1 -timeout 30m -v ./tests/deployment/ ./tests/operations/
 
 ## e2e-weed: SeaweedFS (build/weed) on S-Chain: leader kills in stock and schain mode, shadow then cutover, a validator kill (logs of a failed test stay under build/e2e-weed)
-e2e-weed: $(NODE) $(PLUGIN) weed
+e2e-weed: $(NODE) $(PLUGIN) $(SCHAIN) weed
 	$(GO) test -tags e2e -count=1 -timeout 20m -v ./tests/seaweedfs/
 
 lint: fmt vet staticcheck alerts
