@@ -13,14 +13,17 @@ VMID := spSVeHfTFKrgS7QJQkaEz95EiE3VBbpGgg6w5AmjVfvCBc1qH
 NODE := build/avalanchego
 PLUGIN := build/plugins/$(VMID)
 SCHAIN := build/schain
+# SCHAIN_DEV is the development binary: every command of schain, and the
+# local network, demo, benches, legacy raft stand-in and local SeaweedFS cluster.
+SCHAIN_DEV := build/schain-dev
 GO_SOURCES := $(shell find . -name '*.go' -not -path './build/*' -not -name '*_test.go') go.mod go.sum
 
 .PHONY: all build test unit kat32 e2e e2e-weed e2e-ops lint alerts fmt vet staticcheck bench bench-hosts sizing bench-weed bench-micro profile fuzz run stop clean weed weed-up weed-down
 
 all: build
 
-## build: the node (from the module proxy, same go.mod), the plugin and the CLI, under build/
-build: $(NODE) $(PLUGIN) $(SCHAIN)
+## build: the node (from the module proxy, same go.mod), the plugin, the operator CLI (schain) and the development CLI (schain-dev), under build/
+build: $(NODE) $(PLUGIN) $(SCHAIN) $(SCHAIN_DEV)
 
 # The node is rebuilt only when the module graph changes (cold: about 5 minutes).
 $(NODE): go.mod go.sum
@@ -37,6 +40,9 @@ $(PLUGIN): $(GO_SOURCES)
 $(SCHAIN): $(GO_SOURCES)
 	$(GO) build -o $@ ./cmd/schain
 
+$(SCHAIN_DEV): $(GO_SOURCES)
+	$(GO) build -o $@ ./tools/cmd/schain-dev
+
 ## test: everything CI runs (lint, unit tests with the race detector, 32-bit known answers, e2e on a real network)
 test: lint unit kat32 e2e
 
@@ -47,19 +53,19 @@ kat32:
 	./scripts/kat32.sh
 
 ## e2e: end-to-end tests on a local 4-node network they start and always stop (logs of a failed run stay under build/e2e), on a one-node network, then on real SeaweedFS clusters (e2e-weed)
-e2e: $(NODE) $(PLUGIN) $(SCHAIN)
+e2e: $(NODE) $(PLUGIN) $(SCHAIN) $(SCHAIN_DEV)
 	$(GO) test -tags e2e -count=1 -timeout 30m -v ./tests/e2e/
 	$(GO) test -tags e2e -count=1 -timeout 10m -v ./tests/onenode/
 	@$(MAKE) --no-print-directory e2e-weed
 	@$(MAKE) --no-print-directory e2e-ops
 
 ## e2e-ops: operating S-Chain beyond one machine: schain deploy onto a plain avalanchego network it did not start, faults across hosts (network namespaces; needs root, skipped with the reason otherwise) and a rolling upgrade from the commit in tests/operations/upgrade-from (logs under build/e2e-deploy, build/e2e-hosts, build/e2e-upgrade)
-e2e-ops: $(NODE) $(PLUGIN) $(SCHAIN) weed
+e2e-ops: $(NODE) $(PLUGIN) $(SCHAIN) $(SCHAIN_DEV) weed
 	$(GO) test -tags e2e -count=1 -p 1 -timeout 30m -v ./tests/deployment/ ./tests/operations/
 
 ## e2e-weed: SeaweedFS (build/weed) on S-Chain: leader kills in stock and schain mode, shadow then cutover, a validator kill (logs of a failed test stay under build/e2e-weed)
-e2e-weed: $(NODE) $(PLUGIN) weed
-	$(GO) test -tags e2e -count=1 -timeout 20m -v ./seaweedfs/e2e/
+e2e-weed: $(NODE) $(PLUGIN) $(SCHAIN) weed
+	$(GO) test -tags e2e -count=1 -timeout 20m -v ./tests/seaweedfs/
 
 lint: fmt vet staticcheck alerts
 
@@ -80,37 +86,37 @@ fmt:
 # never breaks them unnoticed.
 vet:
 	$(GO) vet $(PKGS)
-	$(GO) vet -tags e2e ./tests/... ./seaweedfs/e2e/
+	$(GO) vet -tags e2e ./tests/...
 
 $(STATICCHECK):
 	GOBIN=$(BIN) $(GO) install honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION)
 
 staticcheck: $(STATICCHECK)
 	$(STATICCHECK) $(PKGS)
-	$(STATICCHECK) -tags e2e ./tests/... ./seaweedfs/e2e/
+	$(STATICCHECK) -tags e2e ./tests/...
 
 $(BENCHSTAT):
 	GOBIN=$(BIN) $(GO) install golang.org/x/perf/cmd/benchstat@$(BENCHSTAT_VERSION)
 
-## bench: S-Chain and the legacy raft allocator side by side, a kill -9 in each (schain bench), then the micro-benchmarks' medians; outputs under build/bench/
+## bench: S-Chain and the legacy raft allocator side by side, a kill -9 in each (schain-dev bench), then the micro-benchmarks' medians; outputs under build/bench/
 bench: build weed $(BENCHSTAT)
-	$(SCHAIN) bench --out $(BENCH_OUT) $(BENCH_FLAGS)
+	$(SCHAIN_DEV) bench --out $(BENCH_OUT) $(BENCH_FLAGS)
 	@$(MAKE) --no-print-directory bench-weed
 	@$(MAKE) --no-print-directory bench-micro
 
 ## bench-hosts: the bench's comparison (S-Chain per-request and pooled against the legacy raft stand-in, and the failover) with every node on a host of its own, 2 ms between hosts (network namespaces: root); outputs under build/bench/hosts/
 bench-hosts: build $(BENCHSTAT)
-	$(SCHAIN) bench --hosts --host-delay 1ms --schain-modes per-request,pooled,pooled-batched --schain-rounds 5s --out $(BENCH_OUT)/hosts $(BENCH_FLAGS)
+	$(SCHAIN_DEV) bench --hosts --host-delay 1ms --schain-modes per-request,pooled,pooled-batched --schain-rounds 5s --out $(BENCH_OUT)/hosts $(BENCH_FLAGS)
 
 ## sizing: what a validator uses (node and plugin RSS and CPU idle and under per-request and pooled load, database growth per million requests) on a local network; outputs under build/bench/sizing/ (docs/deployment.md, Sizing)
 sizing: build
-	$(SCHAIN) bench sizing --out $(BENCH_OUT)/sizing $(SIZING_FLAGS)
+	$(SCHAIN_DEV) bench sizing --out $(BENCH_OUT)/sizing $(SIZING_FLAGS)
 
-## bench-weed: real SeaweedFS assigns, stock vs S-Chain sequencer vs 3 leaderless masters, and their leader and validator kills (schain seaweedfs bench; outputs under build/bench/seaweedfs/); then S3 PUTs and GETs through the S-Chain filer store vs leveldb2 vs etcd (schain seaweedfs bench-stores; build/bench/seaweedfs-stores/)
+## bench-weed: real SeaweedFS assigns, stock vs S-Chain sequencer vs 3 leaderless masters, and their leader and validator kills (schain-dev seaweedfs bench; outputs under build/bench/seaweedfs/); then S3 PUTs and GETs through the S-Chain filer store vs leveldb2 vs etcd (schain-dev seaweedfs bench-stores; build/bench/seaweedfs-stores/)
 bench-weed: build weed
 	./scripts/install-etcd.sh
-	$(SCHAIN) seaweedfs bench --out $(BENCH_OUT)/seaweedfs $(WEED_BENCH_FLAGS)
-	$(SCHAIN) seaweedfs bench-stores --out $(BENCH_OUT)/seaweedfs-stores $(STORES_BENCH_FLAGS)
+	$(SCHAIN_DEV) seaweedfs bench --out $(BENCH_OUT)/seaweedfs $(WEED_BENCH_FLAGS)
+	$(SCHAIN_DEV) seaweedfs bench-stores --out $(BENCH_OUT)/seaweedfs-stores $(STORES_BENCH_FLAGS)
 
 # Micro-benchmark repetitions (6: benchstat's minimum for a confidence
 # interval). The state benchmarks rebuild 1M keys per repetition, so they run
@@ -150,13 +156,13 @@ fuzz:
 
 ## run: a local 4-node S-Chain network on 127.0.0.1 (reused if already up), a demo, and a short shadow run against an embedded legacy raft allocator
 run: build
-	$(SCHAIN) network start
-	$(SCHAIN) demo
-	$(SCHAIN) shadow run --requests 400 --gate-requests 200 --gate-duration 2s
+	$(SCHAIN_DEV) network start
+	$(SCHAIN_DEV) demo
+	$(SCHAIN_DEV) shadow run --requests 400 --gate-requests 200 --gate-duration 2s
 
 ## stop: stop the local network and every node process
 stop:
-	@if [ -x $(SCHAIN) ]; then $(SCHAIN) network stop; else echo "no schain binary: nothing to stop"; fi
+	@if [ -x $(SCHAIN_DEV) ]; then $(SCHAIN_DEV) network stop; else echo "no schain-dev binary: nothing to stop"; fi
 
 ## weed: SeaweedFS (build/weed) from the module proxy with the S-Chain patch (seaweedfs/patch); rebuilt when the patch changes
 weed:
@@ -165,11 +171,11 @@ weed:
 ## weed-up: a local SeaweedFS cluster on S-Chain (WEED_MODE=schain|schain-shadow|raft), then its demo; weed-down stops it
 WEED_MODE ?= schain
 weed-up: build weed
-	$(SCHAIN) seaweedfs up --mode $(WEED_MODE)
-	$(SCHAIN) seaweedfs demo
+	$(SCHAIN_DEV) seaweedfs up --mode $(WEED_MODE)
+	$(SCHAIN_DEV) seaweedfs demo
 
 weed-down:
-	@if [ -x $(SCHAIN) ]; then $(SCHAIN) seaweedfs down; else echo "no schain binary: nothing to stop"; fi
+	@if [ -x $(SCHAIN_DEV) ]; then $(SCHAIN_DEV) seaweedfs down; else echo "no schain-dev binary: nothing to stop"; fi
 
 clean:
 	rm -rf build

@@ -13,8 +13,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/s-chain/schain/api"
-	"github.com/s-chain/schain/apitest"
 	"github.com/s-chain/schain/client"
+	"github.com/s-chain/schain/tests/framework/apitest"
 )
 
 // TestTokenSentAsBearerHeader: the token travels in the Authorization

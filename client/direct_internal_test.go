@@ -11,7 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/s-chain/schain/api"
-	"github.com/s-chain/schain/apitest"
+	"github.com/s-chain/schain/tests/framework/apitest"
 )
 
 // counted serves h and counts the requests it gets.

@@ -7,8 +7,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/s-chain/schain/api"
-	"github.com/s-chain/schain/apitest"
 	"github.com/s-chain/schain/client"
+	"github.com/s-chain/schain/tests/framework/apitest"
 )
 
 // TestWriteWaitsForTheMove (issue 43): the owner of a range dies; its

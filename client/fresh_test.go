@@ -8,8 +8,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/s-chain/schain/api"
-	"github.com/s-chain/schain/apitest"
 	"github.com/s-chain/schain/client"
+	"github.com/s-chain/schain/tests/framework/apitest"
 )
 
 // lagged is a network of four equal validators whose node 1 stopped

@@ -13,8 +13,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/s-chain/schain/api"
-	"github.com/s-chain/schain/apitest"
 	"github.com/s-chain/schain/client"
+	"github.com/s-chain/schain/tests/framework/apitest"
 )
 
 // hostile serves node's API and rewrites the result of the methods in lie

@@ -10,8 +10,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/s-chain/schain/api"
-	"github.com/s-chain/schain/apitest"
 	"github.com/s-chain/schain/client"
+	"github.com/s-chain/schain/tests/framework/apitest"
 )
 
 // fastRouterConfig keeps back-offs in milliseconds so retry tests stay fast.

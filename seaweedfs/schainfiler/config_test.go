@@ -12,8 +12,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/s-chain/schain/apitest"
 	"github.com/s-chain/schain/seaweedfs/schainfiler"
+	"github.com/s-chain/schain/tests/framework/apitest"
 )
 
 func TestOpenReadsTheSChainTable(t *testing.T) {

@@ -8,9 +8,9 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/s-chain/schain/api"
-	"github.com/s-chain/schain/apitest"
 	"github.com/s-chain/schain/client"
 	"github.com/s-chain/schain/seaweedfs/schainfiler"
+	"github.com/s-chain/schain/tests/framework/apitest"
 )
 
 // ownedBucket is a fake network of three nodes where node 0 owns bucket

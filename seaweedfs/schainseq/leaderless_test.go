@@ -11,8 +11,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/s-chain/schain/apitest"
 	"github.com/s-chain/schain/reservation"
+	"github.com/s-chain/schain/tests/framework/apitest"
 )
 
 func leaderlessConfig(chain *apitest.Net) Config {

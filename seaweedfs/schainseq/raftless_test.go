@@ -9,7 +9,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/s-chain/schain/apitest"
+	"github.com/s-chain/schain/tests/framework/apitest"
 )
 
 // clock is a lease clock a test moves by hand.

@@ -10,9 +10,9 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/s-chain/schain/apitest"
 	"github.com/s-chain/schain/client"
 	"github.com/s-chain/schain/reservation"
+	"github.com/s-chain/schain/tests/framework/apitest"
 )
 
 func testConfig(chain *apitest.Net, typ string) Config {

@@ -25,9 +25,9 @@ import (
 
 	"github.com/s-chain/schain/api"
 	"github.com/s-chain/schain/client"
-	"github.com/s-chain/schain/deploy"
-	"github.com/s-chain/schain/localnet/localnettest"
-	"github.com/s-chain/schain/subnet"
+	"github.com/s-chain/schain/operator/deploy"
+	"github.com/s-chain/schain/operator/subnet"
+	"github.com/s-chain/schain/tests/framework/localnet/localnettest"
 	vmconfig "github.com/s-chain/schain/vm/config"
 )
 

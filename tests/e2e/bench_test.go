@@ -11,8 +11,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/s-chain/schain/benchmark"
-	"github.com/s-chain/schain/shadow/legacyraft"
+	"github.com/s-chain/schain/tools/benchmark"
+	"github.com/s-chain/schain/tools/shadow/legacyraft"
 )
 
 // TestG_Bench runs a small `schain bench` on the e2e network and a legacy
@@ -26,7 +26,7 @@ func TestG_Bench(t *testing.T) {
 	sc, err := benchmark.AttachSChain(network)
 	require.NoError(err)
 	leg, err := benchmark.StartLegacy(ctx, benchmark.LegacyConfig{
-		Binary: filepath.Join(buildDir(), "schain"), Dir: t.TempDir(), Mode: legacyraft.ModeSeaweedFS,
+		Binary: filepath.Join(buildDir(), "schain-dev"), Dir: t.TempDir(), Mode: legacyraft.ModeSeaweedFS,
 		Nodes: 3, WarmUp: time.Second, Timeout: 5 * time.Second,
 	})
 	require.NoError(err)

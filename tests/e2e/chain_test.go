@@ -19,7 +19,7 @@ import (
 
 	"github.com/s-chain/schain/api"
 	"github.com/s-chain/schain/client"
-	"github.com/s-chain/schain/localnet"
+	"github.com/s-chain/schain/tests/framework/localnet"
 )
 
 // ownedRanges finds n ranges with prefix owned by each node. Owners follow

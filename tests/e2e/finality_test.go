@@ -17,10 +17,10 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/s-chain/schain/api"
-	"github.com/s-chain/schain/benchmark"
 	"github.com/s-chain/schain/certificate"
 	"github.com/s-chain/schain/finality"
-	"github.com/s-chain/schain/subnet"
+	"github.com/s-chain/schain/operator/subnet"
+	"github.com/s-chain/schain/tools/benchmark"
 )
 
 // TestH_Finality: every receipt of a run becomes final; each certificate

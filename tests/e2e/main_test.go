@@ -11,8 +11,8 @@ import (
 	"testing"
 
 	"github.com/s-chain/schain/client"
-	"github.com/s-chain/schain/localnet"
-	"github.com/s-chain/schain/localnet/localnettest"
+	"github.com/s-chain/schain/tests/framework/localnet"
+	"github.com/s-chain/schain/tests/framework/localnet/localnettest"
 )
 
 // network is shared by the tests of this package; the tests that stop or

@@ -22,7 +22,7 @@ import (
 
 	"github.com/s-chain/schain/api"
 	"github.com/s-chain/schain/client"
-	"github.com/s-chain/schain/localnet"
+	"github.com/s-chain/schain/tests/framework/localnet"
 )
 
 // partitionChain is the iptables chain holding a partition's rules; it is

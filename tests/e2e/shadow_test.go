@@ -9,9 +9,9 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/s-chain/schain/shadow"
-	"github.com/s-chain/schain/shadow/legacyraft"
-	"github.com/s-chain/schain/shadow/schainrpc"
+	"github.com/s-chain/schain/operator/shadow"
+	"github.com/s-chain/schain/operator/shadow/schainrpc"
+	"github.com/s-chain/schain/tools/shadow/legacyraft"
 )
 
 // TestF_Shadow compares S-Chain on the real network with an embedded legacy

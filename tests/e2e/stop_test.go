@@ -17,10 +17,10 @@ import (
 
 	"github.com/s-chain/schain/api"
 	"github.com/s-chain/schain/client"
-	"github.com/s-chain/schain/eviction"
 	"github.com/s-chain/schain/finality"
-	"github.com/s-chain/schain/localnet"
-	"github.com/s-chain/schain/subnet"
+	"github.com/s-chain/schain/operator/eviction"
+	"github.com/s-chain/schain/operator/subnet"
+	"github.com/s-chain/schain/tests/framework/localnet"
 )
 
 // The tests of this file stop and kill nodes; the file sorts last so that

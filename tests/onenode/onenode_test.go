@@ -21,9 +21,9 @@ import (
 	"github.com/s-chain/schain/certificate"
 	"github.com/s-chain/schain/client"
 	"github.com/s-chain/schain/finality"
-	"github.com/s-chain/schain/localnet"
-	"github.com/s-chain/schain/localnet/localnettest"
-	"github.com/s-chain/schain/subnet"
+	"github.com/s-chain/schain/operator/subnet"
+	"github.com/s-chain/schain/tests/framework/localnet"
+	"github.com/s-chain/schain/tests/framework/localnet/localnettest"
 )
 
 // TestOneValidator starts a one-node network, allocates on several ranges

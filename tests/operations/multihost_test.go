@@ -2,7 +2,7 @@
 
 // Package multihost runs S-Chain beyond one machine's loopback: validators,
 // SeaweedFS masters and a volume server each on a host of its own
-// (network namespaces joined by a bridge, package internal/hosts), a plain
+// (network namespaces joined by a bridge, package tests/framework/hosts), a plain
 // avalanchego network that no schain command started (avanet),
 // S-Chain brought onto it with `schain deploy`, and faults through the
 // links and the processes. Needs root; skipped with the reason elsewhere.
@@ -23,15 +23,15 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/s-chain/schain/api"
-	"github.com/s-chain/schain/avanet"
-	"github.com/s-chain/schain/benchmark"
 	"github.com/s-chain/schain/client"
-	"github.com/s-chain/schain/internal/hosts"
-	"github.com/s-chain/schain/localnet"
-	"github.com/s-chain/schain/localnet/localnettest"
-	"github.com/s-chain/schain/seaweedfs/cluster"
-	"github.com/s-chain/schain/seaweedfs/cutover"
-	"github.com/s-chain/schain/seaweedfs/workload"
+	"github.com/s-chain/schain/operator/cutover"
+	"github.com/s-chain/schain/tests/framework/avanet"
+	"github.com/s-chain/schain/tests/framework/hosts"
+	"github.com/s-chain/schain/tests/framework/localnet"
+	"github.com/s-chain/schain/tests/framework/localnet/localnettest"
+	"github.com/s-chain/schain/tests/framework/seaweedfs/cluster"
+	"github.com/s-chain/schain/tools/benchmark"
+	"github.com/s-chain/schain/tools/seaweedfs/workload"
 	"github.com/s-chain/schain/txs"
 	"github.com/s-chain/schain/vm/block"
 	vmconfig "github.com/s-chain/schain/vm/config"

@@ -18,12 +18,12 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/s-chain/schain/api"
-	"github.com/s-chain/schain/avanet"
 	"github.com/s-chain/schain/client"
-	"github.com/s-chain/schain/deploy"
-	"github.com/s-chain/schain/internal/hosts"
-	"github.com/s-chain/schain/localnet"
-	"github.com/s-chain/schain/localnet/localnettest"
+	"github.com/s-chain/schain/operator/deploy"
+	"github.com/s-chain/schain/tests/framework/avanet"
+	"github.com/s-chain/schain/tests/framework/hosts"
+	"github.com/s-chain/schain/tests/framework/localnet"
+	"github.com/s-chain/schain/tests/framework/localnet/localnettest"
 	vmconfig "github.com/s-chain/schain/vm/config"
 )
 

@@ -19,10 +19,10 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/s-chain/schain/avanet"
-	"github.com/s-chain/schain/benchmark"
-	"github.com/s-chain/schain/internal/ports"
-	"github.com/s-chain/schain/localnet/localnettest"
+	"github.com/s-chain/schain/tests/framework/avanet"
+	"github.com/s-chain/schain/tests/framework/localnet/localnettest"
+	"github.com/s-chain/schain/tests/framework/ports"
+	"github.com/s-chain/schain/tools/benchmark"
 	"github.com/s-chain/schain/vm"
 )
 
