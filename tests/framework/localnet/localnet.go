@@ -298,9 +298,17 @@ func (c Config) verify() error {
 	return nil
 }
 
-func logger(w io.Writer) logging.Logger {
-	if w == nil {
-		w = io.Discard
+// ToolingLog is the file under a root directory that avalanchego's network
+// tooling (tmpnet) logs to: paths, ports and node starts, which a person
+// starting a network does not need on the screen.
+const ToolingLog = "tooling.log"
+
+// logger is the node tooling's logger: it appends to rootDir's ToolingLog
+// (io.Discard if that cannot be opened: the log is no reason to fail).
+func logger(rootDir string) logging.Logger {
+	var w io.Writer = io.Discard
+	if f, err := os.OpenFile(filepath.Join(rootDir, ToolingLog), os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644); err == nil {
+		w = f
 	}
 	return logging.NewLogger("", logging.NewWrappedCore(logging.Info, nopCloser{w}, logging.Plain.ConsoleEncoder()))
 }
@@ -338,7 +346,7 @@ func Start(ctx context.Context, cfg Config) (*Network, error) {
 	if err != nil {
 		return nil, err
 	}
-	log := logger(cfg.Progress)
+	log := logger(cfg.RootDir)
 	nodes := tmpnet.NewNodesOrPanic(cfg.Nodes)
 	if err := cfg.profileNodes(nodes); err != nil {
 		return nil, err
@@ -363,7 +371,8 @@ func Start(ctx context.Context, cfg Config) (*Network, error) {
 			ValidatorIDs: tmpnet.NodesToIDs(nodes...),
 		}},
 	}
-	fmt.Fprintf(progress(cfg), "starting %d avalanchego nodes on 127.0.0.1 with an S-Chain subnet (about 20 s)...\n", cfg.Nodes)
+	fmt.Fprintf(progress(cfg), "starting %d avalanchego nodes on 127.0.0.1 with an S-Chain subnet (about 20 s; the node tooling logs to %s)...\n",
+		cfg.Nodes, filepath.Join(cfg.RootDir, ToolingLog))
 	bootstrap := tmpnet.BootstrapNewNetwork
 	if cfg.Nodes == 1 {
 		bootstrap = bootstrapSingle
@@ -578,7 +587,7 @@ func progress(cfg Config) io.Writer {
 }
 
 // Open reads the current network of rootDir.
-func Open(ctx context.Context, rootDir string, progress io.Writer) (*Network, error) {
+func Open(ctx context.Context, rootDir string, _ io.Writer) (*Network, error) {
 	b, err := os.ReadFile(filepath.Join(rootDir, "current"))
 	if errors.Is(err, os.ErrNotExist) {
 		return nil, ErrNoNetwork
@@ -586,7 +595,7 @@ func Open(ctx context.Context, rootDir string, progress io.Writer) (*Network, er
 	if err != nil {
 		return nil, err
 	}
-	log := logger(progress)
+	log := logger(rootDir)
 	tn, err := tmpnet.ReadNetwork(ctx, log, string(b))
 	if err != nil {
 		return nil, fmt.Errorf("reading network %s: %w", b, err)

@@ -244,5 +244,17 @@ func logger(opts Options) hclog.Logger {
 	if opts.Logger != nil {
 		return opts.Logger
 	}
-	return hclog.New(&hclog.LoggerOptions{Name: "legacyraft", Level: hclog.Error, Output: os.Stderr})
+	return hclog.New(&hclog.LoggerOptions{Name: "legacyraft", Level: hclog.Error, Output: os.Stderr, Exclude: shutdownNoise})
+}
+
+// shutdownNoise drops the one error raft's transport logs while it shuts
+// down with a command in flight ("failed to decode incoming command",
+// raft.ErrTransportShutdown): the end of a run, not a fault.
+func shutdownNoise(_ hclog.Level, _ string, args ...any) bool {
+	for _, a := range args {
+		if err, ok := a.(error); ok && errors.Is(err, raft.ErrTransportShutdown) {
+			return true
+		}
+	}
+	return false
 }
