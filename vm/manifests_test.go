@@ -28,7 +28,17 @@ type objectsNet struct {
 }
 
 func newObjectsNet(t *testing.T, ids uint64) *objectsNet {
-	nw := newNetWith(t, 3, manifestsGenesis)
+	return newObjectsNetWith(t, ids, manifestsGenesis)
+}
+
+// groupingGenesis is manifestsGenesis with a group window long enough that
+// concurrent callers started together land in one group even on a loaded
+// machine (under make test's parallel packages, 20 ms split them).
+var groupingGenesis = []byte(`{"timestamp": 1000, "mempool": {"maxTxs": 64, "maxBytes": 4194304}, "groupCommitWindowMs": 400}`)
+
+// newObjectsNetWith is newObjectsNet on the given genesis.
+func newObjectsNetWith(t *testing.T, ids uint64, genesis []byte) *objectsNet {
+	nw := newNetWith(t, 3, genesis)
 	nw.ready(10)
 	on := &objectsNet{net: nw, url: nw.server(0), bucket: nw.rangeOf(0, "obj")}
 	var rep api.AllocateReply
@@ -336,7 +346,7 @@ func TestPutManifestTxSupersededByTheUpgrade(t *testing.T) {
 // that does not ask gets every entry, as before.
 func TestGroupedWriteAnswersItsOwnEntry(t *testing.T) {
 	require := require.New(t)
-	on := newObjectsNet(t, 64)
+	on := newObjectsNetWith(t, 64, groupingGenesis)
 	const writers = 8
 	var writes []api.PutManifestArgs
 	for i := range writers {
@@ -377,7 +387,7 @@ func TestGroupedWriteAnswersItsOwnEntry(t *testing.T) {
 // TestGroupedAllocationAnswersItsOwnEntry: the same for allocations.
 func TestGroupedAllocationAnswersItsOwnEntry(t *testing.T) {
 	require := require.New(t)
-	on := newObjectsNet(t, 1)
+	on := newObjectsNetWith(t, 1, groupingGenesis)
 	const callers = 6
 	pending := func() int {
 		n := 0
