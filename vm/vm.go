@@ -9,13 +9,19 @@
 //     pools, re-pinning, heartbeats, receipts);
 //   - gossip: transactions to and from the other validators;
 //   - certifier: finality certificates (signing accepted blocks for the
-//     other validators, collecting their signatures);
+//     other validators, collecting their signatures), and the one ACP-118
+//     handler, which also routes other messages to their rules;
+//   - manager: S-Chain as its L1's validator manager (the manager
+//     address, removal messages, and the rule for signing a removal the
+//     accepted state decided, routed to by the certifier's handler);
 //   - rpc: the JSON-RPC API and its access gate.
 //
 // Dependencies point one way: rpc uses writer and chain; writer and
 // builder use chain and mempool; gossip knows only the mempool and an
 // Admitter (the writer, behind an interface); certifier knows only blocks
-// and certificates (the chain reaches it through this package); chain uses
+// and certificates (the chain reaches it through this package, and the
+// manager's rule through certifier.Rule); manager reads the accepted state
+// and this node's peers; chain uses
 // config and the pure core (state, execute, pinning, txs).
 // docs/architecture.md draws it.
 package vm
@@ -52,6 +58,7 @@ import (
 	"github.com/s-chain/schain/vm/config"
 	"github.com/s-chain/schain/vm/execute"
 	"github.com/s-chain/schain/vm/gossip"
+	"github.com/s-chain/schain/vm/manager"
 	"github.com/s-chain/schain/vm/mempool"
 	"github.com/s-chain/schain/vm/rpc"
 	"github.com/s-chain/schain/vm/writer"
@@ -93,6 +100,11 @@ type Config struct {
 	Registerer prometheus.Registerer
 	Sender     common.AppSender
 	Peers      validators.State
+	// CurrentValidators is the P-chain's current validator set of the
+	// subnet, which the removal rule maps validation IDs to nodes and
+	// nonces with (Initialize sets it; nil: Peers when set, else this node
+	// signs no removal).
+	CurrentValidators manager.CurrentValidators
 
 	// ChainConfig is this node's API access control and limits. Initialize
 	// always sets it from the node's chain config (defaults when empty: no
@@ -126,6 +138,11 @@ type VM struct {
 	// certifier is set before the chain accepts its first block after
 	// Init: the chain's listener reaches it.
 	certifier *certifier.Certifier
+	// manager is the rule for signing removals; connected the nodes this
+	// node is connected to now (Connected, Disconnected), its witness of
+	// who is alive.
+	manager   *manager.Rule
+	connected *p2p.Peers
 	api       *rpc.Server
 	stop      context.CancelFunc
 	profiler  *cpuprofile.Profiler // nil unless the chain config asks for CPU profiles
@@ -166,20 +183,21 @@ func (vm *VM) Initialize(
 		chainCtx.Log.Info("writing CPU profiles of the plugin", zap.String("dir", cc.CPUProfileDir))
 	}
 	err = vm.Init(Config{
-		NetworkID:     chainCtx.NetworkID,
-		ChainID:       chainCtx.ChainID,
-		SubnetID:      chainCtx.SubnetID,
-		NodeID:        chainCtx.NodeID,
-		Signer:        chainCtx.WarpSigner,
-		Validators:    chainCtx.ValidatorState,
-		Clock:         time.Now,
-		Log:           chainCtx.Log,
-		Registerer:    reg,
-		Sender:        appSender,
-		Peers:         chainCtx.ValidatorState,
-		ChainConfig:   &cc,
-		Heartbeats:    true,
-		Bootstrapping: true,
+		NetworkID:         chainCtx.NetworkID,
+		ChainID:           chainCtx.ChainID,
+		SubnetID:          chainCtx.SubnetID,
+		NodeID:            chainCtx.NodeID,
+		Signer:            chainCtx.WarpSigner,
+		Validators:        chainCtx.ValidatorState,
+		Clock:             time.Now,
+		Log:               chainCtx.Log,
+		Registerer:        reg,
+		Sender:            appSender,
+		Peers:             chainCtx.ValidatorState,
+		ChainConfig:       &cc,
+		CurrentValidators: chainCtx.ValidatorState,
+		Heartbeats:        true,
+		Bootstrapping:     true,
 	}, db, genesisBytes)
 	if err != nil && vm.profiler != nil {
 		_ = vm.profiler.Stop()
@@ -245,11 +263,20 @@ func (vm *VM) Init(cfg Config, db database.Database, genesisBytes []byte) error 
 		return err
 	}
 	vm.builder.Pace(cfg.ChainConfig.PipelineInterval())
+	current := cfg.CurrentValidators
+	if current == nil && cfg.Peers != nil {
+		current = cfg.Peers
+	}
+	vm.connected = &p2p.Peers{}
+	vm.manager = manager.New(manager.Config{
+		NetworkID: cfg.NetworkID, ChainID: cfg.ChainID, SubnetID: cfg.SubnetID, NodeID: cfg.NodeID,
+		Validators: current, Decisions: vm.chain.State(), Peers: vm.connected,
+	})
 	if vm.certifier, err = certifier.New(certifier.Config{
 		NetworkID: cfg.NetworkID, ChainID: cfg.ChainID, SubnetID: cfg.SubnetID, NodeID: cfg.NodeID,
 		Signer: cfg.Signer, Validators: cfg.Validators, Clock: cfg.Clock, Log: cfg.Log,
 		Registerer: cfg.Registerer, StallAfter: cfg.ChainConfig.CertificateStallAfter(),
-		Off: cfg.ChainConfig.CertificatesOff(),
+		Off: cfg.ChainConfig.CertificatesOff(), Rules: []certifier.Rule{vm.manager},
 	}, db, vm.chain, vm.chain.LastAccepted().Block); err != nil {
 		return err
 	}
@@ -348,6 +375,7 @@ func (vm *VM) Builder() *builder.Builder       { return vm.builder }
 func (vm *VM) Writer() *writer.Writer          { return vm.writer }
 func (vm *VM) Mempool() *mempool.Mempool       { return vm.mempool }
 func (vm *VM) Certifier() *certifier.Certifier { return vm.certifier }
+func (vm *VM) Manager() *manager.Rule          { return vm.manager }
 func (vm *VM) Genesis() *config.Genesis        { return vm.genesis }
 func (vm *VM) Handler() (http.Handler, error)  { return vm.api.Handler(), nil }
 
@@ -398,16 +426,22 @@ func (vm *VM) CreateHandlers(context.Context) (map[string]http.Handler, error) {
 // NewHTTPHandler has no header-routed handler.
 func (*VM) NewHTTPHandler(context.Context) (http.Handler, error) { return nil, nil }
 
-// Connected tells the p2p network about a peer.
+// Connected tells the removal rule and the p2p network about a peer.
 func (vm *VM) Connected(ctx context.Context, nodeID ids.NodeID, v *version.Application) error {
+	if vm.connected != nil {
+		vm.connected.Connected(nodeID)
+	}
 	if vm.network == nil {
 		return nil
 	}
 	return vm.network.Connected(ctx, nodeID, v)
 }
 
-// Disconnected tells the p2p network a peer left.
+// Disconnected tells the removal rule and the p2p network a peer left.
 func (vm *VM) Disconnected(ctx context.Context, nodeID ids.NodeID) error {
+	if vm.connected != nil {
+		vm.connected.Disconnected(nodeID)
+	}
 	if vm.network == nil {
 		return nil
 	}

@@ -120,7 +120,7 @@ func (nw *net) start(i int) *vm.VM {
 		NetworkID: 5, ChainID: chainID, SubnetID: subnetID, NodeID: nw.keys[i].NodeID,
 		Signer: nw.keys[i].Signer(5, chainID), Validators: netSource{nw}, Registerer: nw.regs[i],
 		Clock:       func() time.Time { return time.UnixMilli(nw.now.Load() + nw.ahead[i].Load()) },
-		ChainConfig: nw.cc,
+		ChainConfig: nw.cc, CurrentValidators: l1Current{nw},
 	}, nw.dbs[i], nw.genesis))
 	nw.t.Cleanup(func() { require.NoError(nw.t, v.Shutdown(context.Background())) })
 	return v

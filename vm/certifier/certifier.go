@@ -118,6 +118,10 @@ type Config struct {
 	// accepted when asked, but pushes nothing and asks nobody. What
 	// certificates cost is measured against such a network.
 	Off bool
+	// Rules are the other messages this node signs over the same ACP-118
+	// handler, by payload (the validator manager's removals); none: only
+	// certificate statements.
+	Rules []Rule
 }
 
 // Certifier signs statements of accepted blocks and collects certificates.
@@ -201,7 +205,7 @@ func New(cfg Config, db database.Database, blocks Blocks, last *block.Block) (*C
 	}
 	c := &Certifier{
 		cfg: cfg, blocks: blocks, store: &store{db: prefixdb.New([]byte("certificates"), db)},
-		signing: signing{networkID: cfg.NetworkID, chainID: cfg.ChainID, blocks: blocks},
+		signing: signing{networkID: cfg.NetworkID, chainID: cfg.ChainID, blocks: blocks, rules: cfg.Rules},
 		metrics: m, sets: lru.NewCache[uint64, validators.WarpSet](8), signatures: lru.NewCache[ids.ID, []byte](1024),
 		wake: make(chan struct{}, 1), changed: make(chan struct{}), accepted: map[uint64]time.Time{},
 		pushed: pushes{}, pushedHeight: last.Height, open: map[uint64]*attempt{},
@@ -218,10 +222,15 @@ func New(cfg Config, db database.Database, blocks Blocks, last *block.Block) (*C
 }
 
 // Handler is the signature-request handler to register on the node's p2p
-// network under acp118.HandlerID: it signs only what signing allows,
-// caching signatures by message.
+// network under acp118.HandlerID: it signs only what signing allows (a
+// certificate statement of a block it accepted, or what one of
+// Config.Rules allows), caching statements' signatures by message.
 func (c *Certifier) Handler() p2p.Handler {
-	return acp118.NewCachedHandler(c.signatures, c.signing, c.cfg.Signer)
+	cached := acp118.NewCachedHandler(c.signatures, c.signing, c.cfg.Signer)
+	if len(c.signing.rules) == 0 {
+		return cached
+	}
+	return signatureHandler{cached: cached, fresh: acp118.NewHandler(c.signing, c.cfg.Signer), signing: c.signing}
 }
 
 // Start collects certificates in the background until Stop: it pushes this
