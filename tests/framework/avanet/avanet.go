@@ -466,12 +466,16 @@ func (nd *Node) Kill(ctx context.Context) error {
 	return nd.p.Kill(ctx)
 }
 
-// Signal sends sig to the node (SIGSTOP freezes it, SIGCONT resumes it).
+// Signal sends sig to the node and its plugins (its process group):
+// SIGSTOP freezes them as a paused machine would, SIGCONT resumes them.
+// Freezing the node alone would leave its plugin pinging a database server
+// that never answers, which gRPC's keepalive gives up on after about 40 s
+// (docs/limits.md).
 func (nd *Node) Signal(sig syscall.Signal) error {
 	if nd.p == nil {
 		return errors.New("avanet: node never started")
 	}
-	return nd.p.Signal(sig)
+	return nd.p.SignalGroup(sig)
 }
 
 // PID is the node process's ID.

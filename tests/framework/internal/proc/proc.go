@@ -131,13 +131,26 @@ func (p *Process) Signal(sig syscall.Signal) error {
 	return p.cmd.Process.Signal(sig)
 }
 
+// SignalGroup sends sig to the process's group (it leads one: Setpgid), so
+// that its children, an avalanchego node's plugins, get it too: SIGSTOP
+// then freezes the node the way a paused machine or container would.
+func (p *Process) SignalGroup(sig syscall.Signal) error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if !p.runningLocked() {
+		return fmt.Errorf("%s is not running", p.spec.Name)
+	}
+	return syscall.Kill(-p.cmd.Process.Pid, sig)
+}
+
 // Kill is kill -9 and the wait for the exit.
 func (p *Process) Kill(ctx context.Context) error { return p.end(ctx, syscall.SIGKILL) }
 
-// Stop sends SIGTERM (after SIGCONT, in case it is stopped) and waits,
+// Stop sends SIGTERM (after SIGCONT to its group, in case it is stopped)
+// and waits,
 // then kills it after StopGrace.
 func (p *Process) Stop(ctx context.Context) error {
-	_ = p.Signal(syscall.SIGCONT)
+	_ = p.SignalGroup(syscall.SIGCONT)
 	gctx, cancel := context.WithTimeout(ctx, StopGrace)
 	err := p.end(gctx, syscall.SIGTERM)
 	cancel()
