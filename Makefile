@@ -108,7 +108,7 @@ bench: build weed $(BENCHSTAT)
 bench-hosts: build $(BENCHSTAT)
 	$(SCHAIN_DEV) bench --hosts --host-delay 1ms --schain-modes per-request,pooled,pooled-batched --schain-rounds 5s --out $(BENCH_OUT)/hosts $(BENCH_FLAGS)
 
-## sizing: what a validator uses (node and plugin RSS and CPU idle and under per-request and pooled load, database growth per million requests) on a local network; outputs under build/bench/sizing/ (docs/deployment.md, Sizing)
+## sizing: what a validator uses (node and plugin RSS and CPU idle and under per-request and pooled load, database growth per million requests) on a local network; outputs under build/bench/sizing/ (docs/operating/deployment.md, Sizing)
 sizing: build
 	$(SCHAIN_DEV) bench sizing --out $(BENCH_OUT)/sizing $(SIZING_FLAGS)
 
@@ -124,7 +124,7 @@ bench-weed: build weed
 MICRO_COUNT ?= 6
 MICRO_STATE_COUNT ?= 6
 
-## bench-micro: the micro-benchmarks docs/performance.md records (owner lookup, verify, state root, Accept, JSON-RPC allocate), medians by benchstat into build/bench/micro.txt
+## bench-micro: the micro-benchmarks docs/internals/performance.md records (owner lookup, verify, state root, Accept, JSON-RPC allocate), medians by benchstat into build/bench/micro.txt
 bench-micro: $(BENCHSTAT)
 	@mkdir -p $(BENCH_OUT)
 	@echo "micro-benchmarks: $(MICRO_COUNT) runs each (state: $(MICRO_STATE_COUNT)), about 2 minutes; raw results in $(BENCH_OUT)/micro-raw.txt"

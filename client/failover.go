@@ -12,7 +12,7 @@ import (
 const DefaultFailoverSlack = 10 * time.Second
 
 // Used while no node has said how long its rounds are: the genesis
-// defaults (docs/configuration.md), 30 s rounds and K = 2.
+// defaults (docs/operating/configuration.md), 30 s rounds and K = 2.
 const (
 	defaultRound          = 30 * time.Second
 	defaultLivenessRounds = 2

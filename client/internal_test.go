@@ -60,7 +60,7 @@ func TestRetryDelayBounded(t *testing.T) {
 }
 
 // TestDefaultRetry: a write comes back within half a second of its owner's
-// recovery (a new owner's first writes go into one block; docs/liveness.md)
+// recovery (a new owner's first writes go into one block; docs/concepts/liveness.md)
 // and still gives a node that never recovers at least five seconds.
 func TestDefaultRetry(t *testing.T) {
 	r := DefaultRetry()

@@ -43,7 +43,7 @@ type Retry struct {
 // owners' first writes go into the block after the one that moves them,
 // and a client that comes back later waits for another height, which may
 // cost 5 s per proposer slot drawn for the dead validator
-// (docs/liveness.md, "What a failover waits for"); with a 2 s cap, a third
+// (docs/concepts/liveness.md, "What a failover waits for"); with a 2 s cap, a third
 // of the ranges in some bench runs came back one such height later. A
 // 50 ms start does not hammer a node that answered NotReady (its hint, up
 // to MaxRetryAfter, wins) and still retries a lost connection at once.

@@ -31,7 +31,7 @@ type RouterConfig struct {
 	// them are busy. Zero sends each request on its own. One serves the
 	// most where clients and nodes share cores: an exchange costs far more
 	// than a request in it, and requests that wait ride the next exchange
-	// together (docs/performance-log.md, "Exchanges in flight").
+	// together (docs/internals/performance-log.md, "Exchanges in flight").
 	PooledBatches int
 	// FailoverSlack is added to the liveness failover bound, (K+1) rounds
 	// of the chain's membership, to give how long a write keeps retrying

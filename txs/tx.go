@@ -38,7 +38,7 @@ type Header struct {
 	// force, so that they ride in that block; binding them to its height is
 	// what makes re-signing them safe when they miss it: one block per
 	// height is accepted, so once that height is, the transaction can never
-	// be applied (docs/liveness.md, "What a failover waits for").
+	// be applied (docs/concepts/liveness.md, "What a failover waits for").
 	BlockHeight uint64 `json:"blockHeight,omitempty"`
 }
 

@@ -23,7 +23,7 @@
 // manager's rule through certifier.Rule); manager reads the accepted state
 // and this node's peers; chain uses
 // config and the pure core (state, execute, pinning, txs).
-// docs/architecture.md draws it.
+// docs/internals/architecture.md draws it.
 package vm
 
 import (

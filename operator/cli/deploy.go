@@ -34,7 +34,7 @@ func newDeployCmd(g *Globals) *cobra.Command {
 	)
 	cmd := &cobra.Command{
 		Use:   "deploy --node URI... --key-file FILE [--genesis FILE] [--dry-run]",
-		Short: "Create the S-Chain subnet and chain on a running avalanchego network (resumable; see docs/deployment.md)",
+		Short: "Create the S-Chain subnet and chain on a running avalanchego network (resumable; see docs/operating/deployment.md)",
 		Long: `Create S-Chain on an avalanchego network that is already running: a
 permissioned subnet owned by --key-file, every --node as its validator, and
 the chain with the genesis. The key pays the fees from its P-chain balance.
@@ -87,7 +87,7 @@ serving the chain and whether they agree on the block and state root.`,
 	f.StringSliceVar(&nodes, "node", nil, "URI of a node that will validate the subnet (http://host:9650; repeated or comma-separated)")
 	f.StringVar(&pchain, "pchain", "", "URI of the node the P-chain transactions go to (default: the first --node)")
 	f.StringVar(&keyFile, "key-file", "", "file with the funded P-chain key that pays the fees and owns the subnet (PrivateKey-<cb58> or hex; mode 0600)")
-	f.StringVar(&genesis, "genesis", "", "the chain's genesis JSON file (default: the record's when resuming, else every default of docs/configuration.md, starting now)")
+	f.StringVar(&genesis, "genesis", "", "the chain's genesis JSON file (default: the record's when resuming, else every default of docs/operating/configuration.md, starting now)")
 	f.StringVar(&record, "record", defaultRecord, "the deployment record: written on the first run, resumed by the next")
 	f.StringVar(&chainName, "chain-name", deploy.DefaultChainName, "the chain's name in its CreateChainTx")
 	f.Uint64Var(&weight, "weight", deploy.DefaultWeight, "each validator's weight on the subnet")

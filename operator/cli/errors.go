@@ -14,7 +14,7 @@ import (
 )
 
 // Exit codes. exitCodes says what each means; the root command's help and
-// docs/operations.md list them from it (a test keeps all three in step).
+// docs/operating/operations.md list them from it (a test keeps all three in step).
 const (
 	exitOK          = 0
 	exitError       = 1

@@ -196,7 +196,7 @@ func TestUsageErrorsExit2(t *testing.T) {
 }
 
 // TestExitCodesDocumented: every exit code the CLI defines is listed, with
-// the same meaning, in the root command's help and in docs/operations.md.
+// the same meaning, in the root command's help and in docs/operating/operations.md.
 func TestExitCodesDocumented(t *testing.T) {
 	require := require.New(t)
 	defined := exitConstants(t)
@@ -210,12 +210,12 @@ func TestExitCodesDocumented(t *testing.T) {
 	require.Len(exitCodes, len(defined), "exitCodes lists a code no constant defines")
 
 	_, help, _ := run(t, "--help")
-	ops, err := os.ReadFile(filepath.Join("..", "..", "docs", "operations.md"))
+	ops, err := os.ReadFile(filepath.Join("..", "..", "docs", "operating", "operations.md"))
 	require.NoError(err)
 	for _, c := range exitCodes {
 		require.Contains(help, "  "+strconv.Itoa(c.code)+"  "+c.meaning, "root help")
 		row := regexp.MustCompile(`(?m)^\| ` + strconv.Itoa(c.code) + ` \| .+ \|$`)
-		require.Regexp(row, string(ops), "docs/operations.md lists exit code %d", c.code)
+		require.Regexp(row, string(ops), "docs/operating/operations.md lists exit code %d", c.code)
 	}
 }
 

@@ -65,7 +65,7 @@ var (
 )
 
 // DefaultGenesis is the genesis of a chain starting at now with every
-// default of vm/config (docs/configuration.md) and every change of
+// default of vm/config (docs/operating/configuration.md) and every change of
 // execution this code knows active from the first block.
 func DefaultGenesis(now time.Time) []byte {
 	upgrades, err := json.Marshal(vmconfig.UpgradesAtGenesis())
@@ -187,7 +187,7 @@ type NodeConfig struct {
 	TrackSubnets string `json:"trackSubnets"`
 	Tracking     *bool  `json:"tracking,omitempty"`
 	// ChainConfig is where the node's chain config goes (write tokens,
-	// directAPI; docs/deployment.md), read when the chain starts.
+	// directAPI; docs/operating/deployment.md), read when the chain starts.
 	ChainConfig string `json:"chainConfig"`
 	Serves      bool   `json:"serves"`
 }

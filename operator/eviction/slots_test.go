@@ -41,7 +41,7 @@ func (equalSet) GetWarpValidatorSet(context.Context, uint64, ids.ID) (validators
 }
 
 // TestDeadValidatorsProposerSlots reproduces, with avalanchego's own
-// proposer windower, the figures docs/liveness.md ("What a failover waits
+// proposer windower, the figures docs/concepts/liveness.md ("What a failover waits
 // for") and the README give for a dead validator left on the P-chain: of n
 // equal validators it is drawn for a slot with probability 1/n, so a height
 // waits for 1/(n-1) of its 5 s slots on average and for three or more one

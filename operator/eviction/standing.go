@@ -2,7 +2,7 @@
 // be removed from the subnet, and removes it.
 //
 // S-Chain moves a dead validator's ranges by itself, K+1 liveness rounds
-// after its last heartbeat (docs/liveness.md). Block production cannot be
+// after its last heartbeat (docs/concepts/liveness.md). Block production cannot be
 // fixed from inside the chain: avalanchego's proposer VM keeps giving the
 // dead validator 5 s slots until it is removed from the subnet on the
 // P-chain, which takes the subnet owner's key. The Policy here names the

@@ -1,6 +1,6 @@
 // Package subnet reads and changes S-Chain's validator set on the P-chain.
 //
-// S-Chain pins ranges to the validators that heartbeat (docs/liveness.md),
+// S-Chain pins ranges to the validators that heartbeat (docs/concepts/liveness.md),
 // so a dead validator loses its ranges without anybody's help. What the
 // chain cannot do for itself is leave the dead validator's proposer slots:
 // avalanchego's proposer VM keeps giving it a 5 s slot at the heights it

@@ -7,7 +7,7 @@ package schainseq
 // modes below unreviewed.
 type Op uint8
 
-// The operations, and where each runs (docs/seaweedfs-masters.md has the
+// The operations, and where each runs (docs/using/seaweedfs-masters.md has the
 // table):
 const (
 	// OpHeartbeat: take a volume server's heartbeats into this master's

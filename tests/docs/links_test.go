@@ -1,9 +1,10 @@
 // Package docs checks the repository's documentation as a reader meets it:
-// every link in README.md and docs/ resolves to a file of the repository.
+// every link in README.md and docs/ (and its folders) resolves to a file of the repository.
 // It is for the test run (make unit), not for the product.
 package docs
 
 import (
+	"io/fs"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -23,10 +24,14 @@ func TestDocLinksResolveInTheRepository(t *testing.T) {
 	root, err := filepath.Abs(filepath.Join("..", ".."))
 	require.NoError(t, err)
 	files := []string{filepath.Join(root, "README.md")}
-	docs, err := filepath.Glob(filepath.Join(root, "docs", "*.md"))
+	err = filepath.WalkDir(filepath.Join(root, "docs"), func(path string, d fs.DirEntry, err error) error {
+		if err == nil && !d.IsDir() && strings.HasSuffix(path, ".md") {
+			files = append(files, path)
+		}
+		return err
+	})
 	require.NoError(t, err)
-	files = append(files, docs...)
-	require.Greater(t, len(files), 5, "README.md and docs/*.md")
+	require.Greater(t, len(files), 5, "README.md and docs/**/*.md")
 	checked := 0
 	for _, f := range files {
 		b, err := os.ReadFile(f)

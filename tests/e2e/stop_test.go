@@ -132,7 +132,7 @@ func TestZ_KillOwner(t *testing.T) {
 	// owner's transaction after it: each of those blocks, and the parent
 	// that makes the round count, waits 5 s for every slot in a row the
 	// proposer VM draws for the dead validator at its height (2.5 s on
-	// average, 15 s one time in 27; docs/liveness.md, "What a failover
+	// average, 15 s one time in 27; docs/concepts/liveness.md, "What a failover
 	// waits for", computes them), plus the client's attempts, each cut
 	// after 5 s. Ranges came back 20-45 s after the kill in this test's
 	// recent runs and after 56 s once: the bound is the test's deadline
@@ -284,7 +284,7 @@ func TestZ_KillOwner(t *testing.T) {
 		require.Less(s.Longest, slotFree, "range %s: a wait for a proposer slot after the removal was committed", rk)
 	}
 	// The block that opens S-Chain's new epoch re-pins the work pending
-	// against the old one (docs/rules.md, Re-pinning): the window starts after it,
+	// against the old one (docs/concepts/rules.md, Re-pinning): the window starts after it,
 	// and what the re-pin costs is logged.
 	probe.window(liveRanges)
 	waitHeights(follow, t, live, 3)

@@ -183,7 +183,7 @@ func TestHostsFaults(t *testing.T) {
 	// the membership within the failover bound (K+1 rounds and the
 	// heartbeat lead: more than two rounds). The bound holds while every
 	// round has a block; a round can wait out the stopped validator's
-	// proposer slots (docs/liveness.md, Failover bound): three are allowed.
+	// proposer slots (docs/concepts/liveness.md, Failover bound): three are allowed.
 	// Its range allocates again once its client tries the new owner: five
 	// 5 s attempts more are allowed (the one in flight at the stopped
 	// owner when it leaves, which answers nothing, and lookups at nodes

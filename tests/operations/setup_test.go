@@ -41,7 +41,7 @@ func needHosts(t *testing.T) {
 }
 
 // chain is S-Chain deployed on a plain avalanchego network of hosts, as
-// docs/deployment.md has an operator do it.
+// docs/operating/deployment.md has an operator do it.
 type chain struct {
 	net     *avanet.Network
 	record  *deploy.Record

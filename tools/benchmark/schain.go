@@ -95,7 +95,7 @@ func (c *SChainCluster) Pooled() *SChainCluster {
 // costs far more than a request in it, and fewer, larger exchanges serve
 // more. Through the direct API, 64 clients on four validators made 28,786
 // requests/s with one, 22,542 with two, 16,961 with four and 12,932 with
-// eight (docs/performance-log.md, "Exchanges in flight").
+// eight (docs/internals/performance-log.md, "Exchanges in flight").
 const PooledBatchesPerNode = 1
 
 // PooledBatched is the pooled view through a router that coalesces

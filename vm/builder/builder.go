@@ -79,7 +79,7 @@ const OpeningHold = time.Second
 // and nothing else is pending: the next height's slots then begin mid-round,
 // and the next round's heartbeats get two slots inside their round instead
 // of one. A tick costs one small block a round on an idle chain, and none
-// on a busy one (docs/liveness.md, "What a failover waits for").
+// on a busy one (docs/concepts/liveness.md, "What a failover waits for").
 
 // Owners is what the builder tells the write path (package writer).
 type Owners interface {
@@ -178,7 +178,7 @@ func New(c Chain, r Rounds, pool *mempool.Mempool, owners Owners, reg prometheus
 // requests and the per-block cost takes the machine. Paced, a block carries
 // what arrived in the interval. On a chain whose last block is accepted
 // nothing waits, so a lone request is built at once
-// (docs/performance-log.md, "Pacing pipelined blocks").
+// (docs/internals/performance-log.md, "Pacing pipelined blocks").
 func (b *Builder) Pace(interval time.Duration) {
 	b.mu.Lock()
 	b.pipelineInterval = interval
@@ -375,7 +375,7 @@ func (b *Builder) holdUntil(d *chain.Draft) uint64 {
 // acceptance during the wait does not end it: under load blocks then come
 // at the interval's cadence. Waking early, once the block was accepted
 // and as much work was back as it carried, made more, smaller blocks and
-// did not pay (docs/performance-log.md, "Where certificates' loss sits").
+// did not pay (docs/internals/performance-log.md, "Where certificates' loss sits").
 func (b *Builder) paced(ctx context.Context) error {
 	b.mu.Lock()
 	interval := b.pipelineInterval

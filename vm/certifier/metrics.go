@@ -2,7 +2,7 @@ package certifier
 
 import "github.com/prometheus/client_golang/prometheus"
 
-// metrics are the certifier's series (docs/operations.md lists them all).
+// metrics are the certifier's series (docs/operating/operations.md lists them all).
 type metrics struct {
 	latency     prometheus.Histogram   // accept to certificate, per block covered
 	certified   prometheus.Gauge       // newest certified height

@@ -15,7 +15,7 @@ import (
 
 // Saving certificates. A write to the chain's database crosses the plugin's
 // gRPC link to the node: one per certificate was about a tenth of what
-// certificates cost (docs/performance-log.md). So a certificate waits in memory
+// certificates cost (docs/internals/performance-log.md). So a certificate waits in memory
 // until saveAfter has passed since the oldest waiting one, or maxUnsaved
 // wait, and then all of them are written in one batch. A crash loses the
 // waiting ones: a certificate only proves what the validators signed, so

@@ -2,7 +2,7 @@ package chain
 
 import "github.com/prometheus/client_golang/prometheus"
 
-// metrics are the chain's series (docs/operations.md lists them all).
+// metrics are the chain's series (docs/operating/operations.md lists them all).
 type metrics struct {
 	acceptedTxs     *prometheus.CounterVec // by kind
 	acceptedEntries *prometheus.CounterVec // by kind

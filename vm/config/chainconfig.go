@@ -87,7 +87,7 @@ type ChainConfig struct {
 	// Upgrades schedules changes of execution the genesis leaves unset
 	// (Genesis.Upgrades, Upgrades.Overlay): the one field of this file that
 	// is a consensus rule, so every validator must carry the same values
-	// before the chain reaches them (docs/configuration.md, Upgrades).
+	// before the chain reaches them (docs/operating/configuration.md, Upgrades).
 	Upgrades Upgrades `json:"upgrades"`
 }
 
@@ -132,7 +132,7 @@ func DefaultChainConfig() ChainConfig {
 	}
 }
 
-// DefaultPipelineIntervalMs was chosen by measurement (docs/performance-log.md,
+// DefaultPipelineIntervalMs was chosen by measurement (docs/internals/performance-log.md,
 // "Pacing pipelined blocks", "Fewer polls per block" and "One signature
 // per owner and block"): with blocks decided in 5 polls, 120 ms served
 // 1.14-1.20x the requests of 100 ms at a lower p50 (each block carries

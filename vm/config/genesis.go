@@ -29,7 +29,7 @@ type Genesis struct {
 	// MaxTimeSkewMs bounds how far ahead of a verifier's clock a block's
 	// timestamp may be. It is the timing assumption of liveness: honest
 	// clocks differ by less, and a liveness round lasts at least
-	// RoundsPerSkew times as long (see docs/liveness.md).
+	// RoundsPerSkew times as long (see docs/concepts/liveness.md).
 	MaxTimeSkewMs uint64 `json:"maxTimeSkewMs"`
 	// ValidatorSetCache is how many P-chain validator sets (and
 	// memberships) a node keeps.
@@ -228,7 +228,7 @@ func (g *Genesis) HeartbeatLead() time.Duration {
 
 // FailoverBound is the longest a dead validator stays a member while every
 // round has a block: K+1 liveness rounds plus the heartbeat lead (rounds
-// without a block do not count; docs/liveness.md, Failover bound). Its
+// without a block do not count; docs/concepts/liveness.md, Failover bound). Its
 // ranges allocate again once the first block of the round that drops it is
 // accepted, and their new owner's transaction after it.
 func (g *Genesis) FailoverBound() time.Duration {

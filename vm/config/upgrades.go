@@ -22,18 +22,18 @@ import (
 type Upgrades struct {
 	// LivenessGapsHeight: a validator's grace of K liveness rounds counts
 	// only rounds that had a block, all of them and not just the rounds
-	// between a block and its parent (docs/liveness.md, Failover bound).
+	// between a block and its parent (docs/concepts/liveness.md, Failover bound).
 	LivenessGapsHeight *uint64 `json:"livenessGapsHeight,omitempty"`
 	// LeasesHeight: lease transactions (acquire, renew, release a range's
 	// lease, with a fencing token) become valid.
 	LeasesHeight *uint64 `json:"leasesHeight,omitempty"`
 	// ManifestsHeight: versioned manifests (ManifestTx, ReclaimTx) with
 	// preconditions, chunks bound to one live object and released lists;
-	// PutManifestTx is refused from here on (docs/rules.md, Manifests).
+	// PutManifestTx is refused from here on (docs/concepts/rules.md, Manifests).
 	ManifestsHeight *uint64 `json:"manifestsHeight,omitempty"`
 	// RemovalsHeight: the chain counts each validator's rounds out of the
 	// membership and decides the removal of dead ones (removalRounds,
-	// minValidators; docs/validators.md).
+	// minValidators; docs/operating/validators.md).
 	RemovalsHeight *uint64 `json:"removalsHeight,omitempty"`
 }
 

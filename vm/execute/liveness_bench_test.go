@@ -21,7 +21,7 @@ import (
 // idle chain). The cost per round does not depend on the round's length, so
 // the benchmark reports it per second of chain time for rounds of 5, 10 and
 // 30 s ("µs/s@5s": microseconds of CPU per second with 5 s rounds): the
-// price of a faster failover (docs/liveness.md, Choosing the round).
+// price of a faster failover (docs/concepts/liveness.md, Choosing the round).
 func BenchmarkLivenessRound(b *testing.B) {
 	for _, validators := range []int{3, 21} {
 		for _, each := range []bool{false, true} {

@@ -3,7 +3,7 @@ package rpc
 import "github.com/prometheus/client_golang/prometheus"
 
 // metrics are the API's series, labelled by token name, never by the token;
-// "none" when no valid token was presented (docs/operations.md).
+// "none" when no valid token was presented (docs/operating/operations.md).
 type metrics struct {
 	apiRejects *prometheus.CounterVec // by reason, token
 	apiWrites  *prometheus.CounterVec // admitted write requests, by token

@@ -138,7 +138,7 @@ func (c *committer) enqueue(ctx context.Context, it intent) (Submitted, error) {
 // writes. Answered NotReady at once, the client came back after its
 // back-off, often after that block was built, and its write waited for the
 // next height, which costs 5 s per proposer slot drawn for a dead
-// validator (docs/liveness.md, "What a failover waits for").
+// validator (docs/concepts/liveness.md, "What a failover waits for").
 func (w *Writer) checkOwned(ctx context.Context, ranges []string) error {
 	_, _, err := w.pinFor(ctx, ranges)
 	if !errors.Is(err, ErrMembershipOpening) {

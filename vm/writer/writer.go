@@ -316,7 +316,7 @@ func (w *Writer) pinFor(ctx context.Context, ranges []string) (e *execute.Member
 	return next, last.Height + 1, nil
 }
 
-// metrics are the write path's series (docs/operations.md lists them all).
+// metrics are the write path's series (docs/operating/operations.md lists them all).
 type metrics struct {
 	mempoolDepth prometheus.Gauge
 	refused      *prometheus.CounterVec // admission refusals, by reason

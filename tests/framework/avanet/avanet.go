@@ -470,7 +470,7 @@ func (nd *Node) Kill(ctx context.Context) error {
 // SIGSTOP freezes them as a paused machine would, SIGCONT resumes them.
 // Freezing the node alone would leave its plugin pinging a database server
 // that never answers, which gRPC's keepalive gives up on after about 40 s
-// (docs/limits.md).
+// (docs/operating/limits.md).
 func (nd *Node) Signal(sig syscall.Signal) error {
 	if nd.p == nil {
 		return errors.New("avanet: node never started")

@@ -16,7 +16,7 @@ import (
 // about 30% of the time, twenty in a row practically never, and the P-chain
 // accepted no transaction within 90 s (measured). Then nobody could remove
 // the dead validator from the subnet, which is what ends the proposer VM's
-// slot gaps (docs/validators.md). With Snow's alphaConfidence 12 of
+// slot gaps (docs/operating/validators.md). With Snow's alphaConfidence 12 of
 // k=20, two live validators of three pass about 81% of polls (a P-chain
 // transaction is accepted in seconds), while one isolated validator cannot
 // finalize alone (Snow says why that matters). With every validator

@@ -153,7 +153,7 @@ func Snow(nodes int) map[string]any {
 // from the members after LivenessRounds+1 rounds (plus the heartbeat lead)
 // at most: 11 s, so that a dead owner's ranges allocate again within the
 // 15 s target (a real SeaweedFS master fails over in about 16 s). Why
-// these values is in docs/liveness.md (Choosing the round): measured by
+// these values is in docs/concepts/liveness.md (Choosing the round): measured by
 // `make bench` (failover per round setting, flapping under load) and the
 // in-process cost benchmark (BenchmarkLivenessRound).
 const (
@@ -405,7 +405,7 @@ func Start(ctx context.Context, cfg Config) (*Network, error) {
 //
 // Three of them cut work that every node does whatever the load, which on
 // one machine shared by all the nodes and plugins takes cores from the
-// allocations (measured in pairs, docs/performance-log.md "Where the CPU
+// allocations (measured in pairs, docs/internals/performance-log.md "Where the CPU
 // goes"):
 //   - consensus-frontier-poll-frequency 1s instead of 100 ms: every chain of
 //     every node (P, X, C and S-Chain) sends a pull query to a validator at

@@ -217,7 +217,7 @@ Every process started is stopped at the end, also on error or Ctrl-C.`,
 	f.IntVar(&o.schainNodes, "schain-nodes", localnet.DefaultNodes, "validators of each S-Chain network (2 to 16): with 4 or more, a certificate no longer needs the slowest one")
 	f.StringVar(&o.schainFailover, "schain-failover", modePooled, "the S-Chain mode whose failover phase runs (a network takes one kill; empty: none)")
 	f.StringVar(&o.profileDir, "profile-dir", "", "write CPU profiles of the S-Chain network's nodes and plugins there, every 10 s (see `schain-dev network start --profile-dir`)")
-	f.BoolVar(&o.hosts, "hosts", false, "run every node (S-Chain validators, each legacy node) on a host of its own: a network namespace on a bridge (root; see docs/deployment.md), S-Chain deployed with schain deploy's steps, the clients on this machine")
+	f.BoolVar(&o.hosts, "hosts", false, "run every node (S-Chain validators, each legacy node) on a host of its own: a network namespace on a bridge (root; see docs/operating/deployment.md), S-Chain deployed with schain deploy's steps, the clients on this machine")
 	f.DurationVar(&o.hostDelay, "host-delay", time.Millisecond, "with --hosts, the delay every host's link (and the clients') adds each way: twice it between two hosts")
 	f.StringVar(&o.buildDir, "build-dir", cli.DefaultBuildDir(), "where avalanchego and the plugin are")
 	f.StringVar(&o.out, "out", filepath.Join(cli.DefaultBuildDir(), "bench"), "directory for the network, legacy nodes, report, tables and charts")

@@ -41,7 +41,7 @@ command returns; "schain-dev seaweedfs down" stops them.
 local network of <build-dir>/network is used, or started when none runs.
 A cluster started in schain mode has no legacy ids, so up records the
 cutover floors of an empty cluster first. schain-leaderless masters all
-assign; schain-raftless masters run no raft at all (docs/seaweedfs-masters.md).
+assign; schain-raftless masters run no raft at all (docs/using/seaweedfs-masters.md).
 
 --filer adds a filer on the masters, --s3 an S3 gateway on it (without
 identities: any client, unsigned requests included).`,

@@ -17,7 +17,7 @@ import (
 	"github.com/s-chain/schain/tools/seaweedfs/storebench"
 )
 
-// filerGroupReturnMs is the genesis groupCommitReturnMs docs/seaweedfs.md
+// filerGroupReturnMs is the genesis groupCommitReturnMs docs/using/seaweedfs.md
 // gives a chain serving a filer store: a filer's next write reaches the
 // owner later than the default's allocation clients do.
 const filerGroupReturnMs = 160
@@ -76,7 +76,7 @@ process started is stopped at the end, also on error or Ctrl-C.`,
 	f.IntVar(&s.Trials, "trials", s.Trials, "conditional-PUT trials per shared store")
 	f.Uint64Var(&o.PipelineIntervalMs, "pipeline-interval-ms", 0, "the S-Chain network's block pacing (chain config pipelineIntervalMs; 0: its default)")
 	f.IntVar(&o.Validators, "validators", 0, "the S-Chain network's validators (0: the local network's 4; 3 matches etcd's members)")
-	f.Uint64Var(&groupReturnMs, "group-return-ms", filerGroupReturnMs, "the S-Chain genesis groupCommitReturnMs (0: the genesis default; docs/seaweedfs.md says why a filer store's chain takes 160)")
+	f.Uint64Var(&groupReturnMs, "group-return-ms", filerGroupReturnMs, "the S-Chain genesis groupCommitReturnMs (0: the genesis default; docs/using/seaweedfs.md says why a filer store's chain takes 160)")
 	f.StringVar(&o.ProfileDir, "profile-dir", "", "write CPU profiles of the S-Chain network's nodes and plugins there, every 10 s (see `schain-dev network start --profile-dir`)")
 	f.StringVar(&out, "out", filepath.Join(cli.DefaultBuildDir(), "bench", "seaweedfs-stores"), "directory for the network, the cluster, the report and the tables")
 	return cmd

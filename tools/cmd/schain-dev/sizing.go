@@ -60,7 +60,7 @@ per-request allocations (a transaction each) and --load of pooled ones
 (answered from committed reservations), --clients closed-loop clients on
 --ranges ranges; and the growth of every node's database per million
 requests of each kind. Writes sizing.json and sizing.md to --out
-(docs/deployment.md, Sizing, quotes them).`,
+(docs/operating/deployment.md, Sizing, quotes them).`,
 		Args: cli.ExactArgs(0, "no arguments"),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return runSizing(cmd.Context(), g, buildDir, out, nodes, clients, ranges, count, idle, load)
