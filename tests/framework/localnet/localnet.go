@@ -634,8 +634,33 @@ func readProcess(nd *tmpnet.Node) (nodeconfig.ProcessContext, error) {
 	return pc, json.Unmarshal(b, &pc)
 }
 
-// Stop stops every node and waits for the processes to exit.
-func (n *Network) Stop(ctx context.Context) error { return n.tmp.Stop(ctx) }
+// Stop stops every node that runs and waits for the processes to exit. A
+// node that died (kill -9, a crash) is passed over: tmpnet's own stop
+// asks each node's API for its metrics and fails on a dead one, which
+// left the network half stopped and "current" behind.
+func (n *Network) Stop(ctx context.Context) error {
+	var running []*tmpnet.Node
+	for _, nd := range n.tmp.Nodes {
+		pc, err := readProcess(nd)
+		if err != nil || pc.PID == 0 || gone(pc.PID) {
+			_ = os.Remove(filepath.Join(nd.DataDir, config.DefaultProcessContextFilename))
+			continue
+		}
+		running = append(running, nd)
+	}
+	var errs []error
+	for _, nd := range running {
+		if err := nd.InitiateStop(ctx); err != nil {
+			errs = append(errs, fmt.Errorf("stopping %s: %w", nd.NodeID, err))
+		}
+	}
+	for _, nd := range running {
+		if err := nd.WaitForStopped(ctx); err != nil {
+			errs = append(errs, fmt.Errorf("waiting for %s to stop: %w", nd.NodeID, err))
+		}
+	}
+	return errors.Join(errs...)
+}
 
 // StopAll stops the current network of rootDir, if any.
 func StopAll(ctx context.Context, rootDir string, progress io.Writer) error {
