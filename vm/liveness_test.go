@@ -286,22 +286,7 @@ func TestMembershipChangeRepinsPendingWork(t *testing.T) {
 	require.NoError(err)
 	require.Empty(b.Txs, "the stale allocation cannot go into a block of the new membership")
 	require.Equal(2, nw.snapshot(0).Len())
-	var replacement ids.ID
-	require.Eventually(func() bool {
-		rc, err := nw.vms[0].Writer().Receipt(old.ID())
-		if err != nil || rc.ReplacedBy == nil {
-			return false
-		}
-		replacement = ids.ID(*rc.ReplacedBy)
-		return nw.vms[0].Mempool().Has(replacement)
-	}, 10*time.Second, 10*time.Millisecond, "the owner re-signs its stale allocation")
-	b, err = nw.round(0, 10)
-	require.NoError(err)
-	require.Len(b.Txs, 1)
-	require.Equal(replacement, b.Txs[0].ID())
-	rc, err := nw.vms[0].Writer().WaitReceipt(ctx, old.ID())
-	require.NoError(err)
-	require.Equal("accepted", rc.Status)
+	nw.requireRepinned(old)
 	require.Equal(uint64(4), counter(t, nw.vms[1], rk), "allocated once")
 }
 
@@ -908,6 +893,30 @@ func TestBlockThatMovesRangesWaitsForTheNewOwners(t *testing.T) {
 	require.True(b.(*chain.Block).Changed())
 }
 
+// requireRepinned waits until node 0 re-signed its stale transaction old
+// for the membership in force, builds the block that carries only the
+// replacement, and checks that old's receipt follows it to acceptance.
+func (nw *net) requireRepinned(old *txs.Tx) {
+	nw.t.Helper()
+	require := require.New(nw.t)
+	var replacement ids.ID
+	require.Eventually(func() bool {
+		rc, err := nw.vms[0].Writer().Receipt(old.ID())
+		if err != nil || rc.ReplacedBy == nil {
+			return false
+		}
+		replacement = ids.ID(*rc.ReplacedBy)
+		return nw.vms[0].Mempool().Has(replacement)
+	}, 10*time.Second, 10*time.Millisecond, "the owner re-signs its stale %T", old.Unsigned)
+	b, err := nw.round(0, 10)
+	require.NoError(err)
+	require.Len(b.Txs, 1)
+	require.Equal(replacement, b.Txs[0].ID())
+	rc, err := nw.vms[0].Writer().WaitReceipt(context.Background(), old.ID())
+	require.NoError(err)
+	require.Equal("accepted", rc.Status)
+}
+
 // TestMembershipChangeRepinsPendingLease: a lease operation still pending
 // when a new membership comes into force is re-signed like any other write
 // of its owner (a review found the re-signing panicking on a LeaseTx in a
@@ -932,22 +941,7 @@ func TestMembershipChangeRepinsPendingLease(t *testing.T) {
 	b, err := nw.round(0, 10)
 	require.NoError(err)
 	require.Empty(b.Txs, "the stale lease cannot go into a block of the new membership")
-	var replacement ids.ID
-	require.Eventually(func() bool {
-		rc, err := nw.vms[0].Writer().Receipt(old.ID())
-		if err != nil || rc.ReplacedBy == nil {
-			return false
-		}
-		replacement = ids.ID(*rc.ReplacedBy)
-		return nw.vms[0].Mempool().Has(replacement)
-	}, 10*time.Second, 10*time.Millisecond, "the owner re-signs its stale lease")
-	b, err = nw.round(0, 10)
-	require.NoError(err)
-	require.Len(b.Txs, 1)
-	require.Equal(replacement, b.Txs[0].ID())
-	rc, err := nw.vms[0].Writer().WaitReceipt(ctx, old.ID())
-	require.NoError(err)
-	require.Equal("accepted", rc.Status)
+	nw.requireRepinned(old)
 	cur, ok, err := nw.vms[1].Chain().State().Lease(rk)
 	require.NoError(err)
 	require.True(ok)
