@@ -56,16 +56,19 @@ type nemesis struct {
 	t   *testing.T
 	net *localnet.Network
 	rng *rand.Rand
+	// clock is the history's: each fault's times are logged on it.
+	clock func() int64
 
 	mu     sync.Mutex
 	counts map[string]int
 	errs   []error
+	events []string
 	// paused are the processes stopped now, each with its safety timer.
 	paused map[int]*time.Timer
 }
 
-func newNemesis(t *testing.T, n *localnet.Network, seed uint64) *nemesis {
-	nm := &nemesis{t: t, net: n, rng: rand.New(rand.NewPCG(seed, 0x6e656d65)), counts: map[string]int{}, paused: map[int]*time.Timer{}}
+func newNemesis(t *testing.T, n *localnet.Network, seed uint64, clock func() int64) *nemesis {
+	nm := &nemesis{t: t, net: n, rng: rand.New(rand.NewPCG(seed, 0x6e656d65)), clock: clock, counts: map[string]int{}, paused: map[int]*time.Timer{}}
 	// However the test ends, no node stays stopped: the network's
 	// teardown could not stop it otherwise.
 	t.Cleanup(nm.resumeAll)
@@ -105,7 +108,7 @@ func (nm *nemesis) run(ctx context.Context) {
 		nm.mu.Lock()
 		nm.counts[s.kind.name()]++
 		nm.mu.Unlock()
-		nm.t.Logf("nemesis: %s of %s for %v", s.kind.name(), victim.NodeID, s.hold)
+		nm.event("%s of %s for %v", s.kind.name(), victim.NodeID, s.hold.Round(time.Millisecond))
 		sleepCtx(ctx, s.hold)
 		healCtx, cancel := context.WithTimeout(context.Background(), recoverWithin)
 		err = heal(healCtx)
@@ -114,12 +117,14 @@ func (nm *nemesis) run(ctx context.Context) {
 			nm.fail(fmt.Errorf("healing %s of %s: %w", s.kind.name(), victim.NodeID, err))
 			return
 		}
+		nm.event("healed %s of %s", s.kind.name(), victim.NodeID)
 		if err := nm.recovered(ctx); err != nil {
 			if ctx.Err() == nil {
 				nm.fail(fmt.Errorf("after %s of %s: %w", s.kind.name(), victim.NodeID, err))
 			}
 			return
 		}
+		nm.event("recovered: every node answers and has every validator as a member")
 	}
 }
 
@@ -155,6 +160,23 @@ func (nm *nemesis) recovered(ctx context.Context) error {
 		}
 	}
 	return nil
+}
+
+// event logs what the nemesis did, with the time on the history's clock
+// and the wall clock (the nodes' logs).
+func (nm *nemesis) event(format string, args ...any) {
+	line := fmt.Sprintf("t=%.3f s (%s) %s", float64(nm.clock())/1e9, time.Now().UTC().Format("15:04:05.000"), fmt.Sprintf(format, args...))
+	nm.t.Logf("nemesis: %s", line)
+	nm.mu.Lock()
+	defer nm.mu.Unlock()
+	nm.events = append(nm.events, line)
+}
+
+// log is every event so far.
+func (nm *nemesis) log() []string {
+	nm.mu.Lock()
+	defer nm.mu.Unlock()
+	return append([]string(nil), nm.events...)
 }
 
 func (nm *nemesis) fail(err error) {

@@ -142,3 +142,31 @@ func TestOutcomeIgnoresReadsAndFailedDials(t *testing.T) {
 		t.Errorf("outcome %d, want a refusal", got)
 	}
 }
+
+// A write answered after an exchange of it that may have applied is
+// reported as retried, with what happened to that exchange.
+func TestRetriedWrites(t *testing.T) {
+	for _, tc := range []struct {
+		name          string
+		first, second any
+		want          bool
+	}{
+		{"a success after a success", api.PutManifestReply{Version: 7}, api.PutManifestReply{Version: 8}, true},
+		{"a refusal after a lost answer", nil, api.NewError(api.CodePreconditionFailed, "precondition_failed", nil), true},
+		{"a success after a refusal", api.NewError(api.CodeNotOwner, "not owner", nil), api.PutManifestReply{Version: 8}, false},
+		{"a refusal after a refusal", api.NewError(api.CodeNotOwner, "not owner", nil), api.NewError(api.CodeLeaseHeld, "held", nil), false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := testClient(t, answers(t, tc.first, tc.second).URL)
+			ctx, s := withTracker(context.Background())
+			_ = put(ctx, c)
+			err := put(ctx, c)
+			if got := retried(err, s); got != tc.want {
+				t.Errorf("retried %t, want %t (exchanges: %q)", got, tc.want, s.what())
+			}
+			if tc.want && len(s.what()) == 0 {
+				t.Error("no exchange named")
+			}
+		})
+	}
+}

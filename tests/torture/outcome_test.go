@@ -5,9 +5,12 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
+	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -51,8 +54,33 @@ type sentKey struct{}
 // sent tracks one operation's HTTP exchanges.
 type sent struct {
 	// lost: a request may have reached a node and its answer was not read
-	// whole.
+	// whole, or a write's answer was not a refusal.
 	lost atomic.Bool
+	// applying counts the write exchanges that may have applied: answered
+	// with a success or an uncertain error, or not answered at all.
+	applying atomic.Int32
+
+	mu    sync.Mutex
+	notes []string // what made each exchange count, for the record
+}
+
+// mark records that an exchange lost its answer or may have applied.
+func (s *sent) mark(write bool, what string) {
+	s.lost.Store(true)
+	if write {
+		s.applying.Add(1)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if len(s.notes) < 8 {
+		s.notes = append(s.notes, what)
+	}
+}
+
+func (s *sent) what() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]string(nil), s.notes...)
 }
 
 func withTracker(ctx context.Context) (context.Context, *sent) {
@@ -80,18 +108,19 @@ func (t trackingTransport) RoundTrip(req *http.Request) (*http.Response, error) 
 	if s == nil {
 		return t.base.RoundTrip(req)
 	}
-	write := isWrite(req)
+	method, write := isWrite(req)
+	at := time.Now().UTC().Format("15:04:05.000")
 	resp, err := t.base.RoundTrip(req)
 	if err != nil {
 		if !dialFailed(err) {
-			s.lost.Store(true)
+			s.mark(write, fmt.Sprintf("%s %s at %s: %v", at, method, req.URL.Host, err))
 		}
 		return resp, err
 	}
 	if resp.StatusCode != http.StatusOK {
-		s.lost.Store(true)
+		s.mark(write, fmt.Sprintf("%s %s at %s: HTTP status %d", at, method, req.URL.Host, resp.StatusCode))
 	}
-	resp.Body = &trackedBody{ReadCloser: resp.Body, s: s, write: write}
+	resp.Body = &trackedBody{ReadCloser: resp.Body, s: s, write: write, what: fmt.Sprintf("%s %s at %s", at, method, req.URL.Host)}
 	return resp, nil
 }
 
@@ -101,24 +130,24 @@ var writeMethods = map[string]bool{
 	"schain.acquireLease": true, "schain.renewLease": true, "schain.releaseLease": true,
 }
 
-// isWrite reports whether req calls a write method; a request whose body
-// cannot be read again counts as one.
-func isWrite(req *http.Request) bool {
+// isWrite names the JSON-RPC method req calls and reports whether it is a
+// write method; a request whose body cannot be read again counts as one.
+func isWrite(req *http.Request) (string, bool) {
 	if req.GetBody == nil {
-		return true
+		return "?", true
 	}
 	b, err := req.GetBody()
 	if err != nil {
-		return true
+		return "?", true
 	}
 	defer b.Close()
 	var call struct {
 		Method string `json:"method"`
 	}
 	if err := json.NewDecoder(b).Decode(&call); err != nil {
-		return true
+		return "?", true
 	}
-	return writeMethods[call.Method]
+	return call.Method, writeMethods[call.Method]
 }
 
 // refusals are the codes that answer a write which certainly applied
@@ -142,6 +171,7 @@ type trackedBody struct {
 	io.ReadCloser
 	s     *sent
 	write bool
+	what  string
 	buf   bytes.Buffer
 	ended bool
 }
@@ -155,17 +185,21 @@ func (b *trackedBody) Read(p []byte) (int, error) {
 	case errors.Is(err, io.EOF):
 		b.ended = true
 		if b.write && !refused(b.buf.Bytes()) {
-			b.s.lost.Store(true)
+			answer := b.buf.String()
+			if len(answer) > 160 {
+				answer = answer[:160] + "..."
+			}
+			b.s.mark(true, fmt.Sprintf("%s: answered %s", b.what, strings.TrimSpace(answer)))
 		}
 	case err != nil:
-		b.s.lost.Store(true)
+		b.s.mark(b.write, fmt.Sprintf("%s: reading the answer: %v", b.what, err))
 	}
 	return n, err
 }
 
 func (b *trackedBody) Close() error {
 	if !b.ended {
-		b.s.lost.Store(true)
+		b.s.mark(b.write, b.what+": answer not read to its end")
 	}
 	return b.ReadCloser.Close()
 }
@@ -210,11 +244,34 @@ const (
 
 // classifyWrite applies the rules above to a write's error.
 func classifyWrite(err error, s *sent) outcome {
+	o := answerOf(err)
+	if o != outcomeOk && s.lost.Load() {
+		return outcomeUnknown
+	}
+	return o
+}
+
+// retried reports whether the client answered a write definitely (a
+// success or a refusal) although an earlier exchange of the same write
+// may have applied: the router sent the write again after a lost or
+// uncertain answer. Such a write may have applied twice (a success), or
+// been refused because its own first attempt applied (a refusal, which
+// classifyWrite then records as Info).
+func retried(err error, s *sent) bool {
+	switch answerOf(err) {
+	case outcomeOk:
+		return s.applying.Load() >= 2
+	case outcomeRefused, outcomePrecondition:
+		return s.applying.Load() >= 1
+	}
+	return false
+}
+
+// answerOf is the outcome the final answer alone claims.
+func answerOf(err error) outcome {
 	switch {
 	case err == nil:
 		return outcomeOk
-	case s.lost.Load():
-		return outcomeUnknown
 	case errors.Is(err, client.ErrTransport), errors.Is(err, context.DeadlineExceeded), errors.Is(err, context.Canceled):
 		return outcomeUnknown
 	case errors.Is(err, client.ErrPreconditionFailed):

@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -72,7 +73,8 @@ func TestTorture(t *testing.T) {
 	t.Logf("torture run %s: %v of workload, seed %d (repeat with TORTURE_SEED=%d), %d clients", run, cfg.duration, cfg.seed, cfg.seed, cfg.clients)
 
 	start := time.Now()
-	rec := history.NewRecorder(func() int64 { return int64(time.Since(start)) })
+	clock := func() int64 { return int64(time.Since(start)) }
+	rec := history.NewRecorder(clock)
 	r, err := router(network)
 	if err != nil {
 		t.Fatalf("router: %v", err)
@@ -83,8 +85,8 @@ func TestTorture(t *testing.T) {
 	if err != nil {
 		t.Fatalf("reading the counters before the run: %v", err)
 	}
-	w := &workload{shape: sh, r: r, rec: rec, seed: cfg.seed}
-	nm := newNemesis(t, network, cfg.seed)
+	w := &workload{shape: sh, r: r, rec: rec, seed: cfg.seed, clock: clock}
+	nm := newNemesis(t, network, cfg.seed, clock)
 
 	ctx, stopWorkload := context.WithTimeout(context.Background(), cfg.duration)
 	defer stopWorkload()
@@ -105,12 +107,12 @@ func TestTorture(t *testing.T) {
 	if err != nil {
 		t.Fatalf("checking the history: %v", err)
 	}
-	if err := writeHistory(dir, h, rep); err != nil {
+	if err := writeHistory(dir, h, rep, nm.log(), w.retried); err != nil {
 		t.Errorf("writing the history: %v", err)
 	}
-	t.Logf("TORTURE SUMMARY %s\n\tduration: %v of workload and faults, %v checking\n\tseed: %d (TORTURE_SEED=%d TORTURE_DURATION=%v make torture)\n\toperations: %s\n\tfaults injected: %s\n\tcheck: %s\n\thistory: %s",
+	t.Logf("TORTURE SUMMARY %s\n\tduration: %v of workload and faults, %v checking\n\tseed: %d (TORTURE_SEED=%d TORTURE_DURATION=%v make torture)\n\toperations: %s\n\twrites answered after a retry of an exchange that may have applied: %d (retried.txt)\n\tfaults injected: %s\n\tcheck: %s\n\thistory: %s",
 		run, worked.Round(time.Second), time.Since(checkStart).Round(time.Millisecond), cfg.seed, cfg.seed, cfg.duration,
-		statuses(h), nm.summary(), rep.String(), dir)
+		statuses(h), len(w.retried), nm.summary(), rep.String(), dir)
 	for _, err := range nm.errors() {
 		t.Errorf("nemesis: %v", err)
 	}
@@ -164,9 +166,11 @@ func statuses(h history.History) string {
 	return fmt.Sprintf("%d recorded: %d ok, %d fail, %d info, %d pending", len(h), n[history.Ok], n[history.Failed], n[history.Unknown], n[history.Pending])
 }
 
-// writeHistory writes every operation, one a line, and the report under
-// dir: what a failing run keeps for its analysis.
-func writeHistory(dir string, h history.History, rep history.Report) error {
+// writeHistory writes under dir every operation, one a line
+// (history.txt), the report (report.txt), the faults with their times on
+// the history's clock (faults.txt) and the writes answered after a retry
+// (retried.txt): what a failing run keeps for its analysis.
+func writeHistory(dir string, h history.History, rep history.Report, faults, retried []string) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
 	}
@@ -185,5 +189,11 @@ func writeHistory(dir string, h history.History, rep history.Report) error {
 	for _, a := range rep.Anomalies {
 		report = fmt.Appendf(report, "%v\n", a)
 	}
-	return os.WriteFile(filepath.Join(dir, "report.txt"), report, 0o644)
+	if err := os.WriteFile(filepath.Join(dir, "report.txt"), report, 0o644); err != nil {
+		return err
+	}
+	if err := os.WriteFile(filepath.Join(dir, "faults.txt"), []byte(strings.Join(faults, "\n")+"\n"), 0o644); err != nil {
+		return err
+	}
+	return os.WriteFile(filepath.Join(dir, "retried.txt"), []byte(strings.Join(retried, "\n")+"\n"), 0o644)
 }

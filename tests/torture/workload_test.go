@@ -56,6 +56,31 @@ type workload struct {
 	// accepted at: a counter read asks its node for at least it, so that it
 	// reflects every allocation acknowledged before the read began.
 	seen atomic.Uint64
+	// clock is the recorder's, for the record of retried writes.
+	clock history.Clock
+
+	mu sync.Mutex
+	// retried are the writes the client answered definitely after an
+	// earlier exchange of theirs may have applied (retried in
+	// outcome_test.go), one line each.
+	retried []string
+}
+
+// noteRetried keeps in's record if the client answered it definitely
+// although an earlier exchange of it may have applied.
+func (c *worker) noteRetried(in history.Input, called int64, err error, s *sent) {
+	if !retried(err, s) {
+		return
+	}
+	answer := "ok"
+	if err != nil {
+		answer = err.Error()
+	}
+	line := fmt.Sprintf("client %d %v called at %.3f s answered %s after exchanges that may have applied: %s",
+		c.id, in, float64(called)/1e9, answer, strings.Join(s.what(), "; "))
+	c.w.mu.Lock()
+	defer c.w.mu.Unlock()
+	c.w.retried = append(c.w.retried, line)
 }
 
 // kvKey is the history's name of a bucket's key.
@@ -167,9 +192,11 @@ func (c *worker) get(ctx context.Context, bucket, key string) {
 func (c *worker) put(ctx context.Context, in history.Input, args api.PutManifestArgs) {
 	hk := kvKey(args.Bucket, args.Key)
 	args.Wait, args.OwnEntry = api.WaitAccepted, true
+	called := c.w.clock()
 	h := c.w.rec.Invoke(c.id, in)
 	tctx, s := withTracker(ctx)
 	rep, err := c.w.r.PutManifest(tctx, args)
+	c.noteRetried(in, called, err, s)
 	if err == nil && rep.Receipt != nil && rep.Receipt.Status != api.StatusAccepted {
 		err = fmt.Errorf("putManifest %s answered a receipt %s, not accepted", hk, rep.Receipt.Status)
 		s.lost.Store(true)
@@ -229,9 +256,12 @@ func (c *worker) counter(ctx context.Context) {
 }
 
 func (c *worker) allocate(ctx context.Context, rk string, count uint64) {
-	h := c.w.rec.Invoke(c.id, history.Allocate{Counter: rk, Count: count})
+	in := history.Allocate{Counter: rk, Count: count}
+	called := c.w.clock()
+	h := c.w.rec.Invoke(c.id, in)
 	tctx, s := withTracker(ctx)
 	got, err := c.w.r.AllocateCommitted(tctx, api.AllocateArgs{Range: rk, Count: count, Wait: api.WaitAccepted})
+	c.noteRetried(in, called, err, s)
 	switch classifyWrite(err, s) {
 	case outcomeOk:
 		raise(&c.w.seen, got.Receipt.Height)
@@ -273,24 +303,33 @@ func (c *worker) lease(ctx context.Context) {
 	ttl := uint64(c.w.ttl.Milliseconds())
 	switch {
 	case !holds:
-		h := c.w.rec.Invoke(c.id, history.Acquire{Range: rk, Holder: c.holder})
+		in := history.Acquire{Range: rk, Holder: c.holder}
+		called := c.w.clock()
+		h := c.w.rec.Invoke(c.id, in)
 		tctx, s := withTracker(ctx)
 		rep, err := c.w.r.AcquireLease(tctx, api.LeaseArgs{Range: rk, Holder: c.holder, TTLMs: ttl})
+		c.noteRetried(in, called, err, s)
 		if c.granted(h, rep, err, s, ttl) {
 			c.held[rk] = rep.Token
 		}
 	case c.rng.IntN(100) < 75:
-		h := c.w.rec.Invoke(c.id, history.Renew{Range: rk, Holder: c.holder, Token: token})
+		in := history.Renew{Range: rk, Holder: c.holder, Token: token}
+		called := c.w.clock()
+		h := c.w.rec.Invoke(c.id, in)
 		tctx, s := withTracker(ctx)
 		rep, err := c.w.r.RenewLease(tctx, api.LeaseArgs{Range: rk, Holder: c.holder, Token: token, TTLMs: ttl})
+		c.noteRetried(in, called, err, s)
 		if !c.granted(h, rep, err, s, ttl) && errors.Is(err, client.ErrLeaseLost) {
 			delete(c.held, rk)
 		}
 	default:
 		delete(c.held, rk)
-		h := c.w.rec.Invoke(c.id, history.Release{Range: rk, Holder: c.holder, Token: token})
+		in := history.Release{Range: rk, Holder: c.holder, Token: token}
+		called := c.w.clock()
+		h := c.w.rec.Invoke(c.id, in)
 		tctx, s := withTracker(ctx)
 		rep, err := c.w.r.ReleaseLease(tctx, api.LeaseArgs{Range: rk, Holder: c.holder, Token: token})
+		c.noteRetried(in, called, err, s)
 		switch classifyWrite(err, s) {
 		case outcomeOk:
 			at, err := c.blockTime(ctx, rep.Height)
