@@ -100,7 +100,7 @@ func TestTorture(t *testing.T) {
 	stopNemesis()
 	worked := time.Since(began)
 
-	h := rec.History()
+	h := withDuplicates(rec.History(), w.duplicates)
 	dir := filepath.Join(localnettest.BuildDir(), "history", run)
 	checkStart := time.Now()
 	rep, err := history.Check(h, history.Options{VisualizationDir: dir, Timeout: 5 * time.Minute, CounterStart: starts})
@@ -110,9 +110,9 @@ func TestTorture(t *testing.T) {
 	if err := writeHistory(dir, h, rep, nm.log(), w.retried); err != nil {
 		t.Errorf("writing the history: %v", err)
 	}
-	t.Logf("TORTURE SUMMARY %s\n\tduration: %v of workload and faults, %v checking\n\tseed: %d (TORTURE_SEED=%d TORTURE_DURATION=%v make torture)\n\toperations: %s\n\twrites answered after a retry of an exchange that may have applied: %d (retried.txt)\n\tfaults injected: %s\n\tcheck: %s\n\thistory: %s",
+	t.Logf("TORTURE SUMMARY %s\n\tduration: %v of workload and faults, %v checking\n\tseed: %d (TORTURE_SEED=%d TORTURE_DURATION=%v make torture)\n\toperations: %s\n\twrites answered after a retry of an exchange that may have applied: %d (retried.txt); exchanges of retried writes recorded as Info operations of their own: %d\n\tfaults injected: %s\n\tcheck: %s\n\thistory: %s",
 		run, worked.Round(time.Second), time.Since(checkStart).Round(time.Millisecond), cfg.seed, cfg.seed, cfg.duration,
-		statuses(h), len(w.retried), nm.summary(), rep.String(), dir)
+		statuses(h), len(w.retried), len(h)-len(rec.History()), nm.summary(), rep.String(), dir)
 	for _, err := range nm.errors() {
 		t.Errorf("nemesis: %v", err)
 	}

@@ -64,11 +64,28 @@ type workload struct {
 	// earlier exchange of theirs may have applied (retried in
 	// outcome_test.go), one line each.
 	retried []string
+	// duplicates are the earlier exchanges of writes that may have applied
+	// besides the one the write's outcome records.
+	duplicates []duplicate
 }
 
-// noteRetried keeps in's record if the client answered it definitely
-// although an earlier exchange of it may have applied.
+// invoke records that this client invokes in.
+func (c *worker) invoke(in history.Input) history.Handle {
+	c.ops++
+	return c.w.rec.Invoke(c.id, in)
+}
+
+// noteRetried, called once the client answered the write in it invoked
+// last, keeps the earlier exchanges of it that may have applied too (the
+// router sends a write again after a lost or uncertain answer: "a retried
+// Allocate may reserve a second block of ids", client.Router), and their
+// record if the client answered definitely.
 func (c *worker) noteRetried(in history.Input, called int64, err error, s *sent) {
+	if extra := int(s.applying.Load()) - 1; extra > 0 {
+		c.w.mu.Lock()
+		c.w.duplicates = append(c.w.duplicates, duplicate{client: c.id, op: c.ops - 1, copies: extra})
+		c.w.mu.Unlock()
+	}
 	if !retried(err, s) {
 		return
 	}
@@ -110,6 +127,9 @@ type worker struct {
 	rng    *rand.Rand
 	holder string
 	seq    int
+	// ops counts this client's operations: the n-th is its n-th in the
+	// history.
+	ops int
 	// versions is the last version this client saw of each key, for its
 	// conditional puts (stale on purpose at times).
 	versions map[string]uint64
@@ -172,7 +192,7 @@ func (c *worker) kv(ctx context.Context) {
 // get reads a key at its bucket's owner.
 func (c *worker) get(ctx context.Context, bucket, key string) {
 	hk := kvKey(bucket, key)
-	h := c.w.rec.Invoke(c.id, history.Get{Key: hk})
+	h := c.invoke(history.Get{Key: hk})
 	m, err := c.w.r.GetManifestAtOwner(ctx, bucket, key)
 	switch {
 	case errors.Is(err, client.ErrNotFound):
@@ -193,7 +213,7 @@ func (c *worker) put(ctx context.Context, in history.Input, args api.PutManifest
 	hk := kvKey(args.Bucket, args.Key)
 	args.Wait, args.OwnEntry = api.WaitAccepted, true
 	called := c.w.clock()
-	h := c.w.rec.Invoke(c.id, in)
+	h := c.invoke(in)
 	tctx, s := withTracker(ctx)
 	rep, err := c.w.r.PutManifest(tctx, args)
 	c.noteRetried(in, called, err, s)
@@ -229,7 +249,7 @@ func (c *worker) put(ctx context.Context, in history.Input, args api.PutManifest
 
 // list lists a bucket's live keys under prefix at the bucket's owner.
 func (c *worker) list(ctx context.Context, bucket, prefix string) {
-	h := c.w.rec.Invoke(c.id, history.List{Prefix: kvKey(bucket, prefix)})
+	h := c.invoke(history.List{Prefix: kvKey(bucket, prefix)})
 	rep, err := c.w.r.ListManifestsAtOwner(ctx, api.ListManifestsArgs{Bucket: bucket, Prefix: prefix, Limit: api.MaxListLimit})
 	switch {
 	case err != nil:
@@ -258,7 +278,7 @@ func (c *worker) counter(ctx context.Context) {
 func (c *worker) allocate(ctx context.Context, rk string, count uint64) {
 	in := history.Allocate{Counter: rk, Count: count}
 	called := c.w.clock()
-	h := c.w.rec.Invoke(c.id, in)
+	h := c.invoke(in)
 	tctx, s := withTracker(ctx)
 	got, err := c.w.r.AllocateCommitted(tctx, api.AllocateArgs{Range: rk, Count: count, Wait: api.WaitAccepted})
 	c.noteRetried(in, called, err, s)
@@ -276,7 +296,7 @@ func (c *worker) allocate(ctx context.Context, rk string, count uint64) {
 // readCounter reads a counter at a node that accepted every allocation
 // acknowledged before the read began (minHeight), trying each node.
 func (c *worker) readCounter(ctx context.Context, rk string) {
-	h := c.w.rec.Invoke(c.id, history.ReadCounter{Counter: rk})
+	h := c.invoke(history.ReadCounter{Counter: rk})
 	atLeast := c.w.seen.Load() // after Invoke: every earlier acknowledgement raised it
 	clients := c.w.r.Clients()
 	first := c.rng.IntN(len(clients))
@@ -305,7 +325,7 @@ func (c *worker) lease(ctx context.Context) {
 	case !holds:
 		in := history.Acquire{Range: rk, Holder: c.holder}
 		called := c.w.clock()
-		h := c.w.rec.Invoke(c.id, in)
+		h := c.invoke(in)
 		tctx, s := withTracker(ctx)
 		rep, err := c.w.r.AcquireLease(tctx, api.LeaseArgs{Range: rk, Holder: c.holder, TTLMs: ttl})
 		c.noteRetried(in, called, err, s)
@@ -315,7 +335,7 @@ func (c *worker) lease(ctx context.Context) {
 	case c.rng.IntN(100) < 75:
 		in := history.Renew{Range: rk, Holder: c.holder, Token: token}
 		called := c.w.clock()
-		h := c.w.rec.Invoke(c.id, in)
+		h := c.invoke(in)
 		tctx, s := withTracker(ctx)
 		rep, err := c.w.r.RenewLease(tctx, api.LeaseArgs{Range: rk, Holder: c.holder, Token: token, TTLMs: ttl})
 		c.noteRetried(in, called, err, s)
@@ -326,7 +346,7 @@ func (c *worker) lease(ctx context.Context) {
 		delete(c.held, rk)
 		in := history.Release{Range: rk, Holder: c.holder, Token: token}
 		called := c.w.clock()
-		h := c.w.rec.Invoke(c.id, in)
+		h := c.invoke(in)
 		tctx, s := withTracker(ctx)
 		rep, err := c.w.r.ReleaseLease(tctx, api.LeaseArgs{Range: rk, Holder: c.holder, Token: token})
 		c.noteRetried(in, called, err, s)
