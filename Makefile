@@ -18,7 +18,7 @@ SCHAIN := build/schain
 SCHAIN_DEV := build/schain-dev
 GO_SOURCES := $(shell find . -name '*.go' -not -path './build/*' -not -name '*_test.go') go.mod go.sum
 
-.PHONY: all build test unit kat32 e2e e2e-weed e2e-ops lint alerts fmt vet staticcheck bench bench-hosts sizing bench-weed bench-micro profile fuzz run stop clean weed weed-up weed-down
+.PHONY: all build test unit kat32 e2e torture e2e-weed e2e-ops lint alerts fmt vet staticcheck bench bench-hosts sizing bench-weed bench-micro profile fuzz run stop clean weed weed-up weed-down
 
 all: build
 
@@ -56,8 +56,21 @@ kat32:
 e2e: $(NODE) $(PLUGIN) $(SCHAIN) $(SCHAIN_DEV)
 	$(GO) test -tags e2e -count=1 -timeout 30m -v ./tests/e2e/
 	$(GO) test -tags e2e -count=1 -timeout 10m -v ./tests/onenode/
+	$(GO) test -tags e2e -count=1 -timeout 15m -v -run TestTorture ./tests/torture/
 	@$(MAKE) --no-print-directory e2e-weed
 	@$(MAKE) --no-print-directory e2e-ops
+
+# The torture run's workload length and seed (default: the time, printed
+# so that a run can be repeated); `make e2e` runs a short one (150 s, seed 1).
+TORTURE_DURATION ?= 10m
+TORTURE_SEED ?= $(shell date +%s)
+# go test's bound on the whole run (network start, workload, checking):
+# raise it with TORTURE_DURATION beyond about 1h30m.
+TORTURE_TIMEOUT ?= 2h
+
+## torture: concurrent clients of the filer store, counters and leases on a local 4-node network while a seeded nemesis kills -9, restarts and SIGSTOPs validators one at a time; the whole history checked (tests/history); TORTURE_DURATION (10m), TORTURE_SEED; a failing history under build/history/ (docs/testing.md)
+torture: $(NODE) $(PLUGIN) $(SCHAIN)
+	TORTURE_DURATION=$(TORTURE_DURATION) TORTURE_SEED=$(TORTURE_SEED) $(GO) test -tags e2e -count=1 -timeout $(TORTURE_TIMEOUT) -v -run TestTorture ./tests/torture/
 
 ## e2e-ops: operating S-Chain beyond one machine: schain deploy onto a plain avalanchego network it did not start, faults across hosts (network namespaces; needs root, skipped with the reason otherwise) and a rolling upgrade from the commit in tests/operations/upgrade-from (logs under build/e2e-deploy, build/e2e-hosts, build/e2e-upgrade)
 e2e-ops: $(NODE) $(PLUGIN) $(SCHAIN) $(SCHAIN_DEV) weed
