@@ -68,7 +68,7 @@ TORTURE_SEED ?= $(shell date +%s)
 # raise it with TORTURE_DURATION beyond about 1h30m.
 TORTURE_TIMEOUT ?= 2h
 
-## torture: concurrent clients of the filer store, counters and leases on a local 4-node network while a seeded nemesis kills -9, restarts and SIGSTOPs validators one at a time; the whole history checked (tests/history); TORTURE_DURATION (10m), TORTURE_SEED; a failing history under build/history/ (docs/testing.md)
+## torture: concurrent clients of the filer store, counters and leases on a local 4-node network while a seeded nemesis kills -9, restarts and SIGSTOPs validators one at a time; the whole history checked (tests/history); TORTURE_DURATION (10m), TORTURE_SEED; a failing history under build/history/ (docs/internals/testing.md)
 torture: $(NODE) $(PLUGIN) $(SCHAIN)
 	TORTURE_DURATION=$(TORTURE_DURATION) TORTURE_SEED=$(TORTURE_SEED) $(GO) test -tags e2e -count=1 -timeout $(TORTURE_TIMEOUT) -v -run TestTorture ./tests/torture/
 

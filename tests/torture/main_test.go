@@ -10,15 +10,15 @@
 //
 // Run with `make torture` (TORTURE_DURATION, default 10m; TORTURE_SEED,
 // default time-based); a short run with a fixed seed is part of `make e2e`.
-// docs/testing.md says what it covers and what not yet.
+// docs/internals/testing.md says what it covers and what not yet.
 package torture
 
 import (
 	"os"
 	"testing"
 
-	"github.com/s-chain/schain/localnet"
-	"github.com/s-chain/schain/localnet/localnettest"
+	"github.com/s-chain/schain/tests/framework/localnet"
+	"github.com/s-chain/schain/tests/framework/localnet/localnettest"
 )
 
 // network is the local network the run tortures.

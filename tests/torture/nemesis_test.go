@@ -17,8 +17,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/s-chain/schain/localnet"
-	"github.com/s-chain/schain/localnet/localnettest"
+	"github.com/s-chain/schain/tests/framework/localnet"
+	"github.com/s-chain/schain/tests/framework/localnet/localnettest"
 	"github.com/s-chain/schain/vm"
 )
 

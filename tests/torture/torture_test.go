@@ -14,8 +14,8 @@ import (
 	"time"
 
 	"github.com/s-chain/schain/client"
-	"github.com/s-chain/schain/localnet"
-	"github.com/s-chain/schain/localnet/localnettest"
+	"github.com/s-chain/schain/tests/framework/localnet"
+	"github.com/s-chain/schain/tests/framework/localnet/localnettest"
 	"github.com/s-chain/schain/tests/history"
 )
 
