@@ -159,33 +159,36 @@ type vote[T any] struct {
 }
 
 // vouch picks, from answers that count, one that nodes holding more than
-// a third of total vouch for; false if none is.
-type vouch[T any] func(answers []vote[T], total uint64) (T, bool)
+// a third of total vouch for (ok false if none is), and says whether it is
+// settled: no answer that counts is newer than it. An unsettled pick means
+// some node answered more than the others vouch for yet: a block one
+// honest node accepted and the others are about to, or a lie.
+type vouch[T any] func(answers []vote[T], total uint64) (v T, ok, settled bool)
 
 // byRank vouches for the answer of the largest rank that answers holding
 // more than a third of the stake reach or pass: the rank of a counter or
 // a height, which only go up, so a node that answered more vouches for
 // every smaller value.
 func byRank[T any](rank func(T) uint64) vouch[T] {
-	return func(answers []vote[T], total uint64) (T, bool) {
+	return func(answers []vote[T], total uint64) (T, bool, bool) {
 		sorted := slices.Clone(answers)
 		slices.SortStableFunc(sorted, func(a, b vote[T]) int { return cmp.Compare(rank(b.v), rank(a.v)) })
 		var weight uint64
 		for _, a := range sorted {
 			weight += a.weight
 			if moreThanThird(weight, total) {
-				return a.v, true
+				return a.v, true, rank(a.v) == rank(sorted[0].v)
 			}
 		}
 		var zero T
-		return zero, false
+		return zero, false, false
 	}
 }
 
 // bySameContent vouches for the newest answer whose content (key's value,
 // compared as JSON) nodes holding more than a third of the stake answered.
 func bySameContent[T any](key func(T) any, newer func(a, b T) bool) vouch[T] {
-	return func(answers []vote[T], total uint64) (T, bool) {
+	return func(answers []vote[T], total uint64) (T, bool, bool) {
 		type group struct {
 			weight uint64
 			newest T
@@ -207,16 +210,19 @@ func bySameContent[T any](key func(T) any, newer func(a, b T) bool) vouch[T] {
 			}
 		}
 		var (
-			best T
-			have bool
+			best, newest T
+			have, seen   bool
 		)
 		for _, k := range slices.Sorted(maps.Keys(groups)) {
 			g := groups[k]
+			if !seen || newer(g.newest, newest) {
+				newest, seen = g.newest, true
+			}
 			if moreThanThird(g.weight, total) && (!have || newer(g.newest, best)) {
 				best, have = g.newest, true
 			}
 		}
-		return best, have
+		return best, have, have && !newer(newest, best)
 	}
 }
 
@@ -226,27 +232,56 @@ func bySameContent[T any](key func(T) any, newer func(a, b T) bool) vouch[T] {
 // answer the same way (invalid parameters, not found) is returned as it
 // is; lagging nodes and unreachable ones are retried with the Router's
 // back-off until the quorum answers or the attempts run out (ErrNoQuorum).
+//
+// While the vouched answer is not settled (a node answered more), it asks
+// again for up to RouterConfig.FreshSettle: a block that one honest node
+// accepted, the others accept within moments, and a read must not miss a
+// write acknowledged before it began. A claim that stays unvouched is a
+// lie or a partitioned node; the vouched answer is returned then.
 func quorumRead[T any](ctx context.Context, r *Router, op func(context.Context, *endpoint) (T, error), pick vouch[T], head func(T) api.Head) (T, error) {
-	var zero T
-	for attempt := 1; ; attempt++ {
-		v, err := quorumOnce(ctx, r, op, pick, head)
-		if err == nil || !retryable(err) {
-			return v, err
-		}
-		if attempt >= r.cfg.Retry.MaxAttempts {
+	var (
+		zero     T
+		start    = time.Now()
+		fallback T
+		unsure   bool
+	)
+	for attempt := 1; ; {
+		v, settled, err := quorumOnce(ctx, r, op, pick, head)
+		switch {
+		case err == nil && (settled || time.Since(start) >= r.cfg.FreshSettle):
+			return v, nil
+		case err == nil:
+			fallback, unsure = v, true
+			if serr := sleep(ctx, freshSettleStep, errUnsettled); serr != nil {
+				return fallback, nil
+			}
+			continue
+		case unsure && time.Since(start) >= r.cfg.FreshSettle:
+			return fallback, nil
+		case !retryable(err):
+			return zero, err
+		case attempt >= r.cfg.Retry.MaxAttempts:
 			return zero, fmt.Errorf("gave up after %d attempts: %w", attempt, err)
 		}
 		if serr := sleep(ctx, r.cfg.Retry.backoff(attempt, err), err); serr != nil {
 			return zero, serr
 		}
+		attempt++
 	}
 }
 
-func quorumOnce[T any](ctx context.Context, r *Router, op func(context.Context, *endpoint) (T, error), pick vouch[T], head func(T) api.Head) (T, error) {
+// errUnsettled is why a fresh read asks again: a node answered more than
+// the others vouch for yet.
+var errUnsettled = errors.New("client: an answer newer than what more than 1/3 of the stake vouches for")
+
+// freshSettleStep is how often an unsettled fresh read asks again.
+const freshSettleStep = 25 * time.Millisecond
+
+func quorumOnce[T any](ctx context.Context, r *Router, op func(context.Context, *endpoint) (T, error), pick vouch[T], head func(T) api.Head) (T, bool, error) {
 	var zero T
 	st, err := r.stakes.get(ctx, r)
 	if err != nil {
-		return zero, err
+		return zero, false, err
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -283,11 +318,11 @@ collect:
 		case <-grace:
 			break collect
 		case <-ctx.Done():
-			return zero, ctx.Err()
+			return zero, false, ctx.Err()
 		}
 		switch {
 		case a.err != nil && !retryable(a.err) && !errors.Is(a.err, ErrWrongChain):
-			return zero, a.err
+			return zero, false, a.err
 		case a.err != nil:
 			failed = append(failed, a.err.Error())
 			continue
@@ -305,13 +340,13 @@ collect:
 	failed = append(failed, tally.duplicates()...)
 	weight := tally.weight()
 	if !supermajority(weight, st.total) {
-		return zero, fmt.Errorf("%w: %d of %d answered by %d of %d endpoints (%s)", ErrNoQuorum, weight, st.total, tally.nodes(), len(r.nodes), strings.Join(failed, "; "))
+		return zero, false, fmt.Errorf("%w: %d of %d answered by %d of %d endpoints (%s)", ErrNoQuorum, weight, st.total, tally.nodes(), len(r.nodes), strings.Join(failed, "; "))
 	}
-	v, ok := pick(tally.counted(), st.total)
+	v, ok, settled := pick(tally.counted(), st.total)
 	if !ok {
-		return zero, fmt.Errorf("%w: no answer is vouched for by nodes holding more than 1/3 of the stake (%d of %d answered by %d endpoints)", ErrNoQuorum, weight, st.total, tally.nodes())
+		return zero, false, fmt.Errorf("%w: no answer is vouched for by nodes holding more than 1/3 of the stake (%d of %d answered by %d endpoints)", ErrNoQuorum, weight, st.total, tally.nodes())
 	}
-	return v, nil
+	return v, settled, nil
 }
 
 // tally is the answers of one fresh read by the identity each endpoint

@@ -9,6 +9,7 @@ import (
 	"net/http/httptest"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -248,4 +249,41 @@ func TestOwnerReadsFollowTheOwner(t *testing.T) {
 
 	_, err = r.GetManifestAtOwner(ctx, "b", "k")
 	require.ErrorIs(err, client.ErrNotFound, "the new owner's answer, not the former owner's stale object")
+}
+
+// TestFreshReadsWaitForAnAcknowledgedWrite: a write is acknowledged once
+// its owner accepted it; for a moment the other nodes have not, and only
+// one node answers the newer counter: more than 1/3 of the stake does not
+// vouch for it yet. The fresh read asks again until they do (a rollback's
+// bound must cover every acknowledged key), instead of taking the older
+// value the others vouch for (TestL_PausedNode caught that).
+func TestFreshReadsWaitForAnAcknowledgedWrite(t *testing.T) {
+	require := require.New(t)
+	ctx := testCtx(t)
+	f := apitest.New(t, 4)
+	r := newRouter(t, f)
+	f.SetOwner("p/keys/0", 0)
+	_, err := r.Allocate(ctx, api.AllocateArgs{Range: "p/keys/0", Count: 99, Wait: api.WaitAccepted})
+	require.NoError(err)
+	for _, n := range f.Nodes[1:] {
+		n.Freeze()
+	}
+	_, err = r.Allocate(ctx, api.AllocateArgs{Range: "p/keys/0", Count: 1 << 20, Wait: api.WaitAccepted})
+	require.NoError(err)
+	caughtUp := time.AfterFunc(100*time.Millisecond, func() {
+		for _, n := range f.Nodes[1:] {
+			n.Thaw()
+		}
+	})
+	t.Cleanup(func() { caughtUp.Stop() })
+
+	cfg := fastRouterConfig()
+	cfg.FreshSettle = 5 * time.Second
+	fresh, err := client.NewRouter(f.URIs(), f.ChainID.String(), cfg)
+	require.NoError(err)
+	start := time.Now()
+	a, err := fresh.Fresh().GetAllocation(ctx, "p/keys/0")
+	require.NoError(err)
+	require.Equal(uint64(99+1<<20), a.Next, "the acknowledged reservation")
+	require.Less(time.Since(start), cfg.FreshSettle, "answered once the others caught up, not at the bound")
 }

@@ -41,6 +41,13 @@ type RouterConfig struct {
 	// proposer VM) can delay the block that moves them. Retry.MaxAttempts
 	// alone would give up before the move.
 	FailoverSlack time.Duration
+	// FreshSettle is how long a fresh read asks again while a node answers
+	// more than nodes holding more than 1/3 of the stake vouch for: a block
+	// one node accepted reaches the others within moments, and a read must
+	// not miss a write acknowledged before it; a claim that stays unvouched
+	// that long is a lie or a partitioned node, and the vouched answer is
+	// returned.
+	FreshSettle time.Duration
 	// Stake, if set, is the caller's own view of the validators' weights,
 	// which fresh reads count (PChainStake reads it from a node's P-chain
 	// API). Nil takes the validator set that more than 2/3 of the
@@ -50,7 +57,7 @@ type RouterConfig struct {
 
 // DefaultRouterConfig suits a gateway writing a few thousand ranges.
 func DefaultRouterConfig() RouterConfig {
-	return RouterConfig{Client: DefaultConfig(), Retry: DefaultRetry(), MaxHops: 3, OwnerCacheSize: 4096, FailoverSlack: DefaultFailoverSlack}
+	return RouterConfig{Client: DefaultConfig(), Retry: DefaultRetry(), MaxHops: 3, OwnerCacheSize: 4096, FailoverSlack: DefaultFailoverSlack, FreshSettle: 2 * time.Second}
 }
 
 // Verify checks every bound.
@@ -61,8 +68,8 @@ func (c RouterConfig) Verify() error {
 	if err := c.Retry.Verify(); err != nil {
 		return err
 	}
-	if c.MaxHops < 1 || c.OwnerCacheSize < 0 || c.PooledBatches < 0 || c.FailoverSlack < 0 {
-		return fmt.Errorf("%w: MaxHops %d, OwnerCacheSize %d, PooledBatches %d, FailoverSlack %v", errBadRouterConfig, c.MaxHops, c.OwnerCacheSize, c.PooledBatches, c.FailoverSlack)
+	if c.MaxHops < 1 || c.OwnerCacheSize < 0 || c.PooledBatches < 0 || c.FailoverSlack < 0 || c.FreshSettle < 0 {
+		return fmt.Errorf("%w: MaxHops %d, OwnerCacheSize %d, PooledBatches %d, FailoverSlack %v, FreshSettle %v", errBadRouterConfig, c.MaxHops, c.OwnerCacheSize, c.PooledBatches, c.FailoverSlack, c.FreshSettle)
 	}
 	return nil
 }

@@ -18,6 +18,7 @@ import (
 func fastRouterConfig() client.RouterConfig {
 	cfg := client.DefaultRouterConfig()
 	cfg.Retry = client.Retry{Initial: time.Millisecond, Max: 5 * time.Millisecond, MaxAttempts: 10, MaxRetryAfter: time.Second}
+	cfg.FreshSettle = 200 * time.Millisecond
 	return cfg
 }
 
