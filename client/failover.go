@@ -21,6 +21,20 @@ const (
 	boundTTL = 5 * time.Minute
 )
 
+// What one node's membership answer may make a write wait: a node
+// naming absurd rounds (a hostile or broken one) must not hold writes for
+// days, nor overflow the bound into a negative one.
+const (
+	maxRound          = time.Hour
+	maxLivenessRounds = 16
+)
+
+// failoverWait is (k+1) rounds plus slack, with round and k clamped to
+// maxRound and maxLivenessRounds.
+func failoverWait(round time.Duration, k uint64, slack time.Duration) time.Duration {
+	return time.Duration(min(k, maxLivenessRounds)+1)*min(round, maxRound) + slack
+}
+
 // ownerDown reports whether err says a write's owner cannot be reached or
 // cannot answer now: what a move of its ranges ends.
 func ownerDown(err error) bool {
@@ -56,9 +70,9 @@ func (b *failoverBound) get(ctx context.Context, r *Router) time.Duration {
 		}
 		return &struct{ ms, k uint64 }{m.RoundDurationMs, m.LivenessRounds}, nil
 	}); err == nil && m.ms > 0 {
-		round, k, known = time.Duration(m.ms)*time.Millisecond, m.k, true
+		round, k, known = time.Duration(min(m.ms, uint64(maxRound/time.Millisecond)))*time.Millisecond, m.k, true
 	}
-	d := time.Duration(k+1)*round + r.cfg.FailoverSlack
+	d := failoverWait(round, k, r.cfg.FailoverSlack)
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	b.d, b.at, b.known = d, time.Now(), known

@@ -308,6 +308,15 @@ func Open(l *state.Layer, c *Context) error {
 	if err != nil {
 		return err
 	}
+	if o.Opened && o.newRound && c.Rules.Removals {
+		// Only a block decides removals: a snapshot of the membership
+		// (getOwner, routing) does not pay for them.
+		outs, removals, err := c.Liveness.Removal.removals(l, c.Validators, o.Membership, o.records)
+		if err != nil {
+			return err
+		}
+		o.Seen, o.Removals = append(o.Seen, outs...), removals
+	}
 	if o.Opened {
 		if err := l.Freeze(o.Membership, o.Seen, o.Removals...); err != nil {
 			return err

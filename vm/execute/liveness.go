@@ -127,9 +127,14 @@ type Opening struct {
 	// force, so work pinned to the parent's membership is dead.
 	Changed bool
 	// Removals are the removal decisions the block takes or cancels
-	// (Rules.Removals, at the opening of a new round); the liveness
-	// records whose count of rounds out changes are in Seen.
+	// (Rules.Removals, at the opening of a new round: see Open); the
+	// liveness records whose count of rounds out changes join Seen.
 	Removals []state.RemovalUpdate
+	// newRound: the parent's record is of an earlier round (not only of
+	// another P-chain height), so rounds out are counted (Open).
+	newRound bool
+	// records are the liveness records the membership was computed from.
+	records map[ids.NodeID]state.Liveness
 }
 
 // OpenMembership returns the membership a block of liveness round round,
@@ -198,15 +203,8 @@ func OpenMembership(r state.Reader, v *ValidatorSet, round uint64, l Liveness, r
 			changed = true
 		}
 	}
-	o := Opening{Membership: m, Opened: true, Seen: seen, Changed: changed}
-	if rules.Removals && (prev == nil || prev.Round != round) {
-		outs, removals, err := l.Removal.removals(r, v, m, recs)
-		if err != nil {
-			return Opening{}, err
-		}
-		o.Seen, o.Removals = append(o.Seen, outs...), removals
-	}
-	return o, nil
+	return Opening{Membership: m, Opened: true, Seen: seen, Changed: changed,
+		newRound: prev == nil || prev.Round != round, records: recs}, nil
 }
 
 // fallback is the membership of a round in which no validator is live: no
