@@ -109,22 +109,6 @@ func (vf *validatorsFlags) open(ctx context.Context, g *Globals) (*session, erro
 	return s, nil
 }
 
-// pchainStake is the subnet's current validator weights from the
-// session's P-chain node: the caller's own view, which fresh reads count.
-func pchainStake(s *session) client.StakeView {
-	return func(ctx context.Context) (map[api.NodeID]uint64, error) {
-		vs, err := s.node.GetCurrentValidators(ctx, s.subnetID, nil)
-		if err != nil {
-			return nil, err
-		}
-		weights := make(map[api.NodeID]uint64, len(vs))
-		for _, v := range vs {
-			weights[api.NodeID(v.NodeID)] += uint64(v.Weight)
-		}
-		return weights, nil
-	}
-}
-
 // admin resolves the owner's key and returns the admin that signs with it.
 func (vf *validatorsFlags) admin(g *Globals, s *session) (*subnet.Admin, error) {
 	path := vf.keyFile

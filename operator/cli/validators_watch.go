@@ -73,7 +73,7 @@ each removal and issues nothing. With --json, one JSON object per pass.`,
 			// Fresh reads weigh answers by the subnet's P-chain set as the
 			// node the watcher removes through sees it, not as any answer
 			// says.
-			fresh, err := g.Router(func(c *client.RouterConfig) { c.Stake = pchainStake(s) })
+			fresh, err := g.Router(func(c *client.RouterConfig) { c.Stake = client.PChainStake(s.uri, g.Chain, nil) })
 			if err != nil {
 				return err
 			}

@@ -3,7 +3,6 @@ package execute_test
 import (
 	"testing"
 
-	"github.com/ava-labs/avalanchego/ids"
 	"github.com/stretchr/testify/require"
 
 	"github.com/s-chain/schain/state"
@@ -183,9 +182,5 @@ func TestRemovalsWaitForTheirActivation(t *testing.T) {
 	}
 	require.Zero(out(t, c, w, 3))
 	_, ok := removal(t, c, w, 3)
-	require.False(ok)
-	var none ids.NodeID
-	_, ok, err := c.s.Accepted().Removal(none)
-	require.NoError(err)
 	require.False(ok)
 }
